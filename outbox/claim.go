@@ -1,0 +1,92 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// ClaimParams selects what a claim takes.
+type ClaimParams struct {
+	// Worker is the claiming process's id, written to locked_by. Required.
+	Worker uuid.UUID
+	// Queues to claim from, tried in order. At least one.
+	Queues []string
+	// Kinds the worker has handlers for; jobs of other kinds are left alone.
+	// At least one.
+	Kinds []string
+	// Limit is the most jobs to take, usually the worker's free slots. At least 1.
+	Limit int
+	// Lease is how long the claim is valid without a heartbeat. Required.
+	Lease time.Duration
+	// TenantCap, when positive, is the most jobs one tenant gets in this
+	// batch; zero means no cap.
+	TenantCap int
+}
+
+var errBadClaim = errors.New("docket: invalid claim")
+
+// Claim takes up to p.Limit ready jobs, highest priority first, then oldest
+// run_at, then id, marking them running under p.Worker with a lease. Rows
+// locked by concurrent claimers are skipped, never waited for. With a
+// TenantCap it claims per queue, capping each tenant's share of the batch.
+func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Job, error) {
+	if p.Worker == uuid.Nil || len(p.Queues) == 0 || len(p.Kinds) == 0 || p.Limit < 1 || p.Lease <= 0 {
+		return nil, fmt.Errorf("%w: want a worker id, queues, kinds, a positive limit and lease", errBadClaim)
+	}
+	lease := p.Lease.Milliseconds()
+	if p.TenantCap <= 0 {
+		return c.scanJobs(db.Query(ctx, c.q.claim, p.Queues, p.Kinds, p.Limit, p.Worker, lease))
+	}
+	var out []*docket.Job
+	for _, q := range p.Queues {
+		jobs, err := c.scanJobs(db.Query(ctx, c.q.claimCapped, q, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, jobs...)
+		if len(out) >= p.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, error) {
+	if err != nil {
+		return nil, c.wrapErr(err)
+	}
+	defer rows.Close()
+	var out []*docket.Job
+	for rows.Next() {
+		j := &docket.Job{}
+		var meta []byte
+		var lockedAt, leaseUntil *time.Time
+		var priority int16
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
+			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &j.Payload, &meta,
+			&lockedAt, &leaseUntil, &j.LastError); err != nil {
+			return nil, err
+		}
+		j.Priority = int(priority)
+		if lockedAt != nil {
+			j.LockedAt = *lockedAt
+		}
+		if leaseUntil != nil {
+			j.LeaseUntil = *leaseUntil
+		}
+		if meta != nil {
+			if err := json.Unmarshal(meta, &j.Meta); err != nil {
+				return nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
+			}
+		}
+		out = append(out, j)
+	}
+	return out, c.wrapErr(rows.Err())
+}

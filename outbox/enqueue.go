@@ -1,0 +1,515 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/jackc/pgx/v5"
+)
+
+// Limits on names and keys, so a bad value is rejected before it reaches the
+// database rather than bloating indexes.
+const (
+	MaxNameLen         = 128 // queue, kind and tenant names
+	MaxKeyLen          = 512 // unique and serial keys
+	MinPriority        = -10 // lowest priority
+	MaxPriority        = 10  // highest priority
+	DefaultMaxAttempts = 25
+	DefaultQueue       = "default"
+)
+
+// Opts are the per-job enqueue options. The zero value means: queue
+// "default", priority 0, due now, 25 attempts, no unique key, no tenant, no
+// serial key, no meta.
+type Opts struct {
+	// Queue routes the job to the worker pools that serve it. Empty means "default".
+	Queue string
+	// Priority orders jobs inside a queue: higher runs first. Range -10..10.
+	Priority int
+	// RunAt schedules the job; zero means now. Takes precedence over Delay.
+	RunAt time.Time
+	// Delay schedules the job this long after the enqueue, by the
+	// database's clock. Zero means now.
+	Delay time.Duration
+	// MaxAttempts is how many runs the job gets before it is dead-lettered.
+	// Zero means 25; otherwise it must be at least 1.
+	MaxAttempts int
+	// UniqueKey, when set, makes the enqueue idempotent: while a job with
+	// the same key is in flight (scheduled, ready or running) no second one
+	// is inserted and the existing job's id is returned.
+	UniqueKey string
+	// MoveOnDuplicate makes a duplicate UniqueKey move the existing job's
+	// run_at to this job's instead of leaving it (not if it is running).
+	// Not supported by EnqueueMany.
+	MoveOnDuplicate bool
+	// Tenant names who the job belongs to, for per-tenant claim caps.
+	Tenant string
+	// SerialKey serializes jobs: two jobs with the same key never run at
+	// the same time.
+	SerialKey string
+	// Meta is small job metadata (trace context, schedule name). Unlike the
+	// payload it may be logged.
+	Meta map[string]string
+}
+
+// OptsProvider is implemented by Args types that carry their own default
+// options. Non-zero fields of the Opts passed to Enqueue override them.
+type OptsProvider interface {
+	Opts() Opts
+}
+
+// Enqueued reports the outcome of one enqueue.
+type Enqueued struct {
+	ID int64
+	// Duplicate is true when nothing was inserted because a job with the
+	// same unique key was in flight; ID is that job's id.
+	Duplicate bool
+	// State is the job's state after the call.
+	State docket.State
+}
+
+// Item is one job of a bulk enqueue.
+type Item struct {
+	Args docket.Args
+	Opts Opts
+}
+
+// ErrInvalidJob wraps every validation failure of Enqueue and EnqueueMany.
+var ErrInvalidJob = errors.New("docket: invalid job")
+
+// ErrNotMigrated is returned when Docket's tables do not exist in the schema.
+var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
+
+// job is a validated, encoded job ready to write.
+type job struct {
+	kind, queue, tenant   string
+	priority, maxAttempts int
+	runAt                 *time.Time
+	delayMS               int64
+	uniqueKey, serialKey  string
+	payload, meta         []byte
+	move                  bool
+}
+
+func prepare(args docket.Args, opts Opts) (job, error) {
+	if args == nil {
+		return job{}, fmt.Errorf("%w: nil args", ErrInvalidJob)
+	}
+	if p, ok := args.(OptsProvider); ok {
+		opts = merge(p.Opts(), opts)
+	}
+	j := job{
+		kind: args.Kind(), queue: opts.Queue, tenant: opts.Tenant, priority: opts.Priority,
+		maxAttempts: opts.MaxAttempts, uniqueKey: opts.UniqueKey, serialKey: opts.SerialKey,
+		move: opts.MoveOnDuplicate,
+	}
+	if j.queue == "" {
+		j.queue = DefaultQueue
+	}
+	if j.maxAttempts == 0 {
+		j.maxAttempts = DefaultMaxAttempts
+	}
+	if err := checkName("kind", j.kind, false); err != nil {
+		return job{}, err
+	}
+	if err := checkName("queue", j.queue, false); err != nil {
+		return job{}, err
+	}
+	if err := checkName("tenant", j.tenant, true); err != nil {
+		return job{}, err
+	}
+	if j.maxAttempts < 1 {
+		return job{}, fmt.Errorf("%w: kind %s: max attempts %d: must be at least 1", ErrInvalidJob, j.kind, j.maxAttempts)
+	}
+	if j.priority < MinPriority || j.priority > MaxPriority {
+		return job{}, fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidJob, j.kind, j.priority, MinPriority, MaxPriority)
+	}
+	if len(j.uniqueKey) > MaxKeyLen || len(j.serialKey) > MaxKeyLen {
+		return job{}, fmt.Errorf("%w: kind %s: unique or serial key longer than %d bytes", ErrInvalidJob, j.kind, MaxKeyLen)
+	}
+	if opts.Delay < 0 {
+		return job{}, fmt.Errorf("%w: kind %s: negative delay", ErrInvalidJob, j.kind)
+	}
+	if !opts.RunAt.IsZero() {
+		t := opts.RunAt
+		j.runAt = &t
+	} else {
+		j.delayMS = opts.Delay.Milliseconds()
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		// The error names the kind only: the payload may hold personal data.
+		return job{}, fmt.Errorf("%w: kind %s: encode payload: %w", ErrInvalidJob, j.kind, err)
+	}
+	if bytes.Contains(payload, []byte(`\u0000`)) {
+		return job{}, fmt.Errorf("%w: kind %s: payload contains \\u0000, which PostgreSQL jsonb cannot store", ErrInvalidJob, j.kind)
+	}
+	j.payload = payload
+	if len(opts.Meta) > 0 {
+		if j.meta, err = json.Marshal(opts.Meta); err != nil {
+			return job{}, fmt.Errorf("%w: kind %s: encode meta: %w", ErrInvalidJob, j.kind, err)
+		}
+	}
+	return j, nil
+}
+
+func checkName(what, v string, emptyOK bool) error {
+	if v == "" && !emptyOK {
+		return fmt.Errorf("%w: empty %s name", ErrInvalidJob, what)
+	}
+	if len(v) > MaxNameLen {
+		return fmt.Errorf("%w: %s name longer than %d bytes", ErrInvalidJob, what, MaxNameLen)
+	}
+	for _, r := range v {
+		if r < 0x21 || r == 0x7f {
+			return fmt.Errorf("%w: %s name %q contains spaces or control characters", ErrInvalidJob, what, v)
+		}
+	}
+	return nil
+}
+
+func merge(base, over Opts) Opts {
+	if over.Queue != "" {
+		base.Queue = over.Queue
+	}
+	if over.Priority != 0 {
+		base.Priority = over.Priority
+	}
+	if !over.RunAt.IsZero() {
+		base.RunAt = over.RunAt
+	}
+	if over.Delay != 0 {
+		base.Delay = over.Delay
+	}
+	if over.MaxAttempts != 0 {
+		base.MaxAttempts = over.MaxAttempts
+	}
+	if over.UniqueKey != "" {
+		base.UniqueKey = over.UniqueKey
+	}
+	base.MoveOnDuplicate = base.MoveOnDuplicate || over.MoveOnDuplicate
+	if over.Tenant != "" {
+		base.Tenant = over.Tenant
+	}
+	if over.SerialKey != "" {
+		base.SerialKey = over.SerialKey
+	}
+	if over.Meta != nil {
+		base.Meta = over.Meta
+	}
+	return base
+}
+
+// nullable turns "" and nil into SQL NULL; JSON goes as a string so that
+// database/sql drivers do not send it as bytea.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullableJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+func (j job) params() []any {
+	var runAt any
+	if j.runAt != nil {
+		runAt = *j.runAt
+	}
+	return []any{j.queue, j.kind, j.priority, j.maxAttempts, nullable(j.uniqueKey), j.tenant,
+		nullable(j.serialKey), string(j.payload), nullableJSON(j.meta), runAt, j.delayMS}
+}
+
+// wrapErr turns a missing table into ErrNotMigrated, naming the schema.
+func (c *Client) wrapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if sqlState(err) == codeUndefinedTable {
+		return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, c.schema, err)
+	}
+	return err
+}
+
+// Enqueue writes one job through db. Pass the caller's transaction to commit
+// the job together with the caller's own writes: a rolled-back transaction
+// leaves no job. Invalid args or options return an ErrInvalidJob error and
+// write nothing.
+func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts) (Enqueued, error) {
+	j, err := prepare(args, opts)
+	if err != nil {
+		return Enqueued{}, err
+	}
+	cn, err := toConn(db)
+	if err != nil {
+		return Enqueued{}, err
+	}
+	res, err := c.insertOne(ctx, cn, j)
+	if err != nil {
+		return Enqueued{}, c.wrapErr(err)
+	}
+	if res.State == docket.StateReady && !res.Duplicate {
+		if err := c.notify(ctx, cn, []string{j.queue}); err != nil {
+			return Enqueued{}, err
+		}
+	}
+	return res, nil
+}
+
+func (c *Client) insertOne(ctx context.Context, cn conn, j job) (Enqueued, error) {
+	q := c.q.enqueue
+	if j.move && j.uniqueKey != "" {
+		q = c.q.enqueueMove
+	}
+	// A conflicting key may belong to a job that finishes between the insert
+	// and the lookup; then the insert is tried again.
+	for range 5 {
+		var res Enqueued
+		found := false
+		err := cn.query(ctx, q, j.params(), func(scan func(...any) error) error {
+			found = true
+			var state string
+			if q == c.q.enqueueMove {
+				var inserted bool
+				if err := scan(&res.ID, &state, &inserted); err != nil {
+					return err
+				}
+				res.Duplicate = !inserted
+			} else if err := scan(&res.ID, &state); err != nil {
+				return err
+			}
+			res.State = docket.State(state)
+			return nil
+		})
+		if err != nil || found {
+			return res, err
+		}
+		err = cn.query(ctx, c.q.lookupKey, []any{j.uniqueKey}, func(scan func(...any) error) error {
+			found = true
+			var state string
+			err := scan(&res.ID, &state)
+			res.State, res.Duplicate = docket.State(state), true
+			return err
+		})
+		if err != nil || found {
+			return res, err
+		}
+	}
+	return Enqueued{}, fmt.Errorf("docket: kind %s: unique key %q kept changing hands; try again", j.kind, j.uniqueKey)
+}
+
+// notify announces due jobs on queues, skipping a queue notified within the
+// debounce window. The notification is delivered when db's transaction commits.
+func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
+	if c.debounce < 0 {
+		return nil
+	}
+	now := time.Now()
+	var send []string
+	c.mu.Lock()
+	for _, q := range queues {
+		if now.Sub(c.lastNotify[q]) >= c.debounce {
+			c.lastNotify[q] = now
+			send = append(send, q)
+		}
+	}
+	c.mu.Unlock()
+	for _, q := range send {
+		if _, err := cn.exec(ctx, c.q.notify, c.NotifyChannel(), q); err != nil {
+			return fmt.Errorf("docket: notify queue %s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// EnqueueMany writes many jobs in one call and returns one result per item,
+// in order. Jobs without unique key or schedule go in with one COPY when db
+// is pgx; the rest with one set-based insert. A taken unique key never fails
+// the batch: that item reports the existing job's id as a Duplicate (also
+// when two items of the batch share a key: the first wins). With a pool or
+// *sql.DB the whole batch is written in one transaction. Any invalid item
+// fails the call before anything is written.
+func (c *Client) EnqueueMany(ctx context.Context, db DB, items []Item) ([]Enqueued, error) {
+	jobs := make([]job, len(items))
+	for i, it := range items {
+		j, err := prepare(it.Args, it.Opts)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		if j.move {
+			return nil, fmt.Errorf("item %d: %w: MoveOnDuplicate is not supported by EnqueueMany", i, ErrInvalidJob)
+		}
+		jobs[i] = j
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var out []Enqueued
+	err := withTx(ctx, db, func(cn conn) error {
+		var err error
+		out, err = c.insertMany(ctx, cn, jobs)
+		return err
+	})
+	return out, c.wrapErr(err)
+}
+
+func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueued, error) {
+	out := make([]Enqueued, len(jobs))
+	ids := make([]int64, 0, len(jobs))
+	err := cn.query(ctx, c.q.nextIDs, []any{len(jobs)}, func(scan func(...any) error) error {
+		var id int64
+		err := scan(&id)
+		ids = append(ids, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	cp := cn.copier()
+	var copyRows [][]any
+	var setRows []map[string]any
+	index := make(map[int64]int, len(jobs))
+	readyQueues := map[string]bool{}
+	for i, j := range jobs {
+		index[ids[i]] = i
+		if cp != nil && j.uniqueKey == "" && j.runAt == nil && j.delayMS == 0 {
+			copyRows = append(copyRows, []any{ids[i], "ready", j.queue, j.kind, int16(j.priority),
+				int32(j.maxAttempts), j.tenant, nullable(j.serialKey), json.RawMessage(j.payload), rawOrNil(j.meta)})
+			out[i] = Enqueued{ID: ids[i], State: docket.StateReady}
+			readyQueues[j.queue] = true
+			continue
+		}
+		row := map[string]any{"id": ids[i], "queue": j.queue, "kind": j.kind, "priority": j.priority,
+			"delay_ms": j.delayMS, "max_attempts": j.maxAttempts, "tenant": j.tenant,
+			"unique_key": nullable(j.uniqueKey), "serial_key": nullable(j.serialKey),
+			"payload": json.RawMessage(j.payload), "meta": rawOrNil(j.meta)}
+		if j.runAt != nil {
+			row["run_at"] = j.runAt.Format(time.RFC3339Nano)
+		}
+		setRows = append(setRows, row)
+	}
+	if len(copyRows) > 0 {
+		cols := []string{"id", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
+		if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_jobs"}, cols, pgx.CopyFromRows(copyRows)); err != nil {
+			return nil, err
+		}
+	}
+	if len(setRows) > 0 {
+		doc, err := json.Marshal(setRows)
+		if err != nil {
+			return nil, err
+		}
+		inserted := map[int64]bool{}
+		err = cn.query(ctx, c.q.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
+			var id int64
+			var state string
+			if err := scan(&id, &state); err != nil {
+				return err
+			}
+			inserted[id] = true
+			out[index[id]] = Enqueued{ID: id, State: docket.State(state)}
+			if state == string(docket.StateReady) {
+				readyQueues[jobs[index[id]].queue] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.resolveDuplicates(ctx, cn, jobs, ids, inserted, out); err != nil {
+			return nil, err
+		}
+	}
+	queues := make([]string, 0, len(readyQueues))
+	for q := range readyQueues {
+		queues = append(queues, q)
+	}
+	return out, c.notify(ctx, cn, queues)
+}
+
+// resolveDuplicates fills in the existing job ids of items whose unique key
+// was taken.
+func (c *Client) resolveDuplicates(ctx context.Context, cn conn, jobs []job, ids []int64, inserted map[int64]bool, out []Enqueued) error {
+	var keys []string
+	for i, j := range jobs {
+		if j.uniqueKey != "" && !inserted[ids[i]] {
+			keys = append(keys, j.uniqueKey)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	doc, _ := json.Marshal(keys)
+	existing := map[string]Enqueued{}
+	err := cn.query(ctx, c.q.lookupKeys, []any{string(doc)}, func(scan func(...any) error) error {
+		var key, state string
+		var id int64
+		err := scan(&key, &id, &state)
+		existing[key] = Enqueued{ID: id, Duplicate: true, State: docket.State(state)}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		if j.uniqueKey == "" || inserted[ids[i]] {
+			continue
+		}
+		dup, ok := existing[j.uniqueKey]
+		if !ok {
+			// The holder finished between insert and lookup.
+			res, err := c.insertOne(ctx, cn, j)
+			if err != nil {
+				return err
+			}
+			out[i] = res
+			continue
+		}
+		out[i] = dup
+	}
+	return nil
+}
+
+func rawOrNil(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// withTx runs fn in a transaction when db can start one on its own (a pool,
+// a connection, *sql.DB); a caller's transaction is used as it is.
+func withTx(ctx context.Context, db DB, fn func(conn) error) error {
+	switch d := db.(type) {
+	case pgx.Tx:
+		return fn(pgxConn{d})
+	case TxBeginner:
+		return pgx.BeginFunc(ctx, d, func(tx pgx.Tx) error { return fn(pgxConn{tx}) })
+	case *sql.DB:
+		tx, err := d.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(sqlConn{tx}); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	cn, err := toConn(db)
+	if err != nil {
+		return err
+	}
+	return fn(cn)
+}

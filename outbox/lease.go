@@ -1,0 +1,37 @@
+package outbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Heartbeat extends the leases of the worker's running jobs ids by lease and
+// returns the ids it still owns. A job missing from the result was lost:
+// reaped after its lease expired and maybe claimed by another worker. Its
+// handler should be cancelled and its outcome dropped.
+func (c *Client) Heartbeat(ctx context.Context, db Pgx, worker uuid.UUID, ids []int64, lease time.Duration) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return c.ids(db, ctx, c.q.heartbeat, ids, worker, lease.Milliseconds())
+}
+
+// ids runs a statement that returns one id column.
+func (c *Client) ids(db Pgx, ctx context.Context, sql string, args ...any) ([]int64, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, c.wrapErr(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, c.wrapErr(rows.Err())
+}

@@ -1,0 +1,250 @@
+package outbox
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Migration is one numbered schema change with its up and down SQL, rendered
+// for the migrator's schema.
+type Migration struct {
+	Version int
+	Name    string
+	Up      string
+	Down    string
+}
+
+// MigrationStatus is a migration and whether it is applied.
+type MigrationStatus struct {
+	Migration
+	AppliedAt time.Time // zero when not applied
+}
+
+// ErrUnknownVersion is returned for a migration version that does not exist.
+var ErrUnknownVersion = errors.New("docket: unknown migration version")
+
+// Migrator applies Docket's embedded migrations to one schema. Each run holds
+// a transaction-scoped advisory lock for the schema, so any number of
+// processes may call Up at start: one applies, the others wait and find
+// nothing left to do.
+type Migrator struct {
+	schema     string
+	migrations []Migration
+}
+
+var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
+
+// NewMigrator returns a Migrator for the schema ("" means "public").
+func NewMigrator(schema string) (*Migrator, error) {
+	c, err := New(Config{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[int]*Migration{}
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("docket: bad migration file name %q", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		mig := byVersion[v]
+		if mig == nil {
+			mig = &Migration{Version: v, Name: m[2]}
+			byVersion[v] = mig
+		}
+		if m[3] == "up" {
+			mig.Up = render(string(body), c.schema)
+		} else {
+			mig.Down = render(string(body), c.schema)
+		}
+	}
+	out := &Migrator{schema: c.schema}
+	for _, m := range byVersion {
+		if m.Up == "" || m.Down == "" {
+			return nil, fmt.Errorf("docket: migration %03d_%s lacks its up or down file", m.Version, m.Name)
+		}
+		out.migrations = append(out.migrations, *m)
+	}
+	sort.Slice(out.migrations, func(i, j int) bool { return out.migrations[i].Version < out.migrations[j].Version })
+	return out, nil
+}
+
+// Migrations returns every known migration in order.
+func (m *Migrator) Migrations() []Migration { return append([]Migration(nil), m.migrations...) }
+
+// Latest is the highest known migration version.
+func (m *Migrator) Latest() int { return m.migrations[len(m.migrations)-1].Version }
+
+// TxBeginner starts transactions: *pgx.Conn and *pgxpool.Pool satisfy it.
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+func (m *Migrator) lockAndLoad(ctx context.Context, tx pgx.Tx) (map[int]time.Time, error) {
+	q := render(`CREATE SCHEMA IF NOT EXISTS {{schema}};
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_migrations (
+	version    integer     PRIMARY KEY,
+	name       text        NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`, m.schema)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_migrate:' || $1, 0))`, m.schema); err != nil {
+		return nil, fmt.Errorf("docket: migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, q); err != nil {
+		return nil, fmt.Errorf("docket: create migrations table: %w", err)
+	}
+	rows, err := tx.Query(ctx, render(`SELECT version, applied_at FROM {{schema}}.docket_migrations`, m.schema))
+	if err != nil {
+		return nil, err
+	}
+	applied := map[int]time.Time{}
+	var v int
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&v, &at}, func() error { applied[v] = at; return nil })
+	return applied, err
+}
+
+// Up applies every migration not yet applied, in one transaction, and
+// returns those it applied.
+func (m *Migrator) Up(ctx context.Context, db TxBeginner) ([]Migration, error) {
+	return m.UpTo(ctx, db, m.Latest())
+}
+
+// UpTo applies the migrations not yet applied up to and including version.
+func (m *Migrator) UpTo(ctx context.Context, db TxBeginner, version int) ([]Migration, error) {
+	if err := m.checkVersion(version); err != nil {
+		return nil, err
+	}
+	var done []Migration
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		applied, err := m.lockAndLoad(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, mig := range m.migrations {
+			if mig.Version > version {
+				break
+			}
+			if _, ok := applied[mig.Version]; ok {
+				continue
+			}
+			if _, err := tx.Exec(ctx, mig.Up); err != nil {
+				return fmt.Errorf("docket: migration %03d_%s up: %w", mig.Version, mig.Name, err)
+			}
+			if _, err := tx.Exec(ctx, render(`INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`, m.schema), mig.Version, mig.Name); err != nil {
+				return err
+			}
+			done = append(done, mig)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// Down reverts applied migrations above version, newest first, in one
+// transaction, and returns those it reverted. Down(ctx, db, 0) removes
+// Docket's tables entirely (the migrations table stays).
+func (m *Migrator) Down(ctx context.Context, db TxBeginner, version int) ([]Migration, error) {
+	if version != 0 {
+		if err := m.checkVersion(version); err != nil {
+			return nil, err
+		}
+	}
+	var done []Migration
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		applied, err := m.lockAndLoad(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for i := len(m.migrations) - 1; i >= 0; i-- {
+			mig := m.migrations[i]
+			if mig.Version <= version {
+				break
+			}
+			if _, ok := applied[mig.Version]; !ok {
+				continue
+			}
+			if _, err := tx.Exec(ctx, mig.Down); err != nil {
+				return fmt.Errorf("docket: migration %03d_%s down: %w", mig.Version, mig.Name, err)
+			}
+			if _, err := tx.Exec(ctx, render(`DELETE FROM {{schema}}.docket_migrations WHERE version = $1`, m.schema), mig.Version); err != nil {
+				return err
+			}
+			done = append(done, mig)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// List returns every known migration with the time it was applied.
+func (m *Migrator) List(ctx context.Context, db TxBeginner) ([]MigrationStatus, error) {
+	var out []MigrationStatus
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		applied, err := m.lockAndLoad(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, mig := range m.migrations {
+			out = append(out, MigrationStatus{Migration: mig, AppliedAt: applied[mig.Version]})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SQL returns the SQL of one migration in one direction ("up" or "down"),
+// for teams that apply migrations with their own tool.
+func (m *Migrator) SQL(version int, direction string) (string, error) {
+	if err := m.checkVersion(version); err != nil {
+		return "", err
+	}
+	for _, mig := range m.migrations {
+		if mig.Version != version {
+			continue
+		}
+		switch direction {
+		case "up":
+			return mig.Up, nil
+		case "down":
+			return mig.Down, nil
+		}
+		return "", fmt.Errorf("docket: migration direction %q: want up or down", direction)
+	}
+	panic("unreachable")
+}
+
+func (m *Migrator) checkVersion(version int) error {
+	for _, mig := range m.migrations {
+		if mig.Version == version {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %d: known versions are 1 to %d", ErrUnknownVersion, version, m.Latest())
+}

@@ -1,0 +1,111 @@
+-- Docket core tables: the hot jobs table, finished-job history partitioned by
+-- day, and the dead-letter table. {{schema}} is replaced by the configured
+-- schema, quoted.
+
+CREATE SEQUENCE IF NOT EXISTS {{schema}}.docket_jobs_id_seq AS bigint;
+
+-- Live jobs only: scheduled (future run_at), ready and running. Finished jobs
+-- leave this table, so it stays small and its unique index means "no
+-- duplicate in-flight work". Lock and lease columns are in no index, so
+-- heartbeats are HOT updates.
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs (
+    id           bigint      NOT NULL DEFAULT nextval('{{schema}}.docket_jobs_id_seq') PRIMARY KEY,
+    state        text        NOT NULL DEFAULT 'ready'
+                 CHECK (state IN ('scheduled', 'ready', 'running')),
+    queue        text        NOT NULL,
+    kind         text        NOT NULL,
+    priority     smallint    NOT NULL DEFAULT 0,
+    run_at       timestamptz NOT NULL DEFAULT now(),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempts     integer     NOT NULL DEFAULT 0,
+    max_attempts integer     NOT NULL DEFAULT 25 CHECK (max_attempts >= 1),
+    unique_key   text,
+    tenant       text        NOT NULL DEFAULT '',
+    serial_key   text,
+    locked_by    uuid,
+    locked_at    timestamptz,
+    lease_until  timestamptz,
+    last_error   text,
+    payload      jsonb       NOT NULL,
+    meta         jsonb
+) WITH (
+    fillfactor = 80,
+    autovacuum_vacuum_scale_factor = 0.02,
+    autovacuum_vacuum_insert_scale_factor = 0.02,
+    autovacuum_analyze_scale_factor = 0.05,
+    autovacuum_vacuum_cost_delay = 0
+);
+
+ALTER SEQUENCE {{schema}}.docket_jobs_id_seq OWNED BY {{schema}}.docket_jobs.id;
+
+-- The claim: due jobs of a queue, highest priority first, then oldest.
+CREATE INDEX IF NOT EXISTS docket_jobs_claim_idx
+    ON {{schema}}.docket_jobs (queue, priority DESC, run_at, id)
+    WHERE state = 'ready';
+
+-- The capped claim walks the distinct tenants of a queue, then each tenant's head.
+CREATE INDEX IF NOT EXISTS docket_jobs_tenant_idx
+    ON {{schema}}.docket_jobs (queue, tenant, priority DESC, run_at, id)
+    WHERE state = 'ready';
+
+-- Promotion of scheduled jobs that became due.
+CREATE INDEX IF NOT EXISTS docket_jobs_scheduled_idx
+    ON {{schema}}.docket_jobs (run_at)
+    WHERE state = 'scheduled';
+
+-- The reaper and shutdown release look at running jobs only.
+CREATE INDEX IF NOT EXISTS docket_jobs_running_idx
+    ON {{schema}}.docket_jobs (locked_by)
+    WHERE state = 'running';
+
+CREATE UNIQUE INDEX IF NOT EXISTS docket_jobs_unique_key_idx
+    ON {{schema}}.docket_jobs (unique_key)
+    WHERE unique_key IS NOT NULL;
+
+-- Finished jobs, one partition per UTC day; retention drops whole partitions.
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs_done (
+    id           bigint      NOT NULL,
+    queue        text        NOT NULL,
+    kind         text        NOT NULL,
+    priority     smallint    NOT NULL,
+    tenant       text        NOT NULL,
+    serial_key   text,
+    unique_key   text,
+    attempts     integer     NOT NULL,
+    max_attempts integer     NOT NULL,
+    created_at   timestamptz NOT NULL,
+    run_at       timestamptz NOT NULL,
+    started_at   timestamptz,
+    finished_at  timestamptz NOT NULL,
+    payload      jsonb       NOT NULL,
+    meta         jsonb
+) PARTITION BY RANGE (finished_at);
+
+CREATE INDEX IF NOT EXISTS docket_jobs_done_id_idx
+    ON {{schema}}.docket_jobs_done (id);
+
+-- Jobs that exhausted their attempts, were cancelled or could not be decoded.
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs_dead (
+    id           bigint      NOT NULL PRIMARY KEY,
+    queue        text        NOT NULL,
+    kind         text        NOT NULL,
+    priority     smallint    NOT NULL,
+    tenant       text        NOT NULL,
+    serial_key   text,
+    unique_key   text,
+    attempts     integer     NOT NULL,
+    max_attempts integer     NOT NULL,
+    created_at   timestamptz NOT NULL,
+    run_at       timestamptz NOT NULL,
+    dead_at      timestamptz NOT NULL DEFAULT now(),
+    reason       text        NOT NULL,
+    last_error   text,
+    payload      jsonb       NOT NULL,
+    meta         jsonb
+);
+
+CREATE INDEX IF NOT EXISTS docket_jobs_dead_dead_at_idx
+    ON {{schema}}.docket_jobs_dead (dead_at);
+
+CREATE INDEX IF NOT EXISTS docket_jobs_dead_kind_idx
+    ON {{schema}}.docket_jobs_dead (kind, dead_at);

@@ -1,0 +1,107 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// History partitions are named docket_jobs_done_YYYYMMDD and hold the jobs
+// finished on that UTC day.
+const partitionPrefix = "docket_jobs_done_"
+
+func partitionName(day time.Time) string { return partitionPrefix + day.Format("20060102") }
+
+// Partitions lists the history partitions, oldest first.
+func (c *Client) Partitions(ctx context.Context, db Pgx) ([]string, error) {
+	rows, err := db.Query(ctx, c.q.partitions, c.schema)
+	if err != nil {
+		return nil, c.wrapErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, rows.Err()
+}
+
+// EnsurePartitions creates the history partitions for the UTC day of now and
+// the next ahead days, skipping those that exist. Idempotent; concurrent
+// callers are serialized by an advisory lock.
+func (c *Client) EnsurePartitions(ctx context.Context, db Pgx, now time.Time, ahead int) error {
+	have, err := c.Partitions(ctx, db)
+	if err != nil {
+		return err
+	}
+	exists := map[string]bool{}
+	for _, p := range have {
+		exists[p] = true
+	}
+	day := now.UTC().Truncate(24 * time.Hour)
+	for i := 0; i <= ahead; i++ {
+		d := day.AddDate(0, 0, i)
+		name := partitionName(d)
+		if exists[name] {
+			continue
+		}
+		q := fmt.Sprintf(c.q.createPartition, name, d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
+		if err := c.ddl(ctx, db, q); err != nil {
+			return fmt.Errorf("docket: create history partition %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// DropPartitions drops the history partitions whose whole day ended before
+// cutoff and returns their names. Dropping a partition removes its rows
+// without a mass DELETE and leaves no vacuum debt.
+func (c *Client) DropPartitions(ctx context.Context, db Pgx, cutoff time.Time) ([]string, error) {
+	have, err := c.Partitions(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var dropped []string
+	for _, name := range have {
+		day, err := time.Parse("20060102", strings.TrimPrefix(name, partitionPrefix))
+		if err != nil {
+			continue // not one of ours
+		}
+		if day.AddDate(0, 0, 1).After(cutoff) {
+			continue
+		}
+		if err := c.ddl(ctx, db, fmt.Sprintf(c.q.dropPartition, name)); err != nil {
+			return dropped, fmt.Errorf("docket: drop history partition %s: %w", name, err)
+		}
+		dropped = append(dropped, name)
+	}
+	return dropped, nil
+}
+
+// ddl runs partition DDL in its own transaction under the schema's
+// maintenance lock, with a short lock_timeout so that it gives way to
+// completions instead of stalling them behind its exclusive lock.
+func (c *Client) ddl(ctx context.Context, db Pgx, stmt string) error {
+	tx, err := beginPgx(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_partitions:' || $1, 0))`, c.schema); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, stmt); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

@@ -1,0 +1,250 @@
+package outbox
+
+// Every statement that touches Docket's job tables lives in this file, so the
+// shape of the hot table can change in one place. {{schema}} is replaced by
+// the client's quoted schema when the client is created.
+
+// jobColumns is what a claim returns, in the order scanJob reads it.
+const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max_attempts,
+	COALESCE(unique_key, ''), tenant, COALESCE(serial_key, ''), payload, meta,
+	locked_at, lease_until, COALESCE(last_error, '')`
+
+// deadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
+// columns reason and err) into the dead-letter table.
+const deadInsert = `INSERT INTO {{schema}}.docket_jobs_dead
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, reason, last_error, payload, meta)
+SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, reason, err, payload, meta
+FROM gone
+RETURNING id`
+
+const (
+	sqlEnqueue = `INSERT INTO {{schema}}.docket_jobs
+	(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+	$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+RETURNING id, state`
+
+	// sqlEnqueueMove is sqlEnqueue where a duplicate key moves the existing
+	// job's run_at instead, unless that job is already running.
+	sqlEnqueueMove = `INSERT INTO {{schema}}.docket_jobs AS j
+	(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+	$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
+DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state WHERE j.state <> 'running'
+RETURNING id, state, (xmax = 0) AS inserted`
+
+	sqlLookupKey = `SELECT id, state FROM {{schema}}.docket_jobs WHERE unique_key = $1`
+
+	sqlLookupKeys = `SELECT j.unique_key, j.id, j.state FROM {{schema}}.docket_jobs j
+WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
+
+	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
+
+	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids; rows
+	// whose unique key is taken (also by an earlier row of the same array)
+	// are skipped and missing from the result.
+	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
+	(id, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+SELECT r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
+FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
+	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
+	serial_key text, payload jsonb, meta jsonb)
+CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+RETURNING id, state`
+
+	sqlNotify = `SELECT pg_notify($1, $2)`
+
+	// sqlClaim takes up to $3 ready jobs of the queues $1 (in that order)
+	// and kinds $2. The locking subquery walks docket_jobs_claim_idx per
+	// queue; the outer UPDATE finds rows by id = ANY(array) so no statistics
+	// can turn it into a join over the whole table.
+	sqlClaim = `WITH c AS (
+	SELECT j.id
+	FROM unnest($1::text[]) AS q(name)
+	CROSS JOIN LATERAL (
+		SELECT id FROM {{schema}}.docket_jobs
+		WHERE state = 'ready' AND queue = q.name AND kind = ANY($2::text[])
+		ORDER BY priority DESC, run_at, id
+		LIMIT $3
+		FOR NO KEY UPDATE SKIP LOCKED
+	) j
+	LIMIT $3
+)
+UPDATE {{schema}}.docket_jobs
+SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
+	lease_until = now() + $5::bigint * interval '1 millisecond'
+WHERE id = ANY(ARRAY(SELECT id FROM c))
+RETURNING ` + jobColumns
+
+	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
+	// than $6 of the batch: it walks the queue's distinct tenants with a
+	// skip scan over docket_jobs_tenant_idx, takes each tenant's head, and
+	// keeps the best $3 of those.
+	sqlClaimCapped = `WITH RECURSIVE t(tenant) AS (
+	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND queue = $1
+	UNION ALL
+	SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
+		WHERE state = 'ready' AND queue = $1 AND tenant > t.tenant)
+	FROM t WHERE t.tenant IS NOT NULL
+), c AS (
+	SELECT h.id
+	FROM t CROSS JOIN LATERAL (
+		SELECT id, priority, run_at FROM {{schema}}.docket_jobs
+		WHERE state = 'ready' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
+		ORDER BY priority DESC, run_at, id
+		LIMIT $6
+		FOR NO KEY UPDATE SKIP LOCKED
+	) h
+	WHERE t.tenant IS NOT NULL
+	ORDER BY h.priority DESC, h.run_at, h.id
+	LIMIT $3
+)
+UPDATE {{schema}}.docket_jobs
+SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
+	lease_until = now() + $5::bigint * interval '1 millisecond'
+WHERE id = ANY(ARRAY(SELECT id FROM c))
+RETURNING ` + jobColumns
+
+	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs
+SET lease_until = now() + $3::bigint * interval '1 millisecond'
+WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+RETURNING id`
+
+	sqlCompleteHistory = `WITH d AS (
+	DELETE FROM {{schema}}.docket_jobs
+	WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+	RETURNING *
+)
+INSERT INTO {{schema}}.docket_jobs_done
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, started_at, finished_at, payload, meta)
+SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, locked_at, now(), payload, meta
+FROM d
+RETURNING id`
+
+	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs
+WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+RETURNING id`
+
+	// sqlFail records failed attempts: jobs with attempts left go back to
+	// ready/scheduled after their delay; exhausted ones move to dead.
+	sqlFail = `WITH i AS (
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[]) AS i(id, err, delay_ms)
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs j USING i
+	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running' AND j.attempts >= j.max_attempts
+	RETURNING j.*, 'exhausted'::text AS reason, i.err
+), dead AS (` + deadInsert + `
+), retried AS (
+	UPDATE {{schema}}.docket_jobs j
+	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
+		run_at = now() + i.delay_ms * interval '1 millisecond',
+		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	FROM i
+	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running' AND j.attempts < j.max_attempts
+	RETURNING j.id
+)
+SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
+
+	// sqlSnooze reschedules jobs without spending the attempt their claim counted.
+	sqlSnooze = `UPDATE {{schema}}.docket_jobs j
+SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
+	run_at = now() + i.delay_ms * interval '1 millisecond',
+	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+FROM unnest($1::bigint[], $3::bigint[]) AS i(id, delay_ms)
+WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running'
+RETURNING j.id`
+
+	sqlDeadLetter = `WITH i AS (
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[]) AS i(id, reason, err)
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs j USING i
+	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running'
+	RETURNING j.*, i.reason, i.err
+)
+` + deadInsert
+
+	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
+	// attempt is not counted.
+	sqlRelease = `UPDATE {{schema}}.docket_jobs
+SET state = 'ready', attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+RETURNING id`
+
+	// sqlReap returns running jobs whose lease expired to ready, or moves
+	// them to dead when that was their last attempt. The lost attempt counts:
+	// a job that kills its worker must not be retried forever.
+	sqlReap = `WITH x AS (
+	SELECT id FROM {{schema}}.docket_jobs
+	WHERE state = 'running' AND lease_until < now()
+	ORDER BY id
+	LIMIT $1
+	FOR NO KEY UPDATE SKIP LOCKED
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts >= max_attempts
+	RETURNING *, 'lease_expired'::text AS reason, $2::text AS err
+), dead AS (` + deadInsert + `
+), back AS (
+	UPDATE {{schema}}.docket_jobs
+	SET state = 'ready', last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
+	RETURNING id
+)
+SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
+
+	sqlPromote = `WITH p AS (
+	SELECT id FROM {{schema}}.docket_jobs
+	WHERE state = 'scheduled' AND run_at <= now()
+	ORDER BY run_at
+	LIMIT $1
+	FOR NO KEY UPDATE SKIP LOCKED
+)
+UPDATE {{schema}}.docket_jobs SET state = 'ready'
+WHERE id = ANY(ARRAY(SELECT id FROM p))
+RETURNING queue`
+
+	sqlNextScheduled = `SELECT min(run_at) FROM {{schema}}.docket_jobs WHERE state = 'scheduled'`
+
+	sqlPartitions = `SELECT c.relname FROM pg_inherits i
+JOIN pg_class c ON c.oid = i.inhrelid
+JOIN pg_class p ON p.oid = i.inhparent
+JOIN pg_namespace n ON n.oid = p.relnamespace
+WHERE n.nspname = $1 AND p.relname = 'docket_jobs_done'`
+
+	sqlCreatePartition = `CREATE TABLE IF NOT EXISTS {{schema}}.%s
+PARTITION OF {{schema}}.docket_jobs_done FOR VALUES FROM ('%s') TO ('%s')`
+
+	sqlDropPartition = `DROP TABLE IF EXISTS {{schema}}.%s`
+)
+
+// queries holds every statement rendered for one schema.
+type queries struct {
+	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify string
+	claim, claimCapped, heartbeat, completeHistory, completeDelete, fail     string
+	snooze, deadLetter, release, reap, promote, nextScheduled, partitions    string
+	createPartition, dropPartition                                           string
+}
+
+func renderQueries(schema string) queries {
+	r := func(s string) string { return render(s, schema) }
+	return queries{
+		enqueue: r(sqlEnqueue), enqueueMove: r(sqlEnqueueMove), lookupKey: r(sqlLookupKey),
+		lookupKeys: r(sqlLookupKeys), nextIDs: r(sqlNextIDs), enqueueSet: r(sqlEnqueueSet),
+		notify: sqlNotify, claim: r(sqlClaim), claimCapped: r(sqlClaimCapped),
+		heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
+		completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
+		deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
+		promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), partitions: sqlPartitions,
+		createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
+	}
+}
