@@ -6,8 +6,8 @@ package outbox
 
 // jobColumns is what a claim returns, in the order scanJob reads it.
 const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max_attempts,
-	COALESCE(unique_key, ''), tenant, COALESCE(serial_key, ''), payload, meta,
-	locked_at, lease_until, COALESCE(last_error, '')`
+	COALESCE(unique_key, '') AS unique_key, tenant, COALESCE(serial_key, '') AS serial_key,
+	payload, meta, locked_at, lease_until, COALESCE(last_error, '') AS last_error`
 
 // deadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
 // columns reason and err) into the dead-letter table.
@@ -18,6 +18,16 @@ SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_
 	created_at, run_at, reason, err, payload, meta
 FROM gone
 RETURNING id`
+
+// claimUpdate marks the rows of CTE "c" running and returns them in claim order.
+const claimUpdate = `, u AS (
+	UPDATE {{schema}}.docket_jobs
+	SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
+		lease_until = now() + $5::bigint * interval '1 millisecond'
+	WHERE id = ANY(ARRAY(SELECT id FROM c))
+	RETURNING ` + jobColumns + `
+)
+SELECT * FROM u ORDER BY priority DESC, run_at, id`
 
 const (
 	sqlEnqueue = `INSERT INTO {{schema}}.docket_jobs
@@ -77,12 +87,7 @@ RETURNING id, state`
 		FOR NO KEY UPDATE SKIP LOCKED
 	) j
 	LIMIT $3
-)
-UPDATE {{schema}}.docket_jobs
-SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
-	lease_until = now() + $5::bigint * interval '1 millisecond'
-WHERE id = ANY(ARRAY(SELECT id FROM c))
-RETURNING ` + jobColumns
+)` + claimUpdate
 
 	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
 	// than $6 of the batch: it walks the queue's distinct tenants with a
@@ -106,12 +111,7 @@ RETURNING ` + jobColumns
 	WHERE t.tenant IS NOT NULL
 	ORDER BY h.priority DESC, h.run_at, h.id
 	LIMIT $3
-)
-UPDATE {{schema}}.docket_jobs
-SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
-	lease_until = now() + $5::bigint * interval '1 millisecond'
-WHERE id = ANY(ARRAY(SELECT id FROM c))
-RETURNING ` + jobColumns
+)` + claimUpdate
 
 	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs
 SET lease_until = now() + $3::bigint * interval '1 millisecond'

@@ -1,0 +1,102 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+)
+
+func TestMigratorConcurrentUpListDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.PoolN(t, 8)
+	schema := "mig_" + strings.TrimPrefix(pgtest.Schema(t), "t_")
+	t.Cleanup(func() { pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`) })
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Several processes starting at once: exactly one applies each migration.
+	var wg sync.WaitGroup
+	applied := make([]int, 6)
+	for i := range applied {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, err := m.Up(ctx, pool)
+			if err != nil {
+				t.Error(err)
+			}
+			applied[i] = len(done)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range applied {
+		total += n
+	}
+	if total != len(m.Migrations()) {
+		t.Fatalf("applied %v migrations across concurrent runs, want %d in total", applied, len(m.Migrations()))
+	}
+	list, err := m.List(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.AppliedAt.IsZero() {
+			t.Fatalf("migration %d listed as not applied", s.Version)
+		}
+	}
+	client, _ := outbox.New(outbox.Config{Schema: schema})
+	if _, err := client.Enqueue(ctx, pool, noop{}, outbox.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	down, err := m.Down(ctx, pool, 0)
+	if err != nil || len(down) != len(m.Migrations()) {
+		t.Fatalf("down: %v %v", down, err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'docket_jobs%'`, schema).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d job tables left after down (%v)", n, err)
+	}
+	if _, err := client.Enqueue(ctx, pool, noop{}, outbox.Opts{}); !errors.Is(err, outbox.ErrNotMigrated) {
+		t.Fatalf("enqueue after down: %v", err)
+	}
+	// Up again after down works: the SQL is idempotent and reversible.
+	if done, err := m.Up(ctx, pool); err != nil || len(done) != len(m.Migrations()) {
+		t.Fatalf("up after down: %v %v", done, err)
+	}
+}
+
+func TestMigratorSQLAndUnknownVersion(t *testing.T) {
+	t.Parallel()
+	m, err := outbox.NewMigrator("custom_schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := m.SQL(1, "up")
+	if err != nil || !strings.Contains(up, `CREATE TABLE IF NOT EXISTS "custom_schema".docket_jobs`) || strings.Contains(up, "{{") {
+		t.Fatalf("up SQL not rendered for the schema: %v\n%s", err, up)
+	}
+	if _, err := m.SQL(999, "up"); !errors.Is(err, outbox.ErrUnknownVersion) {
+		t.Fatalf("SQL(999): %v", err)
+	}
+	if _, err := m.SQL(1, "sideways"); err == nil {
+		t.Fatal("SQL with a bad direction succeeded")
+	}
+	pool := pgtest.Pool(t)
+	if _, err := m.UpTo(context.Background(), pool, 999); !errors.Is(err, outbox.ErrUnknownVersion) {
+		t.Fatalf("UpTo(999): %v", err)
+	}
+	if _, err := m.Down(context.Background(), pool, 999); !errors.Is(err, outbox.ErrUnknownVersion) {
+		t.Fatalf("Down(999): %v", err)
+	}
+	if _, err := outbox.NewMigrator("Bad-Schema"); !errors.Is(err, outbox.ErrInvalidSchema) {
+		t.Fatalf("bad schema: %v", err)
+	}
+}

@@ -1,0 +1,403 @@
+package outbox_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+)
+
+func (b *bundle) enqueueN(t *testing.T, n int, opts outbox.Opts) []int64 {
+	t.Helper()
+	items := make([]outbox.Item, n)
+	for i := range items {
+		items[i] = outbox.Item{Args: noop{N: i}, Opts: opts}
+	}
+	out, err := b.client.EnqueueMany(b.ctx, b.pool, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, n)
+	for i, r := range out {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func (b *bundle) claim(t *testing.T, worker uuid.UUID, limit int, lease time.Duration) []*docket.Job {
+	t.Helper()
+	jobs, err := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{
+		Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: limit, Lease: lease,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const total = 20000
+	b.enqueueN(t, total, outbox.Opts{})
+	var mu sync.Mutex
+	seen := make(map[int64]int, total)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker := uuid.New()
+			for {
+				jobs, err := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{
+					Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute,
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				ids := make([]int64, len(jobs))
+				mu.Lock()
+				for i, j := range jobs {
+					seen[j.ID]++
+					ids[i] = j.ID
+					if j.Attempt != 1 {
+						t.Errorf("job %d attempt %d", j.ID, j.Attempt)
+					}
+				}
+				mu.Unlock()
+				if done, err := b.client.Complete(b.ctx, b.pool, worker, ids); err != nil || len(done) != len(ids) {
+					t.Errorf("complete: %d of %d, %v", len(done), len(ids), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != total {
+		t.Fatalf("claimed %d distinct jobs, want %d", len(seen), total)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("job %d claimed %d times", id, n)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != total {
+		t.Fatalf("%d in history, want %d", n, total)
+	}
+}
+
+func TestClaimOrderAndFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	low := b.enqueueN(t, 2, outbox.Opts{Priority: -1})
+	high := b.enqueueN(t, 2, outbox.Opts{Priority: 5})
+	mid := b.enqueueN(t, 2, outbox.Opts{})
+	if _, err := b.client.Enqueue(b.ctx, b.pool, other{}, outbox.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{Queue: "elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs := b.claim(t, uuid.New(), 100, time.Minute)
+	var got []int64
+	for _, j := range jobs {
+		got = append(got, j.ID)
+	}
+	want := append(append(append([]int64{}, high...), mid...), low...)
+	if len(got) != len(want) {
+		t.Fatalf("claimed %v, want %v (other kinds and queues left alone)", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("claim order %v, want %v", got, want)
+		}
+	}
+}
+
+func TestHeartbeatAndLostJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 3, outbox.Opts{})
+	owner, stranger := uuid.New(), uuid.New()
+	jobs := b.claim(t, owner, 3, time.Minute)
+	ids := []int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}
+	kept, err := b.client.Heartbeat(b.ctx, b.pool, stranger, ids, time.Hour)
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("stranger heartbeat kept %v (%v)", kept, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE lease_until > now() + interval '5 minutes'`); n != 0 {
+		t.Fatal("stranger's heartbeat extended a lease")
+	}
+	kept, err = b.client.Heartbeat(b.ctx, b.pool, owner, ids, time.Hour)
+	if err != nil || len(kept) != 3 {
+		t.Fatalf("owner heartbeat kept %v (%v)", kept, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE lease_until > now() + interval '50 minutes'`); n != 3 {
+		t.Fatal("owner's heartbeat did not extend the leases")
+	}
+}
+
+func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 1})
+	b.enqueueN(t, 1, outbox.Opts{}) // stays ready, untouched by the reaper
+	old := uuid.New()
+	jobs := b.claim(t, old, 2, time.Millisecond)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d", len(jobs))
+	}
+	// Give one job attempts to spare, so the reaper requeues it, and leave
+	// the other on its last attempt, so the reaper dead-letters it.
+	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_jobs")+` SET max_attempts = 5 WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	res, err := b.client.Reap(b.ctx, b.pool, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requeued != 1 || res.Dead != 1 {
+		t.Fatalf("reap %+v, want 1 requeued and 1 dead", res)
+	}
+	if r, _ := b.client.Reap(b.ctx, b.pool, 100); r != (outbox.ReapResult{}) {
+		t.Fatalf("second reap %+v, want nothing", r)
+	}
+	// A new worker claims the requeued job.
+	fresh := uuid.New()
+	again := b.claim(t, fresh, 10, time.Minute)
+	if len(again) != 2 || again[0].ID != ids[0] || again[0].Attempt != 2 || again[0].LastError == "" {
+		t.Fatalf("reclaimed %+v", again)
+	}
+	// The old worker's late outcomes change nothing.
+	if done, _ := b.client.Complete(b.ctx, b.pool, old, ids); len(done) != 0 {
+		t.Fatalf("late complete finished %v", done)
+	}
+	if r, _ := b.client.Fail(b.ctx, b.pool, old, []outbox.Failure{{ID: ids[0], Error: "late"}}); len(r.Dead)+len(r.Retried) != 0 {
+		t.Fatalf("late fail did %+v", r)
+	}
+	if got, _ := b.client.Snooze(b.ctx, b.pool, old, []outbox.Snoozed{{ID: ids[0]}}); len(got) != 0 {
+		t.Fatal("late snooze applied")
+	}
+	if got, _ := b.client.Release(b.ctx, b.pool, old, ids); len(got) != 0 {
+		t.Fatal("late release applied")
+	}
+	if got, _ := b.client.DeadLetter(b.ctx, b.pool, old, []outbox.Dead{{ID: ids[0], Reason: outbox.ReasonCancelled}}); len(got) != 0 {
+		t.Fatal("late cancel applied")
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND locked_by = $2 AND state = 'running'`, ids[0], fresh); n != 1 {
+		t.Fatal("new owner's state was overwritten")
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'lease_expired'`, ids[1]); n != 1 {
+		t.Fatal("job on its last attempt was not dead-lettered by the reaper")
+	}
+}
+
+func TestFailRetryAndExhaust(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 2})
+	w := uuid.New()
+	b.claim(t, w, 2, time.Minute)
+	res, err := b.client.Fail(b.ctx, b.pool, w, []outbox.Failure{
+		{ID: ids[0], Error: "boom", Delay: time.Hour},
+		{ID: ids[1], Error: "boom", Delay: 0},
+	})
+	if err != nil || len(res.Retried) != 2 || len(res.Dead) != 0 {
+		t.Fatalf("first failure: %+v %v", res, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'scheduled' AND run_at > now() + interval '59 minutes' AND last_error = 'boom' AND locked_by IS NULL`, ids[0]); n != 1 {
+		t.Fatal("delayed retry not scheduled")
+	}
+	jobs := b.claim(t, w, 2, time.Minute)
+	if len(jobs) != 1 || jobs[0].ID != ids[1] || jobs[0].Attempt != 2 {
+		t.Fatalf("retry claim: %+v", jobs)
+	}
+	res, err = b.client.Fail(b.ctx, b.pool, w, []outbox.Failure{{ID: ids[1], Error: "boom again"}})
+	if err != nil || len(res.Dead) != 1 {
+		t.Fatalf("exhausting failure: %+v %v", res, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'exhausted' AND last_error = 'boom again' AND attempts = 2`, ids[1]); n != 1 {
+		t.Fatal("exhausted job not in dead-letter table")
+	}
+}
+
+func TestSnoozeCancelReleasePromote(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 3, outbox.Opts{})
+	w := uuid.New()
+	b.claim(t, w, 3, time.Minute)
+	if got, err := b.client.Snooze(b.ctx, b.pool, w, []outbox.Snoozed{{ID: ids[0], Delay: 50 * time.Millisecond}}); err != nil || len(got) != 1 {
+		t.Fatalf("snooze %v %v", got, err)
+	}
+	if got, err := b.client.DeadLetter(b.ctx, b.pool, w, []outbox.Dead{{ID: ids[1], Reason: outbox.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
+		t.Fatalf("cancel %v %v", got, err)
+	}
+	if got, err := b.client.Release(b.ctx, b.pool, w, []int64{ids[2]}); err != nil || len(got) != 1 {
+		t.Fatalf("release %v %v", got, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND attempts = 0`, ids[2]); n != 1 {
+		t.Fatal("released job not ready with its attempt given back")
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'cancelled'`, ids[1]); n != 1 {
+		t.Fatal("cancelled job not dead-lettered")
+	}
+	// The snoozed job is scheduled, not claimable, until promoted.
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'scheduled' AND attempts = 0`, ids[0]); n != 1 {
+		t.Fatal("snoozed job not scheduled with its attempt given back")
+	}
+	next, ok, err := b.client.NextScheduled(b.ctx, b.pool)
+	if err != nil || !ok || next.Before(time.Now().Add(-time.Minute)) {
+		t.Fatalf("next scheduled %v %v %v", next, ok, err)
+	}
+	waitFor(t, func() bool {
+		qs, err := b.client.Promote(b.ctx, b.pool, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(qs) == 1 && qs[0] == "default"
+	})
+	jobs := b.claim(t, w, 10, time.Minute)
+	if len(jobs) != 2 {
+		t.Fatalf("after promote claimed %d jobs, want 2", len(jobs))
+	}
+	if _, ok, _ := b.client.NextScheduled(b.ctx, b.pool); ok {
+		t.Fatal("no job should be scheduled any more")
+	}
+}
+
+func TestTenantCapClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 500, outbox.Opts{Tenant: "a"})
+	b.enqueueN(t, 5, outbox.Opts{Tenant: "b"})
+	b.enqueueN(t, 1, outbox.Opts{Tenant: "c"})
+	jobs, err := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{
+		Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 20, Lease: time.Minute, TenantCap: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, j := range jobs {
+		per[j.Tenant]++
+	}
+	if per["a"] != 4 || per["b"] != 4 || per["c"] != 1 {
+		t.Fatalf("capped batch per tenant %v, want a:4 b:4 c:1", per)
+	}
+	// Uncapped, the oldest tenant takes the whole batch.
+	jobs = b.claim(t, uuid.New(), 20, time.Minute)
+	for _, j := range jobs {
+		if j.Tenant != "a" {
+			t.Fatalf("uncapped claim took tenant %q before older jobs of a", j.Tenant)
+		}
+	}
+}
+
+func TestBackoffCappedAndJittered(t *testing.T) {
+	t.Parallel()
+	for attempt := 1; attempt <= 20; attempt++ {
+		step := time.Second << (attempt - 1)
+		if step > time.Hour || step <= 0 {
+			step = time.Hour
+		}
+		const n = 2000
+		var sum time.Duration
+		distinct := map[time.Duration]bool{}
+		for range n {
+			d := outbox.Backoff(attempt)
+			if d < step/2 || d > step {
+				t.Fatalf("attempt %d: %v outside [%v, %v]", attempt, d, step/2, step)
+			}
+			sum += d
+			distinct[d] = true
+		}
+		mean := sum / n
+		// Uniform on [step/2, step]: mean 3/4 step, within 3% for 2000 samples.
+		want := step * 3 / 4
+		if diff := mean - want; diff > step*3/100 || diff < -step*3/100 {
+			t.Errorf("attempt %d: mean %v, want about %v", attempt, mean, want)
+		}
+		if len(distinct) < n/2 {
+			t.Errorf("attempt %d: only %d distinct delays in %d samples: not jittered", attempt, len(distinct), n)
+		}
+	}
+	if d := outbox.Backoff(1000); d > time.Hour {
+		t.Fatalf("attempt 1000: %v over the cap", d)
+	}
+}
+
+func TestRetentionDropsOldPartitionsOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	if err := b.client.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
+		t.Fatalf("second ensure is not idempotent: %v", err)
+	}
+	// An old finished job, a recent one and live jobs.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_jobs_done")+` (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, finished_at, payload)
+		VALUES (1, 'default', 'noop', 0, '', 1, 1, now(), now(), now() - interval '9 days', '{}'), (2, 'default', 'noop', 0, '', 1, 1, now(), now(), now(), '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	live := b.enqueueN(t, 10, outbox.Opts{})
+	dropped, err := b.client.DropPartitions(b.ctx, b.pool, now.AddDate(0, 0, -7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 3 {
+		t.Fatalf("dropped %v, want the 3 days ended before the cutoff", dropped)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != 1 {
+		t.Fatalf("%d history rows, want only the recent one", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = ANY($1)`, live); n != 10 {
+		t.Fatal("retention touched live jobs")
+	}
+	parts, _ := b.client.Partitions(b.ctx, b.pool)
+	if len(parts) != 13-3 {
+		t.Fatalf("%d partitions left: %v", len(parts), parts)
+	}
+}
+
+func TestCompleteCreatesMissingPartition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	parts, _ := b.client.Partitions(b.ctx, b.pool)
+	for _, p := range parts {
+		if _, err := b.pool.Exec(b.ctx, `DROP TABLE `+b.table(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := b.enqueueN(t, 1, outbox.Opts{})
+	w := uuid.New()
+	b.claim(t, w, 1, time.Minute)
+	done, err := b.client.Complete(b.ctx, b.pool, w, ids)
+	if err != nil || len(done) != 1 {
+		t.Fatalf("complete without partition: %v %v", done, err)
+	}
+}
+
+func TestHistoryOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, outbox.Config{DisableHistory: true})
+	ids := b.enqueueN(t, 5, outbox.Opts{})
+	w := uuid.New()
+	b.claim(t, w, 5, time.Minute)
+	if done, err := b.client.Complete(b.ctx, b.pool, w, ids); err != nil || len(done) != 5 {
+		t.Fatalf("%v %v", done, err)
+	}
+	if n := b.count(t, `SELECT (SELECT count(*) FROM `+b.table("docket_jobs")+`) + (SELECT count(*) FROM `+b.table("docket_jobs_done")+`)`); n != 0 {
+		t.Fatalf("%d rows left with history off", n)
+	}
+}

@@ -1,0 +1,146 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// planNode is the part of EXPLAIN (FORMAT JSON) the plan tests read.
+type planNode struct {
+	NodeType     string     `json:"Node Type"`
+	RelationName string     `json:"Relation Name"`
+	IndexName    string     `json:"Index Name"`
+	Plans        []planNode `json:"Plans"`
+}
+
+func (n planNode) walk(f func(planNode)) {
+	f(n)
+	for _, c := range n.Plans {
+		c.walk(f)
+	}
+}
+
+// explain prepares sql and returns the plan of executing it with args,
+// forcing a custom or a generic plan.
+func explain(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode, sql string, args ...any) planNode {
+	t.Helper()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	name := "p" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "RESET plan_cache_mode")
+	if _, err := conn.Conn().Prepare(ctx, name, sql); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Conn().Deallocate(ctx, name)
+	var raw []byte
+	// EXPLAIN without ANALYZE plans the statement without running it.
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+execSQL(name, len(args)), append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	var out []struct{ Plan planNode }
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out[0].Plan
+}
+
+func execSQL(name string, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("$%d", i+1)
+	}
+	return "EXECUTE " + name + "(" + strings.Join(ps, ", ") + ")"
+}
+
+// assertIndexPlan fails when the plan reads docket_jobs by a sequential scan
+// or uses none of the wanted indexes. Statements on a worker's own running
+// jobs may reach them by primary key or by the running-jobs index: both are
+// bounded by the jobs in flight.
+func assertIndexPlan(t *testing.T, what string, plan planNode, indexes ...string) {
+	t.Helper()
+	used := false
+	plan.walk(func(n planNode) {
+		if n.RelationName == "docket_jobs" && n.NodeType == "Seq Scan" {
+			t.Errorf("%s: %s on docket_jobs", what, n.NodeType)
+		}
+		if slices.Contains(indexes, n.IndexName) {
+			used = true
+		}
+	})
+	if !used {
+		b, _ := json.MarshalIndent(plan, "", " ")
+		t.Errorf("%s: plan uses none of %v:\n%s", what, indexes, b)
+	}
+}
+
+// TestHotPathPlans checks that each hot-path statement uses the index it
+// was written for, with 100,000 scheduled and 10,000 ready jobs, with fresh
+// statistics and with statistics gathered while the table was empty (the
+// case that turned a peer's claim into a hash join over a full scan), for
+// custom and generic cached plans.
+func TestHotPathPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	for _, stale := range []bool{false, true} {
+		schema := pgtest.Schema(t)
+		c, err := New(Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := NewMigrator(schema)
+		if _, err := m.Up(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		jobs := `"` + schema + `".docket_jobs`
+		if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
+			t.Fatal(err)
+		}
+		if stale {
+			if _, err := pool.Exec(ctx, `ANALYZE `+jobs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = pool.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, run_at, payload, tenant)
+			SELECT CASE WHEN g <= 100000 THEN 'scheduled' ELSE 'ready' END, 'default', 'noop',
+				CASE WHEN g <= 100000 THEN now() + interval '1 day' ELSE now() END, '{}', 't' || (g % 50)
+			FROM generate_series(1, 110000) g`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stale {
+			if _, err := pool.Exec(ctx, `ANALYZE `+jobs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := uuid.New()
+		lease := time.Minute.Milliseconds()
+		ids := []int64{1, 2, 3}
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			what := fmt.Sprintf("stale stats %v, %s", stale, mode)
+			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.q.claim, []string{"default"}, []string{"noop"}, 100, w, lease), "docket_jobs_claim_idx")
+			assertIndexPlan(t, "capped claim, "+what, explain(t, ctx, pool, mode, c.q.claimCapped, "default", []string{"noop"}, 100, w, lease, 5), "docket_jobs_tenant_idx")
+			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.q.promote, 100), "docket_jobs_scheduled_idx")
+			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.q.reap, 100, "x"), "docket_jobs_running_idx")
+			assertIndexPlan(t, "heartbeat, "+what, explain(t, ctx, pool, mode, c.q.heartbeat, ids, w, lease), "docket_jobs_pkey", "docket_jobs_running_idx")
+			assertIndexPlan(t, "complete, "+what, explain(t, ctx, pool, mode, c.q.completeHistory, ids, w), "docket_jobs_pkey", "docket_jobs_running_idx")
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.q.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}), "docket_jobs_pkey", "docket_jobs_running_idx")
+		}
+	}
+}
