@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// connect opens a small pool and checks it reaches the server, with an
+// error that names the server but never the password.
+func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	if url == "" {
+		return nil, fmt.Errorf("%w: no database: pass --database-url or set DATABASE_URL", errUsage)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: invalid database URL: %v", errUsage, err) // pgconn hides the password
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot connect to PostgreSQL at %s:%d as %s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.User, err)
+	}
+	return pool, nil
+}

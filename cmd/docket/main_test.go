@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/docketq/docket/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// docket runs the CLI in-process and returns its exit code and output.
+func docket(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestMigrateVerbs(t *testing.T) {
+	t.Parallel()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	code, out, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema)
+	if code != 0 || !strings.Contains(out, "applied 1_core") {
+		t.Fatalf("up: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ = docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "nothing applied") {
+		t.Fatalf("second up: %d %q", code, out)
+	}
+	if code, out, _ = docket(t, "migrate", "list", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "001      core") {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 1_core") {
+		t.Fatalf("down: %d %q", code, out)
+	}
+	if code, out, _ = docket(t, "migrate", "sql", "--schema", "abc"); code != 0 || !strings.Contains(out, `"abc".docket_jobs`) {
+		t.Fatalf("sql: %d %q", code, out)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"nope"}, 2, "unknown command"},
+		{[]string{"migrate"}, 2, "want one of up, down, list, sql"},
+		{[]string{"migrate", "sideways", "--database-url", pgtest.URL(t)}, 2, "unknown migrate verb"},
+		{[]string{"migrate", "sql", "--version", "999"}, 1, "unknown migration version 999"},
+		{[]string{"migrate", "up", "--database-url", pgtest.URL(t), "--version", "999"}, 1, "unknown migration version 999"},
+		{[]string{"migrate", "up", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"}, 1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
+		{[]string{"migrate", "up", "--database-url", "::not a url"}, 2, "invalid database URL"},
+		{[]string{"migrate", "up", "--database-url", pgtest.URL(t), "--schema", "Bad-Name"}, 2, "invalid schema name"},
+	}
+	for _, c := range cases {
+		code, _, errOut := docket(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("docket %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+		if strings.Contains(errOut, "secret") {
+			t.Errorf("docket %v: stderr shows the password: %q", c.args, errOut)
+		}
+	}
+}
