@@ -1,0 +1,160 @@
+package pgsrv
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func TestDiscover(t *testing.T) {
+	t.Parallel()
+	srv, err := Discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("URL %s (private: %v)", srv.URL, srv.Private != nil)
+	var one int
+	if err := connect(t, srv.URL).QueryRow(t.Context(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT 1 = %d, %v", one, err)
+	}
+}
+
+func TestDiscoverRejectsUnknownMode(t *testing.T) {
+	t.Setenv("DOCKET_PG", "bogus")
+	if _, err := Discover(t.Context()); err == nil || !strings.Contains(err.Error(), "DOCKET_PG") {
+		t.Fatalf("err = %v, want one naming DOCKET_PG", err)
+	}
+}
+
+func TestNoBinariesErrorSaysHowToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	old := debianBinGlob
+	debianBinGlob = t.TempDir() + "/*/bin"
+	t.Cleanup(func() { debianBinGlob = old })
+
+	_, err := StartCluster(t.Context())
+	if !errors.Is(err, errNoBinaries) || !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Fatalf("err = %v, want errNoBinaries with install instructions", err)
+	}
+}
+
+// TestCluster runs the private-cluster path even where a shared server
+// exists, so that it cannot rot unnoticed.
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c, err := StartCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	url := c.URL()
+
+	conn := connect(t, url)
+	if _, err := conn.Exec(ctx, "CREATE TABLE survivor (id int); INSERT INTO survivor VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.URL() != url {
+		t.Fatalf("URL changed across restart: %s -> %s", url, c.URL())
+	}
+	// The old session was disconnected by the restart.
+	if err := conn.Ping(ctx); err == nil {
+		t.Error("session survived a restart")
+	}
+	var id int
+	if err := connect(t, url).QueryRow(ctx, "SELECT id FROM survivor").Scan(&id); err != nil || id != 42 {
+		t.Fatalf("after restart: id = %d, %v", id, err)
+	}
+
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := net.DialTimeout("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), time.Second); err == nil {
+		nc.Close()
+		t.Errorf("port %d still accepts connections after Stop", cfg.Port)
+	}
+	if _, err := os.Stat(c.dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temp dir %s: %v, want it gone", c.dir, err)
+	}
+	if err := c.Restart(ctx); err == nil {
+		t.Error("Restart after Stop succeeded")
+	}
+}
+
+func TestWithDatabase(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+		"postgresql://u:p%40ss@h1:5432,h2:5433/old?sslmode=disable&application_name=x",
+		"postgres://u@h?dbname=old&sslmode=disable",
+		"postgres://h:5432",
+		"postgres:///old?host=/tmp&port=5433",
+		"host=127.0.0.1 port=5433 user=u password='a b' dbname=old sslmode=disable",
+		"host=127.0.0.1 sslmode=disable",
+	} {
+		out, err := WithDatabase(in, "docket_test_x")
+		if err != nil {
+			t.Errorf("WithDatabase(%q): %v", in, err)
+			continue
+		}
+		before, _ := pgconn.ParseConfig(in)
+		after, err := pgconn.ParseConfig(out)
+		if err != nil {
+			t.Errorf("WithDatabase(%q) = %q, does not parse: %v", in, out, err)
+			continue
+		}
+		if after.Database != "docket_test_x" {
+			t.Errorf("WithDatabase(%q) = %q, database %q", in, out, after.Database)
+		}
+		if before.Host != after.Host || before.Port != after.Port || before.User != after.User ||
+			before.Password != after.Password || len(before.Fallbacks) != len(after.Fallbacks) ||
+			before.RuntimeParams["application_name"] != after.RuntimeParams["application_name"] {
+			t.Errorf("WithDatabase(%q) = %q changed more than the database", in, out)
+		}
+	}
+	if _, err := WithDatabase("postgres://h:notaport/x", "y"); err == nil {
+		t.Error("bad URL accepted")
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	t.Parallel()
+	if compareVersions("9.6", "15") >= 0 || compareVersions("17", "15") <= 0 || compareVersions("15", "15") != 0 {
+		t.Error("compareVersions orders versions wrongly")
+	}
+}

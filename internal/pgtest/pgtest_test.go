@@ -1,0 +1,134 @@
+package pgtest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func schemaExists(t *testing.T, name string) bool {
+	t.Helper()
+	var ok bool
+	err := Pool(t).QueryRow(t.Context(),
+		"SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)", name).Scan(&ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestPoolUsesPackageDatabase(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgconn.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cfg.Database, "docket_test_internal_pgtest_") {
+		t.Errorf("database %q, want docket_test_internal_pgtest_<random>", cfg.Database)
+	}
+	pool := Pool(t)
+	if got := pool.Config().MaxConns; got != DefaultMaxConns {
+		t.Errorf("MaxConns = %d, want %d", got, DefaultMaxConns)
+	}
+	var db string
+	if err := pool.QueryRow(t.Context(), "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if db != cfg.Database {
+		t.Errorf("current_database() = %q, want %q", db, cfg.Database)
+	}
+	if got := PoolN(t, 2).Config().MaxConns; got != 2 {
+		t.Errorf("PoolN(2).MaxConns = %d", got)
+	}
+}
+
+func TestSchema(t *testing.T) {
+	t.Parallel()
+	var a, b string
+	t.Run("create", func(t *testing.T) {
+		a, b = Schema(t), Schema(t)
+		if a == b {
+			t.Fatalf("two Schema calls gave %q twice", a)
+		}
+		for _, s := range []string{a, b} {
+			if !schemaExists(t, s) {
+				t.Errorf("schema %q does not exist", s)
+			}
+		}
+		// The schema is usable through search_path.
+		cfg, err := pgx.ParseConfig(URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RuntimeParams["search_path"] = a
+		conn, err := pgx.ConnectConfig(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(t.Context(), "CREATE TABLE jobs (id int)"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, s := range []string{a, b} {
+		if schemaExists(t, s) {
+			t.Errorf("schema %q outlived its test", s)
+		}
+	}
+}
+
+func TestServerIsAdmin(t *testing.T) {
+	t.Parallel()
+	conn, err := pgx.Connect(t.Context(), Server(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var canCreate bool
+	if err := conn.QueryRow(t.Context(),
+		"SELECT rolsuper OR rolcreatedb FROM pg_roles WHERE rolname = current_user").Scan(&canCreate); err != nil {
+		t.Fatal(err)
+	}
+	if !canCreate {
+		t.Error("Server URL's user may not create databases")
+	}
+}
+
+// Not parallel: it looks at all goroutines.
+func TestLeakCheckFindsDocketGoroutines(t *testing.T) {
+	stop := make(chan struct{})
+	go func() { <-stop }()
+	found := func() bool {
+		for _, g := range docketGoroutines() {
+			if strings.Contains(g, "TestLeakCheckFindsDocketGoroutines.func") {
+				return true
+			}
+		}
+		return false
+	}
+	if !found() {
+		t.Fatal("a goroutine started by Docket code was not reported")
+	}
+	close(stop)
+	deadline := time.Now().Add(2 * time.Second)
+	for found() {
+		if time.Now().After(deadline) {
+			t.Fatal("an ended goroutine is still reported")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestCallerPackage(t *testing.T) {
+	t.Parallel()
+	// Called from here, two frames up is testing's tRunner.
+	if got := callerPackage(); got != "testing" {
+		t.Errorf("callerPackage() = %q, want %q", got, "testing")
+	}
+}
