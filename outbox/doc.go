@@ -1,0 +1,57 @@
+// Package outbox is Docket's queue: the schema and its migrations, enqueue
+// inside the caller's transaction, and the single-statement queue operations
+// the worker runtime is built on.
+//
+// # Tables
+//
+// docket_jobs holds live jobs only: scheduled (run_at in the future),
+// ready and running. Finished jobs leave it, for docket_jobs_done (history,
+// one partition per UTC day, dropped whole by retention) or, on failure,
+// docket_jobs_dead (the dead-letter table). Because the hot table holds only
+// in-flight work, its unique index on unique_key means exactly "no duplicate
+// in-flight job". Lock and lease columns are in no index, so heartbeats are
+// HOT updates. The schema that holds the tables is configurable
+// (Config.Schema); every statement that touches them lives in queries.go.
+//
+// # Enqueue
+//
+// Client.Enqueue and Client.EnqueueMany take a DB: a pgx transaction,
+// connection or pool, or a database/sql transaction or database — anything
+// with ExecContext and QueryContext, which is how an Ent transaction calls
+// in. Pass the transaction that writes your domain rows and the job commits
+// or rolls back with them.
+//
+// A unique key makes enqueue idempotent: while a job with that key is in
+// flight, a second enqueue inserts nothing and reports the existing job's id
+// with Duplicate set — also when two transactions race on the key (the later
+// one waits for the earlier to commit). MoveOnDuplicate moves the existing
+// job's run_at instead.
+//
+// EnqueueMany writes plain due jobs with one COPY (pgx) and the rest with one
+// set-based insert, and reports one result per item; a taken key makes that
+// item a Duplicate, never fails the batch.
+//
+// Due jobs are announced with NOTIFY on Client.NotifyChannel, at most once
+// per queue per debounce window per Client, so NOTIFY's commit-time lock
+// never caps enqueue throughput. Listeners must claim once more after the
+// window; polling is the backstop.
+//
+// # Queue operations
+//
+// Claim, Heartbeat, Complete, Fail, Snooze, DeadLetter, Release, Reap and
+// Promote are each one statement over many jobs. Claim locks rows with
+// FOR NO KEY UPDATE SKIP LOCKED, so concurrent claimers never wait on each
+// other and never take the same job. Every outcome is guarded by the
+// worker's id: a worker that lost a job to the reaper changes nothing.
+//
+// Jobs with a future run_at (first run, retry backoff, snooze) are in state
+// scheduled and invisible to Claim until Promote makes them ready; the
+// worker runtime runs Promote as they come due.
+//
+// # Migrations
+//
+// Migrator applies the embedded, numbered up/down SQL files in one
+// transaction under an advisory lock, so every process may call Up at start.
+// The SQL is also available (Migrator.SQL, `docket migrate sql`) for teams
+// that run their own migration tool.
+package outbox
