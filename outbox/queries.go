@@ -3,6 +3,12 @@ package outbox
 // Every statement that touches Docket's job tables lives in this file, so the
 // shape of the hot table can change in one place. {{schema}} is replaced by
 // the client's quoted schema when the client is created.
+//
+// Statements on a worker's own jobs are guarded by locked_by = worker alone:
+// a check constraint keeps locked_by set exactly while a job runs, and
+// leaving state out of the WHERE keeps them on the primary key instead of
+// the running-jobs index, whose dead entries pile up while a long
+// transaction holds back vacuum.
 
 // jobColumns is what a claim returns, in the order scanJob reads it.
 const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max_attempts,
@@ -115,12 +121,12 @@ RETURNING id, state`
 
 	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs
 SET lease_until = now() + $3::bigint * interval '1 millisecond'
-WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+WHERE id = ANY($1::bigint[]) AND locked_by = $2
 RETURNING id`
 
 	sqlCompleteHistory = `WITH d AS (
 	DELETE FROM {{schema}}.docket_jobs
-	WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+	WHERE id = ANY($1::bigint[]) AND locked_by = $2
 	RETURNING *
 )
 INSERT INTO {{schema}}.docket_jobs_done
@@ -132,7 +138,7 @@ FROM d
 RETURNING id`
 
 	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs
-WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+WHERE id = ANY($1::bigint[]) AND locked_by = $2
 RETURNING id`
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
@@ -141,7 +147,7 @@ RETURNING id`
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[]) AS i(id, err, delay_ms)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
-	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running' AND j.attempts >= j.max_attempts
+	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
 	RETURNING j.*, 'exhausted'::text AS reason, i.err
 ), dead AS (` + deadInsert + `
 ), retried AS (
@@ -150,7 +156,7 @@ RETURNING id`
 		run_at = now() + i.delay_ms * interval '1 millisecond',
 		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	FROM i
-	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running' AND j.attempts < j.max_attempts
+	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts < j.max_attempts
 	RETURNING j.id
 )
 SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
@@ -161,14 +167,14 @@ SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
 	run_at = now() + i.delay_ms * interval '1 millisecond',
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 FROM unnest($1::bigint[], $3::bigint[]) AS i(id, delay_ms)
-WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running'
+WHERE j.id = i.id AND j.locked_by = $2
 RETURNING j.id`
 
 	sqlDeadLetter = `WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[]) AS i(id, reason, err)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
-	WHERE j.id = i.id AND j.locked_by = $2 AND j.state = 'running'
+	WHERE j.id = i.id AND j.locked_by = $2
 	RETURNING j.*, i.reason, i.err
 )
 ` + deadInsert
@@ -177,7 +183,7 @@ RETURNING j.id`
 	// attempt is not counted.
 	sqlRelease = `UPDATE {{schema}}.docket_jobs
 SET state = 'ready', attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
-WHERE id = ANY($1::bigint[]) AND locked_by = $2 AND state = 'running'
+WHERE id = ANY($1::bigint[]) AND locked_by = $2
 RETURNING id`
 
 	// sqlReap returns running jobs whose lease expired to ready, or moves

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs (
     lease_until  timestamptz,
     last_error   text,
     payload      jsonb       NOT NULL,
-    meta         jsonb
+    meta         jsonb,
+    CONSTRAINT docket_jobs_locked_while_running CHECK ((state = 'running') = (locked_by IS NOT NULL))
 ) WITH (
     fillfactor = 80,
     autovacuum_vacuum_scale_factor = 0.02,
