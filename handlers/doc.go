@@ -1,0 +1,178 @@
+// Package handlers is Docket's worker runtime: it claims jobs from the
+// queue kept by package outbox, runs typed handlers for them and records
+// their outcomes, in as many processes as you like.
+//
+// # Handlers
+//
+// A job's args type names its kind with Kind() string. A handler is generic
+// over that type and registered once per kind in a [Registry]:
+//
+//	type SendReceipt struct{ OrderID int64 }
+//
+//	func (SendReceipt) Kind() string { return "send_receipt" }
+//
+//	reg := handlers.NewRegistry()
+//	handlers.MustRegister(reg, func(ctx context.Context, job *handlers.Job[SendReceipt]) error {
+//		return mailer.SendReceipt(ctx, job.Args.OrderID)
+//	}, handlers.KindOpts{Queue: "mail", MaxAttempts: 10, Timeout: 30 * time.Second})
+//
+// [KindOpts] carry the per-kind options: default queue, attempts, timeout
+// and retry policy. [Register] returns an error for a taken kind or invalid
+// options; [MustRegister] panics instead. A worker claims only kinds it has
+// a handler for, so services sharing one database can run different kinds
+// in the same queue. [Client] enqueues with the kind's registered queue and
+// attempts when the options leave them unset.
+//
+// # Outcomes
+//
+// What a handler returns decides what happens to its job:
+//
+//   - nil: the job is complete (moved to history, or deleted when history
+//     is off).
+//   - [Snooze](d): run again after d; the attempt is not counted.
+//   - [RetryAfter](d, err): a failed attempt, retried after d.
+//   - [Cancel](err): dead-lettered now, whatever attempts are left.
+//   - any other error: a failed attempt, retried after the kind's Backoff
+//     ([outbox.Backoff] by default), or dead-lettered (reason "exhausted")
+//     when it was the last attempt by the job's own limit or its kind's
+//     MaxAttempts.
+//
+// A panic is recovered and recorded as a failed attempt with its stack
+// ([PanicError]). A per-kind Timeout cancels the handler's context (cause
+// [ErrTimeout]); an error returned after it is recorded as "timed out". A
+// payload that does not decode into the args type is dead-lettered at once
+// (reason "undecodable", [DecodeError]): retrying cannot fix it. Errors and
+// logs name the job's id, kind, attempt and queue, never its payload.
+//
+// # Pools and claiming
+//
+// A [Worker] runs one or more pools ([PoolConfig]); a pool serves a list of
+// queues with a fixed number of slots, one goroutine each. Give
+// latency-sensitive queues their own pool: a flood in another queue can then
+// never take their slots. A pool claims batches sized to its free slots
+// (one statement, SKIP LOCKED). It claims when a NOTIFY names one of its
+// queues, when this process promoted or reaped jobs, and at least every
+// PollInterval. While batches come back full it keeps two claims going as
+// slots free up, so claim round trips overlap with work and with each
+// other; a short batch ends the burst.
+//
+// NOTIFY is a wake-up, never the source of truth. The worker LISTENs on a
+// dedicated connection, which reconnects by itself with backoff; while it
+// is down the pools poll, and when it is back they claim at once, since
+// notifications were missed. Enqueuers skip notifications inside a short
+// debounce window, so after a notification the pool claims once more when
+// that window has passed.
+//
+// # Fairness
+//
+// Besides separate pools per queue, a pool may set TenantCap: no tenant
+// gets more than that many jobs of one claim batch. A batch so capped can
+// come back short while jobs remain, so the pool claims again at once while
+// capped batches return anything: one tenant's flood still uses capacity
+// nobody else wants, but every other tenant with waiting jobs gets its share
+// of every batch.
+//
+// # Completion and heartbeats
+//
+// Outcomes are buffered for FlushInterval (1ms) and written in batches, one
+// statement per kind of outcome (complete, fail, snooze, dead-letter,
+// release); two batches may be written at once, and while they are, the
+// next batch grows, so batch size follows load. Every statement is guarded
+// by locked_by = this worker, so an outcome never overwrites the state a new
+// owner gave the job. If the database cannot be reached, writes are retried
+// with backoff until the jobs' leases would have expired; then they are
+// given up, and the jobs are reaped and run again.
+//
+// One heartbeat statement per HeartbeatInterval (Lease/3) extends the leases
+// of all of the process's claimed jobs whose outcome is not yet written. A
+// job missing from its result was reaped and may run elsewhere: its
+// handler's context is cancelled (cause [ErrLeaseLost]) and whatever the
+// handler returns is dropped. If heartbeats fail for a whole lease, the
+// worker gives its jobs up the same way, since another process may have
+// reaped them.
+//
+// # Transactional handlers
+//
+// [RegisterTx] registers a handler that receives a pgx.Tx. The job's
+// completion is written in that transaction, so the handler's writes and
+// the completion commit together: its database effects happen exactly once,
+// even across crashes and lost leases (a run that lost its lease finds the
+// job no longer its own and rolls back). If the handler fails or panics, the
+// transaction is rolled back and the failure recorded separately.
+//
+// # Serial keys
+//
+// Jobs enqueued with a SerialKey never run at the same time as another job
+// with the same key, in any process. Such a job runs in a transaction that
+// first takes pg_try_advisory_xact_lock on a 64-bit hash of the schema and
+// the key, and holds it for the handler's whole run (a transactional
+// handler runs in that same transaction). When the lock is taken, or
+// another slot of the same process runs the key, the job is snoozed for a
+// jittered SerialRetry (100ms) without spending an attempt. The lock is
+// never a session lock: it ends with the transaction, also when the
+// connection dies, and works behind transaction-mode poolers. Different keys
+// run in parallel. A serial job whose handler is not transactional leaves
+// its transaction idle while it runs: do not set
+// idle_in_transaction_session_timeout below your longest such handler.
+//
+// # Connections
+//
+// Ordinary handlers hold no connection while they run. Transactional and
+// serial-key jobs hold one of the pool's connections for their whole run;
+// at most MaxConns-3 of them do so at once (others wait for a turn in their
+// slot), so that claims, heartbeats and outcome writes always find a
+// connection. Size the pgxpool for that. LISTEN uses one extra connection
+// outside the pool.
+//
+// # Maintenance
+//
+// Every worker process also looks after the queue; each step is cheap,
+// idempotent and skips rows another process is working on:
+//
+//   - expired leases are reaped every PollInterval ([outbox.Client.Reap]):
+//     back to ready, or dead when that was their last attempt;
+//   - scheduled jobs (future run_at, retries with backoff, snoozes) become
+//     claimable only when promoted ([outbox.Client.Promote]). Promotion runs
+//     every PollInterval and also when the earliest scheduled job is due, as
+//     reported by [outbox.Client.NextScheduled] or as set by this process's
+//     own retries and snoozes; pools of the promoted queues are woken, here
+//     and, through NOTIFY, in other processes;
+//   - history partitions exist for today and the next three days, and those
+//     older than HistoryRetention (7 days) are dropped, at start and hourly.
+//
+// # Shutdown
+//
+// [Worker.Stop] stops claiming, releases claimed jobs that have not started,
+// and waits for running handlers until ShutdownTimeout (10s) nearly runs
+// out. Then it cancels the handlers still running (cause [ErrShutdown]),
+// releases their jobs to ready at once without counting the attempt,
+// writes every pending outcome and returns. Stop is idempotent. A command
+// line program calls it on SIGINT/SIGTERM:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	if err := w.Start(ctx); err != nil { ... }
+//	<-ctx.Done()
+//	w.Stop(context.Background())
+//
+// # Middleware
+//
+// [Middleware] wraps every run, in the order of Config.Middleware (first is
+// outermost), and sees the job (without decoding its payload) and the
+// error that decides its outcome. [Logging] logs runs with log/slog;
+// [JobAttrs] gives the attributes Docket logs for a job (job_id, kind,
+// attempt, queue) for middleware of your own: metrics, tracing.
+//
+// # Guarantees
+//
+//   - At-least-once: a job runs until an outcome is recorded; a crashed or
+//     frozen worker's jobs run again after their lease. Handlers must be
+//     idempotent; they get the job's id and attempt to help.
+//   - Transactional handlers' database effects happen exactly once.
+//   - A lost job's late outcome is dropped and never overwrites its new
+//     owner's state.
+//   - Two jobs with the same serial key never run at the same time.
+//   - A snooze, a held serial key and a release at shutdown do not spend an
+//     attempt; a crash does (a job that kills its worker must not run
+//     forever).
+package handlers

@@ -1,0 +1,66 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/docketq/docket"
+)
+
+// Work is one run of a job as middleware sees it: the job (with its raw
+// payload, which middleware must not log) and the error that decides the
+// outcome. The innermost Work decodes the payload and calls the handler.
+type Work func(ctx context.Context, job *docket.Job) error
+
+// Middleware wraps every handler run: logging, metrics, tracing, panics
+// turned into errors. It may change ctx (add values, a span) and the error
+// it returns, which then decides the job's outcome. Config.Middleware[0] is
+// the outermost. Middleware runs inside a transactional handler's
+// transaction and inside a serial key's lock.
+type Middleware func(next Work) Work
+
+// JobAttrs returns the attributes Docket logs for a job, for slog calls in
+// middleware and handlers: job_id, kind, attempt and queue. Never the payload.
+func JobAttrs(job *docket.Job) []any {
+	return []any{
+		slog.Int64("job_id", job.ID),
+		slog.String("kind", job.Kind),
+		slog.Int("attempt", job.Attempt),
+		slog.String("queue", job.Queue),
+	}
+}
+
+// Logging returns middleware that logs every run: at Debug when it
+// succeeds, at Warn when it returns an error, with the job's attributes
+// ([JobAttrs]) and the run's duration. A nil logger means slog.Default().
+// The worker itself already logs failures; use Logging for a record of
+// every run.
+func Logging(logger *slog.Logger) Middleware {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return func(next Work) Work {
+		return func(ctx context.Context, job *docket.Job) error {
+			start := time.Now()
+			err := next(ctx, job)
+			if err == nil {
+				if logger.Enabled(ctx, slog.LevelDebug) {
+					logger.DebugContext(ctx, "job ran", append(JobAttrs(job), slog.Duration("took", time.Since(start)))...)
+				}
+				return nil
+			}
+			logger.WarnContext(ctx, "job returned an error",
+				append(JobAttrs(job), slog.Duration("took", time.Since(start)), slog.String("error", err.Error()))...)
+			return err
+		}
+	}
+}
+
+// chain wraps w in mws, the first outermost.
+func chain(mws []Middleware, w Work) Work {
+	for i := len(mws) - 1; i >= 0; i-- {
+		w = mws[i](w)
+	}
+	return w
+}

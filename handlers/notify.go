@@ -1,0 +1,100 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// listenCheck is how long the listener waits for a notification before it
+// checks that its connection is still alive: a connection that died
+// without the socket noticing must not leave the worker deaf for long.
+const listenCheck = 30 * time.Second
+
+// connectListener opens the dedicated LISTEN connection.
+func (w *Worker) connectListener(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, w.db.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.ob.NotifyChannel()}.Sanitize()); err != nil {
+		closeConn(conn)
+		return nil, err
+	}
+	return conn, nil
+}
+
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// listen wakes the pools of the queues named in notifications. When its
+// connection is lost it reconnects with backoff; meanwhile the pools poll.
+// After reconnecting it wakes every pool, since notifications sent while it
+// was away are lost.
+func (w *Worker) listen(conn *pgx.Conn) {
+	defer w.wg.Done()
+	ctx := w.bgCtx
+	wait := 100 * time.Millisecond
+	down := conn == nil
+	for {
+		if conn == nil {
+			var err error
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			conn, err = w.connectListener(cctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, 5*time.Second)
+				continue
+			}
+			if down {
+				w.log.Info("LISTEN connection is back")
+			}
+			down, wait = false, 100*time.Millisecond
+			w.wakeAll()
+		}
+		wctx, cancel := context.WithTimeout(ctx, listenCheck)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil {
+			w.notified(n.Payload)
+			continue
+		}
+		if ctx.Err() != nil {
+			closeConn(conn)
+			return
+		}
+		if errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed() {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err = conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		w.log.Warn("LISTEN connection lost; polling until it is back", slog.String("error", err.Error()))
+		closeConn(conn)
+		conn, down = nil, true
+	}
+}
+
+// notified handles one notification: its payload is a queue name.
+func (w *Worker) notified(queue string) {
+	debounce := w.ob.NotifyDebounce()
+	for _, p := range w.byQueue[queue] {
+		p.notified(debounce)
+	}
+}

@@ -1,0 +1,204 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// maxClaim bounds one claim batch.
+const maxClaim = 1000
+
+// pool is one PoolConfig at run time: a claim loop that feeds a fixed set of
+// slot goroutines through a channel. busy counts jobs claimed and not yet
+// finished by their handler, so the claim asks for exactly the free slots.
+type pool struct {
+	w     *Worker
+	cfg   PoolConfig
+	jobs  chan *task
+	busy  atomic.Int64
+	wake  chan struct{} // claim now: a notification, a promotion, a reap
+	freed chan struct{} // a slot became free
+
+	rewake        *time.Timer // the claim after a notification's debounce window
+	rewakePending atomic.Bool
+}
+
+func newPool(w *Worker, cfg PoolConfig) *pool {
+	p := &pool{
+		w: w, cfg: cfg,
+		jobs:  make(chan *task, cfg.Concurrency),
+		wake:  make(chan struct{}, 1),
+		freed: make(chan struct{}, 1),
+	}
+	p.rewake = time.AfterFunc(time.Hour, func() {
+		p.rewakePending.Store(false)
+		p.signal()
+	})
+	p.rewake.Stop()
+	return p
+}
+
+func (p *pool) start() {
+	p.w.slotWG.Add(p.cfg.Concurrency)
+	for range p.cfg.Concurrency {
+		go p.slot()
+	}
+	p.w.claimWG.Add(1)
+	go p.claimLoop()
+}
+
+// signal asks the claim loop to claim now.
+func (p *pool) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notified is called for a notification on one of the pool's queues:
+// claim now, and once more after the enqueuers' debounce window, since
+// notifications inside it were skipped.
+func (p *pool) notified(debounce time.Duration) {
+	p.signal()
+	if debounce > 0 && p.rewakePending.CompareAndSwap(false, true) {
+		p.rewake.Reset(debounce)
+	}
+}
+
+// claimsInFlight is how many claims of one pool may run at once while a
+// backlog lasts. With two, one claim's round trip overlaps the other's and
+// the database works on both in parallel; each asks for at most half the
+// pool's slots.
+const claimsInFlight = 2
+
+type claimResult struct {
+	limit, n int
+	err      error
+}
+
+// claimLoop claims batches sized to the free slots. A wake-up (notification,
+// promotion, reap) or the poll interval starts one claim. A full batch (or
+// a tenant-capped batch that returned anything) means more is waiting: the
+// loop keeps claimsInFlight claims going as slots free up, until a batch
+// comes back short.
+func (p *pool) claimLoop() {
+	w := p.w
+	defer w.claimWG.Done()
+	results := make(chan claimResult, claimsInFlight)
+	inFlight, reserved := 0, 0
+	defer func() {
+		for ; inFlight > 0; inFlight-- {
+			<-results // what they took is handed to the slots, which release it
+		}
+		close(p.jobs) // the slots release what is left and exit
+	}()
+	poll := time.NewTimer(w.poll)
+	defer poll.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var errWait time.Duration
+	var retryAt time.Time
+	perClaim := min(max(1, p.cfg.Concurrency/claimsInFlight), maxClaim)
+	launch := 1 // claims to start as soon as slots are free
+	for {
+		if w.stopping.Load() {
+			return
+		}
+		free := p.cfg.Concurrency - int(p.busy.Load()) - reserved
+		if launch > 0 && free > 0 && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
+			limit := min(free, perClaim)
+			launch--
+			inFlight++
+			reserved += limit
+			poll.Reset(w.poll) // the next poll is due a poll interval after this claim
+			go func() {
+				n, err := p.claim(limit)
+				results <- claimResult{limit: limit, n: n, err: err}
+			}()
+			continue
+		}
+		select {
+		case <-w.stopClaims:
+			return
+		case r := <-results:
+			inFlight--
+			reserved -= r.limit
+			if r.err != nil {
+				if errWait == 0 {
+					w.log.Warn("claim failed; retrying", slog.String("pool", p.cfg.Name), slog.String("error", r.err.Error()))
+				}
+				errWait = min(max(2*errWait, 50*time.Millisecond), w.poll)
+				retryAt = time.Now().Add(errWait)
+				retry.Reset(errWait)
+				launch = max(launch, 1)
+				continue
+			}
+			if errWait > 0 {
+				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
+				errWait = 0
+			}
+			if r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0) {
+				launch = claimsInFlight - inFlight
+			} else {
+				launch = 0
+			}
+		case <-p.wake:
+			launch = max(launch, 1)
+		case <-poll.C:
+			launch = max(launch, 1)
+		case <-p.freed:
+		case <-retry.C:
+		}
+	}
+}
+
+// claim takes up to limit jobs and hands them to the slots. The claim is not
+// interrupted by Stop, so that no job it took goes untracked.
+func (p *pool) claim(limit int) (int, error) {
+	w := p.w
+	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
+	start := time.Now()
+	jobs, err := w.ob.Claim(ctx, w.db, outbox.ClaimParams{
+		Worker: w.id, Queues: p.cfg.Queues, Kinds: w.names, Limit: limit,
+		Lease: w.lease, TenantCap: p.cfg.TenantCap,
+	})
+	cancel()
+	// A capped claim runs one statement per queue and may fail after some
+	// succeeded: what it took is ours either way.
+	if len(jobs) == 0 {
+		return 0, err
+	}
+	until := start.Add(w.lease).UnixNano()
+	tasks := make([]*task, len(jobs))
+	for i, j := range jobs {
+		ctx, cancel := context.WithCancelCause(w.handlerCtx)
+		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, ctx: ctx, cancel: cancel}
+		t.leaseUntil.Store(until)
+		tasks[i] = t
+	}
+	w.inflight.add(tasks)
+	p.busy.Add(int64(len(tasks)))
+	for _, t := range tasks {
+		p.jobs <- t
+	}
+	return len(jobs), err
+}
+
+// slot runs claimed jobs one after the other until the claim loop closes
+// the channel.
+func (p *pool) slot() {
+	defer p.w.slotWG.Done()
+	for e := range p.jobs {
+		p.w.run(e)
+		p.busy.Add(-1)
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
+	}
+}

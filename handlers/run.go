@@ -1,0 +1,275 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
+)
+
+// maxErrorLen bounds the error text recorded on a job.
+const maxErrorLen = 16 << 10
+
+// errJobDone cancels a handler's context once its job's run is over.
+var errJobDone = errors.New("docket: job run finished")
+
+// run executes one claimed job in the calling slot.
+func (w *Worker) run(e *task) {
+	if w.stopping.Load() {
+		// Claimed but not started when shutdown began: hand it back now.
+		if e.state.CompareAndSwap(stRunning, stReleased) {
+			w.comp.add(outcome{ex: e, what: oRelease})
+		}
+		return
+	}
+	if e.state.Load() != stRunning {
+		return // lost before it started
+	}
+	// Whatever the handler left running with its context ends with the job.
+	defer e.cancel(errJobDone)
+	if e.kind == nil {
+		// Cannot happen: the claim names only registered kinds.
+		w.log.Error("claimed a job of an unregistered kind; releasing it", JobAttrs(e.job)...)
+		if e.state.CompareAndSwap(stRunning, stReleased) {
+			w.comp.add(outcome{ex: e, what: oRelease})
+		}
+		return
+	}
+	if e.kind.tx || e.job.SerialKey != "" {
+		w.runInTx(e)
+		return
+	}
+	timedOut, err := w.call(e, nil)
+	w.finish(e, err, timedOut)
+}
+
+// call runs the kind's middleware chain and handler with the kind's timeout,
+// turning panics into *PanicError.
+func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
+	ctx := e.ctx
+	if d := e.kind.opts.Timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, ErrTimeout)
+		defer cancel()
+	}
+	if tx != nil {
+		ctx = context.WithValue(ctx, txKey{}, tx)
+	}
+	defer func() {
+		if v := recover(); v != nil { // a middleware panicked
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		timedOut = err != nil && errors.Is(context.Cause(ctx), ErrTimeout)
+	}()
+	return false, e.kind.work(ctx, e.job)
+}
+
+// runInTx runs a transactional or serial-key job on a connection held for
+// its whole run: a transaction that holds the serial key's advisory lock
+// and, for a transactional handler, the handler's writes and the job's
+// completion.
+func (w *Worker) runInTx(e *task) {
+	key := e.job.SerialKey
+	if key != "" {
+		// Another slot of this process runs the key: no need to ask the database.
+		if !w.serial.hold(key) {
+			w.snoozeSerial(e)
+			return
+		}
+		defer w.serial.drop(key)
+	}
+	select {
+	case w.connSem <- struct{}{}:
+		defer func() { <-w.connSem }()
+	case <-e.ctx.Done():
+		w.finish(e, context.Cause(e.ctx), false)
+		return
+	}
+	tx, err := w.db.Begin(e.ctx)
+	if err != nil {
+		w.finish(e, fmt.Errorf("begin transaction: %w", err), false)
+		return
+	}
+	done := false
+	rollback := func() {
+		if done {
+			return
+		}
+		done = true
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(ctx) // a broken connection is discarded by the pool
+	}
+	defer rollback()
+	if key != "" {
+		ok, err := w.trySerialLock(e.ctx, tx, key)
+		if err != nil {
+			rollback()
+			w.finish(e, fmt.Errorf("serial key lock: %w", err), false)
+			return
+		}
+		if !ok {
+			rollback()
+			w.snoozeSerial(e)
+			return
+		}
+	}
+	var htx pgx.Tx
+	if e.kind.tx {
+		htx = tx
+	}
+	timedOut, err := w.call(e, htx)
+	if err != nil || !e.kind.tx {
+		rollback() // the handler's writes, or just the lock
+		w.finish(e, err, timedOut)
+		return
+	}
+	// A transactional handler succeeded: complete the job in its
+	// transaction. From here on the heartbeat leaves the job alone.
+	if !e.state.CompareAndSwap(stRunning, stFinishing) {
+		rollback()
+		w.dropped(e)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
+	defer cancel()
+	ids, err := w.ob.Complete(ctx, tx, w.id, []int64{e.job.ID})
+	switch {
+	case err != nil:
+		rollback()
+		w.log.Warn("completing a transactional job failed; its writes are rolled back",
+			append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+		w.comp.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
+	case len(ids) == 0:
+		rollback()
+		e.state.Store(stLost)
+		w.inflight.remove(e)
+		w.dropped(e)
+	default:
+		done = true
+		if err := tx.Commit(ctx); err != nil {
+			// Unknown: if it did not commit, the job is still ours and
+			// running, and is reaped and run again after its lease.
+			w.log.Warn("commit of a transactional job failed; if it did not commit, the job runs again after its lease",
+				append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+		}
+		w.inflight.remove(e)
+	}
+}
+
+// snoozeSerial puts back a job whose serial key is held, without spending
+// its attempt, after a short jittered delay.
+func (w *Worker) snoozeSerial(e *task) {
+	d := w.serialRetry/2 + rand.N(w.serialRetry/2+1)
+	if e.state.CompareAndSwap(stRunning, stFinishing) {
+		w.comp.add(outcome{ex: e, what: oSnooze, delay: d})
+	}
+}
+
+// finish turns a handler's result into an outcome and queues it, unless
+// the job was lost or released meanwhile.
+func (w *Worker) finish(e *task, err error, timedOut bool) {
+	if e.state.Load() != stRunning {
+		w.dropped(e)
+		return
+	}
+	o := w.classify(e, err, timedOut)
+	if !e.state.CompareAndSwap(stRunning, stFinishing) {
+		w.dropped(e)
+		return
+	}
+	w.comp.add(o)
+}
+
+func (w *Worker) dropped(e *task) {
+	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", JobAttrs(e.job)...)
+}
+
+// classify maps a handler's result to what happens to the job.
+func (w *Worker) classify(e *task, err error, timedOut bool) outcome {
+	if err == nil {
+		return outcome{ex: e, what: oComplete}
+	}
+	if errors.Is(context.Cause(e.ctx), ErrShutdown) {
+		return outcome{ex: e, what: oRelease}
+	}
+	var (
+		ce *CancelError
+		se *SnoozeError
+		de *DecodeError
+		re *RetryAfterError
+		pe *PanicError
+	)
+	switch {
+	case errors.As(err, &ce):
+		msg := cleanError(recorded(err, ce, ce.Err))
+		w.log.Warn("job cancelled by its handler; dead-lettering it", append(JobAttrs(e.job), slog.String("error", msg))...)
+		return outcome{ex: e, what: oDead, reason: outbox.ReasonCancelled, err: msg}
+	case errors.As(err, &se):
+		return outcome{ex: e, what: oSnooze, delay: max(se.Delay, 0)}
+	case errors.As(err, &de):
+		w.log.Error("job payload does not decode; dead-lettering it",
+			append(JobAttrs(e.job), slog.String("error", de.Error()))...)
+		return outcome{ex: e, what: oDead, reason: outbox.ReasonUndecodable, err: cleanError(de.Error())}
+	case errors.As(err, &re):
+		return w.failureAfter(e, errors.New(recorded(err, re, re.Err)), max(re.Delay, 0))
+	case errors.As(err, &pe):
+		w.log.Error("job handler panicked",
+			append(JobAttrs(e.job), slog.String("panic", fmt.Sprint(pe.Value)), slog.String("stack", string(pe.Stack)))...)
+		// The stack is logged above; the failure's log line gets the first line.
+		return w.failure(e, err)
+	case timedOut:
+		err = fmt.Errorf("timed out after %s: %w", e.kind.opts.Timeout, err)
+	}
+	return w.failure(e, err)
+}
+
+// failure records a failed attempt, retried after the kind's backoff.
+func (w *Worker) failure(e *task, err error) outcome {
+	return w.failureAfter(e, err, e.kind.backoff(e.job.Attempt))
+}
+
+// failureAfter records a failed attempt to be retried after delay, or a
+// dead job when this was its last attempt (by the job's limit or its kind's).
+func (w *Worker) failureAfter(e *task, err error, delay time.Duration) outcome {
+	msg := cleanError(err.Error())
+	logged := msg
+	if _, ok := errors.AsType[*PanicError](err); ok {
+		logged, _, _ = strings.Cut(msg, "\n")
+	}
+	j := e.job
+	if j.Attempt >= j.MaxAttempts || (e.kind.opts.MaxAttempts > 0 && j.Attempt >= e.kind.opts.MaxAttempts) {
+		w.log.Error("job failed on its last attempt; dead-lettering it",
+			append(JobAttrs(j), slog.String("error", logged))...)
+		return outcome{ex: e, what: oDead, reason: outbox.ReasonExhausted, err: msg}
+	}
+	w.log.Warn("job failed; will retry", append(JobAttrs(j), slog.Duration("retry_in", delay), slog.String("error", logged))...)
+	return outcome{ex: e, what: oFail, delay: delay, err: msg}
+}
+
+// recorded is the error text to store for a typed error: the wrapped cause
+// when the handler returned the typed error itself (its kind is recorded
+// elsewhere), the whole text when the handler wrapped it in more context.
+func recorded(err, typed, cause error) string {
+	if err == typed {
+		return cause.Error()
+	}
+	return err.Error()
+}
+
+// cleanError makes an error text storable in a text column (valid UTF-8, no
+// NUL) and bounds its length.
+func cleanError(s string) string {
+	if len(s) > maxErrorLen {
+		s = s[:maxErrorLen] + " …(truncated)"
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}

@@ -1,0 +1,458 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PoolConfig is one worker pool: a set of queues served by a fixed number of
+// handler slots. Give latency-sensitive queues their own pool so that a
+// flood in another queue can never take their slots.
+type PoolConfig struct {
+	// Name labels the pool in logs. Empty means "pool<index>".
+	Name string
+	// Queues the pool claims from, tried in this order. At least one.
+	Queues []string
+	// Concurrency is how many jobs the pool runs at once. Zero means 100;
+	// negative is an error.
+	Concurrency int
+	// TenantCap, when positive, is the most jobs one tenant gets in one
+	// claim batch, so a tenant's flood uses spare capacity but cannot take
+	// every slot the moment others have work. Zero means no cap. Negative is
+	// an error.
+	TenantCap int
+}
+
+// Config configures a Worker. DB, Outbox and Registry are required; every
+// other zero value means the documented default.
+type Config struct {
+	// DB is the pool the worker claims, heartbeats and writes outcomes
+	// through. Transactional and serial-key jobs hold one of its
+	// connections for their whole run; at most MaxConns-3 do so at once, so
+	// that heartbeats and outcome writes always find a connection.
+	DB *pgxpool.Pool
+	// Outbox is the client for the schema that holds the jobs.
+	Outbox *outbox.Client
+	// Registry holds the handlers. NewWorker takes a snapshot: kinds
+	// registered later are not run by this worker. The worker claims only
+	// the kinds registered here.
+	Registry *Registry
+
+	// Pools to run. Empty means one pool {Queues: ["default"], Concurrency: 100}.
+	Pools []PoolConfig
+
+	// PollInterval is the backstop: each pool claims at least this often
+	// even without notifications, and scheduled jobs are promoted and
+	// expired leases reaped at this interval. Zero means 1s.
+	PollInterval time.Duration
+	// Lease is how long a claim is valid without a heartbeat. Zero means
+	// 30s. A crashed worker's jobs run again after about this long.
+	Lease time.Duration
+	// HeartbeatInterval is how often the leases of all in-flight jobs are
+	// extended (one statement). Zero means Lease/3; it must be below Lease.
+	HeartbeatInterval time.Duration
+	// FlushInterval is how long outcomes are buffered before they are
+	// written in one batch; a flush starts early when many are pending.
+	// Zero means 1ms.
+	FlushInterval time.Duration
+	// ShutdownTimeout is how long Stop lets in-flight handlers finish
+	// before it cancels them and releases their jobs. Zero means 10s.
+	ShutdownTimeout time.Duration
+	// HistoryRetention is how long finished jobs are kept in history: daily
+	// partitions older than this are dropped. Zero means 7 days.
+	HistoryRetention time.Duration
+	// SerialRetry is how long a job waits when its serial key is held by a
+	// running job; the delay is drawn from [SerialRetry/2, SerialRetry] and
+	// the attempt is not counted. Zero means 100ms.
+	SerialRetry time.Duration
+	// DisableNotify turns off LISTEN: pools wake only on their poll
+	// interval. Use it behind poolers that do not support LISTEN
+	// (PgBouncer in transaction mode).
+	DisableNotify bool
+	// Middleware wraps every handler run; the first is the outermost.
+	Middleware []Middleware
+	// Logger receives the worker's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// ID identifies this worker process in locked_by. Zero means a new
+	// random UUID. Two live workers must never share an ID.
+	ID uuid.UUID
+}
+
+// Defaults of Config's and PoolConfig's zero values.
+const (
+	// DefaultConcurrency is a pool's slots when PoolConfig.Concurrency is 0.
+	DefaultConcurrency = 100
+	// DefaultPollInterval is Config.PollInterval's default.
+	DefaultPollInterval = time.Second
+	// DefaultLease is Config.Lease's default.
+	DefaultLease = 30 * time.Second
+	// DefaultFlushInterval is Config.FlushInterval's default.
+	DefaultFlushInterval = time.Millisecond
+	// DefaultShutdownTimeout is Config.ShutdownTimeout's default.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultHistoryRetention is Config.HistoryRetention's default.
+	DefaultHistoryRetention = 7 * 24 * time.Hour
+	// DefaultSerialRetry is Config.SerialRetry's default.
+	DefaultSerialRetry = 100 * time.Millisecond
+)
+
+// ErrInvalidConfig wraps every validation failure of NewWorker.
+var ErrInvalidConfig = errors.New("docket: invalid worker config")
+
+// ErrStarted is returned by Start on a worker that was started before.
+var ErrStarted = errors.New("docket: worker already started")
+
+// kindRun is a registered kind bound to this worker's middleware.
+type kindRun struct {
+	*kind
+	work Work
+}
+
+// txKey carries a transactional handler's tx through middleware.
+type txKey struct{}
+
+// Worker claims jobs and runs their handlers in one process. Create it with
+// NewWorker, then Start and Stop it. Its methods are safe for concurrent use.
+type Worker struct {
+	db    *pgxpool.Pool
+	ob    *outbox.Client
+	id    uuid.UUID
+	log   *slog.Logger
+	kinds map[string]*kindRun
+	names []string // kinds, for the claim
+
+	pools   []*pool
+	byQueue map[string][]*pool
+
+	poll, lease, hbInterval, shutdown, retention, serialRetry time.Duration
+	notify                                                    bool
+	partitionEvery                                            time.Duration
+
+	inflight *inflight
+	comp     *completer
+	serial   serialHolds
+	connSem  chan struct{}
+
+	// due tracking for the promoter: the earliest run_at this process set
+	// (retries, snoozes) and the earliest the database reported.
+	dueMu    sync.Mutex
+	localDue time.Time
+	dueKick  chan struct{}
+
+	reapErrs, promoteErrs errStreak // used by the maintenance goroutine only
+
+	mu       sync.Mutex
+	started  bool
+	stopDone chan struct{} // non-nil once Stop began; closed when it ends
+
+	stopping   atomic.Bool
+	stopClaims chan struct{}   // closed when Stop begins
+	stopBG     chan struct{}   // closed when the outcomes are written
+	bgCtx      context.Context // cancelled with stopBG
+	bgCancel   context.CancelFunc
+	handlerCtx context.Context // parent of handlers' contexts: Start's values, never cancelled
+	wg         sync.WaitGroup  // background goroutines
+	claimWG    sync.WaitGroup  // claim loops
+	slotWG     sync.WaitGroup  // handler slots
+}
+
+// NewWorker validates cfg and returns a worker that is not started yet. It
+// returns an error wrapping ErrInvalidConfig for a missing DB, Outbox or
+// Registry, an empty registry, a negative duration, a heartbeat interval
+// not below the lease, or an invalid pool.
+func NewWorker(cfg Config) (*Worker, error) {
+	bad := func(format string, args ...any) (*Worker, error) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if cfg.DB == nil || cfg.Outbox == nil || cfg.Registry == nil {
+		return bad("DB, Outbox and Registry are required")
+	}
+	for name, d := range map[string]time.Duration{
+		"PollInterval": cfg.PollInterval, "Lease": cfg.Lease, "HeartbeatInterval": cfg.HeartbeatInterval,
+		"FlushInterval": cfg.FlushInterval, "ShutdownTimeout": cfg.ShutdownTimeout,
+		"HistoryRetention": cfg.HistoryRetention, "SerialRetry": cfg.SerialRetry,
+	} {
+		if d < 0 {
+			return bad("negative %s", name)
+		}
+	}
+	w := &Worker{
+		db:             cfg.DB,
+		ob:             cfg.Outbox,
+		id:             cfg.ID,
+		log:            cfg.Logger,
+		poll:           orDefault(cfg.PollInterval, DefaultPollInterval),
+		lease:          orDefault(cfg.Lease, DefaultLease),
+		shutdown:       orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+		retention:      orDefault(cfg.HistoryRetention, DefaultHistoryRetention),
+		serialRetry:    orDefault(cfg.SerialRetry, DefaultSerialRetry),
+		notify:         !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0,
+		partitionEvery: time.Hour,
+		inflight:       newInflight(),
+		serial:         serialHolds{held: map[string]struct{}{}},
+		dueKick:        make(chan struct{}, 1),
+		byQueue:        map[string][]*pool{},
+		stopClaims:     make(chan struct{}),
+		stopBG:         make(chan struct{}),
+	}
+	w.hbInterval = orDefault(cfg.HeartbeatInterval, w.lease/3)
+	if w.hbInterval >= w.lease {
+		return bad("HeartbeatInterval %s must be below Lease %s", w.hbInterval, w.lease)
+	}
+	if w.id == uuid.Nil {
+		w.id = uuid.New()
+	}
+	if w.log == nil {
+		w.log = slog.Default()
+	}
+	w.log = w.log.With(slog.String("worker", w.id.String()))
+	for i, m := range cfg.Middleware {
+		if m == nil {
+			return bad("Middleware[%d] is nil", i)
+		}
+	}
+	w.kinds = map[string]*kindRun{}
+	for name, k := range cfg.Registry.snapshot() {
+		kr := &kindRun{kind: k}
+		inner := k.inner
+		if k.tx {
+			kr.work = chain(cfg.Middleware, func(ctx context.Context, job *docket.Job) error {
+				tx, _ := ctx.Value(txKey{}).(pgx.Tx)
+				return inner(ctx, tx, job)
+			})
+		} else {
+			kr.work = chain(cfg.Middleware, func(ctx context.Context, job *docket.Job) error {
+				return inner(ctx, nil, job)
+			})
+		}
+		w.kinds[name] = kr
+		w.names = append(w.names, name)
+	}
+	if len(w.names) == 0 {
+		return bad("the registry has no handlers")
+	}
+	slices.Sort(w.names)
+
+	pools := cfg.Pools
+	if len(pools) == 0 {
+		pools = []PoolConfig{{Queues: []string{outbox.DefaultQueue}}}
+	}
+	for i, pc := range pools {
+		if pc.Name == "" {
+			pc.Name = fmt.Sprintf("pool%d", i)
+		}
+		if len(pc.Queues) == 0 {
+			return bad("pool %s has no queues", pc.Name)
+		}
+		for _, q := range pc.Queues {
+			if err := checkName("queue", q, false); err != nil {
+				return bad("pool %s: %v", pc.Name, err)
+			}
+		}
+		if pc.Concurrency < 0 || pc.TenantCap < 0 {
+			return bad("pool %s: negative Concurrency or TenantCap", pc.Name)
+		}
+		if pc.Concurrency == 0 {
+			pc.Concurrency = DefaultConcurrency
+		}
+		pc.Queues = slices.Clone(pc.Queues)
+		p := newPool(w, pc)
+		w.pools = append(w.pools, p)
+		for _, q := range pc.Queues {
+			if !slices.Contains(w.byQueue[q], p) {
+				w.byQueue[q] = append(w.byQueue[q], p)
+			}
+		}
+	}
+	w.connSem = make(chan struct{}, max(1, int(cfg.DB.Config().MaxConns)-3))
+	w.comp = newCompleter(w, orDefault(cfg.FlushInterval, DefaultFlushInterval))
+	return w, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// ID returns the worker's id, the value of locked_by on the jobs it runs.
+func (w *Worker) ID() uuid.UUID { return w.id }
+
+// Start checks that Docket's tables exist, then starts claiming and running
+// jobs in the background and returns. Handlers' contexts carry ctx's
+// values. When ctx ends, the worker stops as if Stop had been called; call
+// Stop to wait for that. Start fails with ErrStarted when called twice, and
+// with the database's error (ErrNotMigrated for missing tables) when the
+// check fails; a failed Start may be retried.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.stopDone != nil {
+		return ErrStarted
+	}
+	if _, _, err := w.ob.NextScheduled(ctx, w.db); err != nil {
+		return fmt.Errorf("docket: start worker: %w", err)
+	}
+	w.started = true
+	w.handlerCtx = context.WithoutCancel(ctx)
+	w.bgCtx, w.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
+
+	w.comp.start()
+	if w.notify {
+		// The first LISTEN is made here so that jobs enqueued after Start
+		// returns are announced; if it fails the listener keeps trying.
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		conn, err := w.connectListener(lctx)
+		cancel()
+		if err != nil {
+			w.log.Warn("LISTEN failed; polling until it succeeds", slog.String("error", err.Error()))
+		}
+		w.wg.Add(1)
+		go w.listen(conn)
+	}
+	w.wg.Add(3)
+	go w.heartbeat(w.stopBG)
+	go w.maintain(w.stopBG)
+	go w.upkeep(w.stopBG)
+	for _, p := range w.pools {
+		p.start()
+	}
+	w.log.Info("worker started", slog.Int("pools", len(w.pools)), slog.Any("kinds", w.names))
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = w.Stop(context.Background())
+		case <-w.stopClaims:
+		}
+	}()
+	return nil
+}
+
+// Stop shuts the worker down gracefully: it stops claiming, releases
+// claimed jobs that have not started, and waits for running handlers until
+// ShutdownTimeout (or ctx's deadline, if earlier) nearly runs out. Then it
+// cancels the handlers still running (context cause ErrShutdown), releases
+// their jobs to ready at once without counting the attempt, writes every
+// pending outcome and returns. A handler that ignores its context is left
+// running, and its outcome is dropped. Stop is idempotent: later calls wait
+// for the first to finish. It returns nil, or ctx's error if ctx ended while
+// a later call was waiting.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if w.stopDone != nil {
+		done := w.stopDone
+		w.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	w.stopDone = make(chan struct{})
+	started := w.started
+	w.mu.Unlock()
+	defer close(w.stopDone)
+	if !started {
+		close(w.stopClaims)
+		return nil
+	}
+
+	begin := time.Now()
+	deadline := begin.Add(w.shutdown)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	// Keep a slice of the budget for cancelling, releasing and writing.
+	grace := max(0, min(time.Second, time.Until(deadline)/4))
+
+	w.stopping.Store(true)
+	close(w.stopClaims)
+	waitUntil(&w.claimWG, deadline.Add(-grace))
+	if !waitUntil(&w.slotWG, deadline.Add(-grace)) {
+		n := 0
+		for _, e := range w.inflight.snapshot(nil) {
+			if e.state.Load() == stRunning {
+				e.cancel(ErrShutdown)
+				n++
+			}
+		}
+		w.log.Warn("shutdown deadline reached; cancelling running handlers", slog.Int("jobs", n))
+		if !waitUntil(&w.slotWG, deadline.Add(-grace/2)) {
+			for _, e := range w.inflight.snapshot(nil) {
+				if e.state.CompareAndSwap(stRunning, stReleased) {
+					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", JobAttrs(e.job)...)
+					w.comp.add(outcome{ex: e, what: oRelease})
+				}
+			}
+		}
+	}
+	// Write what is pending. Give the writes at least a second even when
+	// the deadline is spent: a job left running waits out its lease.
+	fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), later(deadline, time.Now().Add(time.Second)))
+	defer cancel()
+	w.comp.close(fctx)
+	close(w.stopBG)
+	w.bgCancel()
+	w.wg.Wait()
+	for _, p := range w.pools {
+		p.rewake.Stop()
+	}
+	w.log.Info("worker stopped", slog.Duration("took", time.Since(begin)),
+		slog.Int("unwritten", w.inflight.len()))
+	return nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// waitUntil waits for wg until the deadline and reports whether it finished.
+func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// wakeAll makes every pool claim now (after a reap, or after the listener
+// reconnected and notifications may have been missed).
+func (w *Worker) wakeAll() {
+	for _, p := range w.pools {
+		p.signal()
+	}
+}
+
+// wakeQueues makes the pools serving queues claim now.
+func (w *Worker) wakeQueues(queues []string) {
+	for _, q := range queues {
+		for _, p := range w.byQueue[q] {
+			p.signal()
+		}
+	}
+}

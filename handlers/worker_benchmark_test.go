@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// BenchmarkDrain drains b.N no-op jobs through one worker and reports
+// jobs/s. Enqueueing is not timed. The database does most of the work; the
+// numbers say how close the runtime gets to it.
+func BenchmarkDrain(b *testing.B) {
+	for _, bc := range []struct {
+		name        string
+		history     bool
+		concurrency int
+	}{
+		{"history/c100", true, 100},
+		{"history/c400", true, 400},
+		{"nohistory/c400", false, 400},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := setup(b, 16)
+			if !bc.history {
+				e.ob, _ = outbox.New(outbox.Config{Schema: e.schema, DisableHistory: true})
+			}
+			reg := NewRegistry()
+			MustRegister(reg, func(context.Context, *Job[testArgs]) error { return nil }, KindOpts{})
+			items := make([]outbox.Item, b.N)
+			for i := range items {
+				items[i] = outbox.Item{Args: testArgs{N: i}}
+			}
+			for i := 0; i < len(items); i += 50_000 {
+				if _, err := e.ob.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			w := e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: bc.concurrency}}})
+			for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`) > 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+			_ = w.Stop(context.Background())
+		})
+	}
+}
