@@ -4,6 +4,7 @@
 // Usage:
 //
 //	docket migrate up|down|list|sql [--database-url URL] [--schema S] [--version N]
+//	docket demo [--orders N]
 //
 // The database URL comes from --database-url, else $DATABASE_URL.
 package main
@@ -35,6 +36,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply, revert, list or print schema migrations", runMigrate},
+		{"demo", "run jobs end to end against a local PostgreSQL (found or started)", runDemo},
 	}
 }
 

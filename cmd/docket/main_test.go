@@ -66,3 +66,19 @@ func TestCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestDemoRunsToCompletion(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.URL(t))
+	code, out, errOut := docket(t, "demo", "--orders", "50")
+	if code != 0 {
+		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"completed          53", "retried, then ok   1", "dead-lettered      1 (exhausted:", "still queued       0", "overlapping for one tenant: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "duplicate receipt enqueue reported existing job") {
+		t.Errorf("stderr lacks the duplicate report:\n%s", errOut)
+	}
+}
