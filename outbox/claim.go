@@ -42,11 +42,11 @@ func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Jo
 	}
 	lease := p.Lease.Milliseconds()
 	if p.TenantCap <= 0 {
-		return c.scanJobs(db.Query(ctx, c.q.claim, p.Queues, p.Kinds, p.Limit, p.Worker, lease))
+		return c.claimByCursor(ctx, db, p, lease)
 	}
 	var out []*docket.Job
 	for _, q := range p.Queues {
-		jobs, err := c.scanJobs(db.Query(ctx, c.q.claimCapped, q, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap))
+		jobs, _, err := c.scanJobs(db.Query(ctx, c.q.claimCapped, q, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap))
 		if err != nil {
 			return out, err
 		}
@@ -58,21 +58,43 @@ func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Jo
 	return out, nil
 }
 
-func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, error) {
+// claimByCursor runs the uncapped claim, each (queue, priority) scanned
+// from this client's cursor for it, and moves the cursors on.
+func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease int64) ([]*docket.Job, error) {
+	plan := c.cursors.plan(p.Queues, p.Kinds, time.Now())
+	start := time.Now()
+	jobs, seqs, err := c.scanJobs(db.Query(ctx, c.q.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease, plan.priorities, plan.after))
 	if err != nil {
-		return nil, c.wrapErr(err)
+		return nil, err
+	}
+	c.cursors.advance(plan, jobs, seqs, time.Now(), time.Since(start))
+	return jobs, nil
+}
+
+// scanJobs reads claimed jobs and, when the statement returns it, each
+// job's ready_seq.
+func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, error) {
+	if err != nil {
+		return nil, nil, c.wrapErr(err)
 	}
 	defer rows.Close()
 	var out []*docket.Job
+	var seqs []int64
+	withSeq := len(rows.FieldDescriptions()) == 17
 	for rows.Next() {
 		j := &docket.Job{}
 		var meta []byte
 		var lockedAt, leaseUntil *time.Time
 		var priority int16
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
+		var seq int64
+		dest := []any{&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &j.Payload, &meta,
-			&lockedAt, &leaseUntil, &j.LastError); err != nil {
-			return nil, err
+			&lockedAt, &leaseUntil, &j.LastError}
+		if withSeq {
+			dest = append(dest, &seq)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, err
 		}
 		j.Priority = int(priority)
 		if lockedAt != nil {
@@ -83,10 +105,11 @@ func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, error) {
 		}
 		if meta != nil {
 			if err := json.Unmarshal(meta, &j.Meta); err != nil {
-				return nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
+				return nil, nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
 			}
 		}
 		out = append(out, j)
+		seqs = append(seqs, seq)
 	}
-	return out, c.wrapErr(rows.Err())
+	return out, seqs, c.wrapErr(rows.Err())
 }

@@ -20,6 +20,12 @@ type Config struct {
 	// docket_jobs_done. Faster; loses the record of finished work.
 	DisableHistory bool
 
+	// ClaimCursorLag is how far behind its cursor a claimer looks for jobs
+	// whose enqueuing transaction committed after later jobs were claimed
+	// (see cursor.go). Zero means 1s; -1 turns cursors off, so every claim
+	// scans the claim index from its start.
+	ClaimCursorLag time.Duration
+
 	// NotifyDebounce is the shortest interval between two NOTIFYs for the
 	// same queue sent by this Client. Zero means 2ms; -1 disables NOTIFY
 	// entirely, leaving workers to their poll interval.
@@ -37,6 +43,8 @@ type Client struct {
 
 	mu         sync.Mutex
 	lastNotify map[string]time.Time
+
+	cursors *cursors
 }
 
 var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -58,7 +66,12 @@ func New(cfg Config) (*Client, error) {
 	if debounce == 0 {
 		debounce = 2 * time.Millisecond
 	}
+	lag := cfg.ClaimCursorLag
+	if lag == 0 {
+		lag = time.Second
+	}
 	return &Client{
+		cursors:    newCursors(lag),
 		schema:     schema,
 		history:    !cfg.DisableHistory,
 		q:          renderQueries(schema),

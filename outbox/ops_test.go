@@ -173,8 +173,12 @@ func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
 	// A new worker claims the requeued job.
 	fresh := uuid.New()
 	again := b.claim(t, fresh, 10, time.Minute)
-	if len(again) != 2 || again[0].ID != ids[0] || again[0].Attempt != 2 || again[0].LastError == "" {
-		t.Fatalf("reclaimed %+v", again)
+	if len(again) != 2 {
+		t.Fatalf("reclaimed %d jobs, want the requeued one and the untouched one", len(again))
+	}
+	// A requeued job goes to the back of its priority: it became ready last.
+	if j := again[1]; j.ID != ids[0] || j.Attempt != 2 || j.LastError == "" {
+		t.Fatalf("requeued job reclaimed as %+v", j)
 	}
 	// The old worker's late outcomes change nothing.
 	if done, _ := b.client.Complete(b.ctx, b.pool, old, ids); len(done) != 0 {

@@ -31,9 +31,9 @@ const claimUpdate = `, u AS (
 	SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
 		lease_until = now() + $5::bigint * interval '1 millisecond'
 	WHERE id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColumns + `
+	RETURNING ` + jobColumns + `, ready_seq
 )
-SELECT * FROM u ORDER BY priority DESC, run_at, id`
+SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
 const (
 	sqlEnqueue = `INSERT INTO {{schema}}.docket_jobs
@@ -52,7 +52,8 @@ SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 	$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
 FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
-DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state WHERE j.state <> 'running'
+DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state, ready_seq = EXCLUDED.ready_seq
+WHERE j.state <> 'running'
 RETURNING id, state, (xmax = 0) AS inserted`
 
 	sqlLookupKey = `SELECT id, state FROM {{schema}}.docket_jobs WHERE unique_key = $1`
@@ -78,17 +79,21 @@ RETURNING id, state`
 
 	sqlNotify = `SELECT pg_notify($1, $2)`
 
-	// sqlClaim takes up to $3 ready jobs of the queues $1 (in that order)
-	// and kinds $2. The locking subquery walks docket_jobs_claim_idx per
-	// queue; the outer UPDATE finds rows by id = ANY(array) so no statistics
-	// can turn it into a join over the whole table.
+	// sqlClaim takes up to $3 ready jobs of kinds $2 from the (queue,
+	// priority, cursor) triples $1, $6, $7, probing them in that order: per
+	// triple one descent of docket_jobs_claim_idx to the first entry after
+	// the cursor. Entries behind the cursor — jobs already claimed, which a
+	// long transaction elsewhere may keep vacuum from removing — are never
+	// visited. The outer UPDATE finds rows by id = ANY(array) so no
+	// statistics can turn it into a join over the whole table.
 	sqlClaim = `WITH c AS (
 	SELECT j.id
-	FROM unnest($1::text[]) AS q(name)
+	FROM unnest($1::text[], $6::smallint[], $7::bigint[]) AS p(queue, priority, after)
 	CROSS JOIN LATERAL (
 		SELECT id FROM {{schema}}.docket_jobs
-		WHERE state = 'ready' AND queue = q.name AND kind = ANY($2::text[])
-		ORDER BY priority DESC, run_at, id
+		WHERE state = 'ready' AND queue = p.queue AND priority = p.priority
+			AND ready_seq > p.after AND kind = ANY($2::text[])
+		ORDER BY ready_seq
 		LIMIT $3
 		FOR NO KEY UPDATE SKIP LOCKED
 	) j
@@ -108,14 +113,14 @@ RETURNING id, state`
 ), c AS (
 	SELECT h.id
 	FROM t CROSS JOIN LATERAL (
-		SELECT id, priority, run_at FROM {{schema}}.docket_jobs
+		SELECT id, priority, ready_seq FROM {{schema}}.docket_jobs
 		WHERE state = 'ready' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
-		ORDER BY priority DESC, run_at, id
+		ORDER BY priority DESC, ready_seq
 		LIMIT $6
 		FOR NO KEY UPDATE SKIP LOCKED
 	) h
 	WHERE t.tenant IS NOT NULL
-	ORDER BY h.priority DESC, h.run_at, h.id
+	ORDER BY h.priority DESC, h.ready_seq
 	LIMIT $3
 )` + claimUpdate
 
@@ -153,7 +158,7 @@ RETURNING id`
 ), retried AS (
 	UPDATE {{schema}}.docket_jobs j
 	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
-		run_at = now() + i.delay_ms * interval '1 millisecond',
+		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'),
 		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	FROM i
 	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts < j.max_attempts
@@ -164,7 +169,7 @@ SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
 	// sqlSnooze reschedules jobs without spending the attempt their claim counted.
 	sqlSnooze = `UPDATE {{schema}}.docket_jobs j
 SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
-	run_at = now() + i.delay_ms * interval '1 millisecond',
+	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'),
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 FROM unnest($1::bigint[], $3::bigint[]) AS i(id, delay_ms)
 WHERE j.id = i.id AND j.locked_by = $2
@@ -182,7 +187,7 @@ RETURNING j.id`
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
 	sqlRelease = `UPDATE {{schema}}.docket_jobs
-SET state = 'ready', attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'), attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 WHERE id = ANY($1::bigint[]) AND locked_by = $2
 RETURNING id`
 
@@ -202,7 +207,7 @@ RETURNING id`
 ), dead AS (` + deadInsert + `
 ), back AS (
 	UPDATE {{schema}}.docket_jobs
-	SET state = 'ready', last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'), last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
 	RETURNING id
 )
@@ -215,7 +220,7 @@ SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
 	LIMIT $1
 	FOR NO KEY UPDATE SKIP LOCKED
 )
-UPDATE {{schema}}.docket_jobs SET state = 'ready'
+UPDATE {{schema}}.docket_jobs SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq')
 WHERE id = ANY(ARRAY(SELECT id FROM p))
 RETURNING queue`
 

@@ -4,6 +4,11 @@
 
 CREATE SEQUENCE IF NOT EXISTS {{schema}}.docket_jobs_id_seq AS bigint;
 
+-- The claim order inside a priority: a job draws a fresh number each time it
+-- becomes ready, so the claim index only grows at its end and claimers can
+-- scan from a cursor instead of from entries that vacuum cannot remove yet.
+CREATE SEQUENCE IF NOT EXISTS {{schema}}.docket_jobs_ready_seq AS bigint;
+
 -- Live jobs only: scheduled (future run_at), ready and running. Finished jobs
 -- leave this table, so it stays small and its unique index means "no
 -- duplicate in-flight work". Lock and lease columns are in no index, so
@@ -17,6 +22,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs (
     priority     smallint    NOT NULL DEFAULT 0,
     run_at       timestamptz NOT NULL DEFAULT now(),
     created_at   timestamptz NOT NULL DEFAULT now(),
+    ready_seq    bigint      NOT NULL DEFAULT nextval('{{schema}}.docket_jobs_ready_seq'),
     attempts     integer     NOT NULL DEFAULT 0,
     max_attempts integer     NOT NULL DEFAULT 25 CHECK (max_attempts >= 1),
     unique_key   text,
@@ -38,15 +44,17 @@ CREATE TABLE IF NOT EXISTS {{schema}}.docket_jobs (
 );
 
 ALTER SEQUENCE {{schema}}.docket_jobs_id_seq OWNED BY {{schema}}.docket_jobs.id;
+ALTER SEQUENCE {{schema}}.docket_jobs_ready_seq OWNED BY {{schema}}.docket_jobs.ready_seq;
 
--- The claim: due jobs of a queue, highest priority first, then oldest.
+-- The claim: due jobs of a queue, highest priority first, then in the order
+-- they became ready.
 CREATE INDEX IF NOT EXISTS docket_jobs_claim_idx
-    ON {{schema}}.docket_jobs (queue, priority DESC, run_at, id)
+    ON {{schema}}.docket_jobs (queue, priority DESC, ready_seq)
     WHERE state = 'ready';
 
 -- The capped claim walks the distinct tenants of a queue, then each tenant's head.
 CREATE INDEX IF NOT EXISTS docket_jobs_tenant_idx
-    ON {{schema}}.docket_jobs (queue, tenant, priority DESC, run_at, id)
+    ON {{schema}}.docket_jobs (queue, tenant, priority DESC, ready_seq)
     WHERE state = 'ready';
 
 -- Promotion of scheduled jobs that became due.
