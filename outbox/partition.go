@@ -86,8 +86,9 @@ func (c *Client) DropPartitions(ctx context.Context, db Pgx, cutoff time.Time) (
 }
 
 // ddl runs partition DDL in its own transaction under the schema's
-// maintenance lock, with a short lock_timeout so that it gives way to
-// completions instead of stalling them behind its exclusive lock.
+// maintenance lock, with a short lock_timeout: a DROP waiting for its
+// exclusive lock queues every completion behind it, so it gives up quickly
+// and the next maintenance round tries again.
 func (c *Client) ddl(ctx context.Context, db Pgx, stmt string) error {
 	tx, err := beginPgx(ctx, db)
 	if err != nil {
@@ -97,7 +98,7 @@ func (c *Client) ddl(ctx context.Context, db Pgx, stmt string) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_partitions:' || $1, 0))`, c.schema); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, stmt); err != nil {

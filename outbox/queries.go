@@ -232,9 +232,16 @@ JOIN pg_class p ON p.oid = i.inhparent
 JOIN pg_namespace n ON n.oid = p.relnamespace
 WHERE n.nspname = $1 AND p.relname = 'docket_jobs_done'`
 
-	sqlCreatePartition = `CREATE TABLE IF NOT EXISTS {{schema}}.%s
-PARTITION OF {{schema}}.docket_jobs_done FOR VALUES FROM ('%s') TO ('%s')`
+	// sqlCreatePartition creates the table, then attaches it: ATTACH takes
+	// a lock on the parent that does not block completions, where CREATE
+	// TABLE ... PARTITION OF would block them all while it waits and runs.
+	sqlCreatePartition = `CREATE TABLE IF NOT EXISTS {{schema}}.%[1]s
+	(LIKE {{schema}}.docket_jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+ALTER TABLE {{schema}}.docket_jobs_done ATTACH PARTITION {{schema}}.%[1]s
+	FOR VALUES FROM ('%[2]s') TO ('%[3]s')`
 
+	// sqlDropPartition takes an exclusive lock on the parent for a moment;
+	// ddl bounds the wait with a short lock_timeout.
 	sqlDropPartition = `DROP TABLE IF EXISTS {{schema}}.%s`
 )
 
