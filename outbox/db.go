@@ -75,12 +75,7 @@ func (c pgxConn) query(ctx context.Context, sql string, args []any, each func(fu
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, each)
 }
 
 func (c pgxConn) copier() copier {
@@ -104,6 +99,17 @@ func (c sqlConn) query(ctx context.Context, query string, args []any, each func(
 		return err
 	}
 	defer rows.Close()
+	return eachRow(rows, each)
+}
+
+// rowIter is what pgx.Rows and *sql.Rows have in common.
+type rowIter interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+func eachRow(rows rowIter, each func(func(...any) error) error) error {
 	for rows.Next() {
 		if err := each(rows.Scan); err != nil {
 			return err

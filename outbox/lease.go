@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Heartbeat extends the leases of the worker's running jobs ids by lease and
@@ -20,18 +21,15 @@ func (c *Client) Heartbeat(ctx context.Context, db Pgx, worker uuid.UUID, ids []
 
 // ids runs a statement that returns one id column.
 func (c *Client) ids(db Pgx, ctx context.Context, sql string, args ...any) ([]int64, error) {
+	return column[int64](ctx, c, db, sql, args...)
+}
+
+// column runs a statement that returns one column and collects it.
+func column[T any](ctx context.Context, c *Client, db Pgx, sql string, args ...any) ([]T, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, c.wrapErr(err)
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, c.wrapErr(rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	return out, c.wrapErr(err)
 }

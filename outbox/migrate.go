@@ -135,33 +135,14 @@ func (m *Migrator) UpTo(ctx context.Context, db TxBeginner, version int) ([]Migr
 	if err := m.checkVersion(version); err != nil {
 		return nil, err
 	}
-	var done []Migration
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		applied, err := m.lockAndLoad(ctx, tx)
-		if err != nil {
-			return err
-		}
+	return m.apply(ctx, db, "up", func(applied map[int]time.Time) (todo []Migration) {
 		for _, mig := range m.migrations {
-			if mig.Version > version {
-				break
+			if _, ok := applied[mig.Version]; !ok && mig.Version <= version {
+				todo = append(todo, mig)
 			}
-			if _, ok := applied[mig.Version]; ok {
-				continue
-			}
-			if _, err := tx.Exec(ctx, mig.Up); err != nil {
-				return fmt.Errorf("docket: migration %03d_%s up: %w", mig.Version, mig.Name, err)
-			}
-			if _, err := tx.Exec(ctx, render(`INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`, m.schema), mig.Version, mig.Name); err != nil {
-				return err
-			}
-			done = append(done, mig)
 		}
-		return nil
+		return todo
 	})
-	if err != nil {
-		return nil, err
-	}
-	return done, nil
 }
 
 // Down reverts applied migrations above version, newest first, in one
@@ -173,24 +154,37 @@ func (m *Migrator) Down(ctx context.Context, db TxBeginner, version int) ([]Migr
 			return nil, err
 		}
 	}
+	return m.apply(ctx, db, "down", func(applied map[int]time.Time) (todo []Migration) {
+		for i := len(m.migrations) - 1; i >= 0; i-- {
+			if mig := m.migrations[i]; mig.Version > version {
+				if _, ok := applied[mig.Version]; ok {
+					todo = append(todo, mig)
+				}
+			}
+		}
+		return todo
+	})
+}
+
+// apply runs, in one transaction under the migration lock, the migrations
+// that pick chooses given those already applied, in the given direction,
+// and records each in docket_migrations.
+func (m *Migrator) apply(ctx context.Context, db TxBeginner, direction string, pick func(applied map[int]time.Time) []Migration) ([]Migration, error) {
 	var done []Migration
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		applied, err := m.lockAndLoad(ctx, tx)
 		if err != nil {
 			return err
 		}
-		for i := len(m.migrations) - 1; i >= 0; i-- {
-			mig := m.migrations[i]
-			if mig.Version <= version {
-				break
+		for _, mig := range pick(applied) {
+			body, record, args := mig.Up, `INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`, []any{mig.Version, mig.Name}
+			if direction == "down" {
+				body, record, args = mig.Down, `DELETE FROM {{schema}}.docket_migrations WHERE version = $1`, []any{mig.Version}
 			}
-			if _, ok := applied[mig.Version]; !ok {
-				continue
+			if _, err := tx.Exec(ctx, body); err != nil {
+				return fmt.Errorf("docket: migration %03d_%s %s: %w", mig.Version, mig.Name, direction, err)
 			}
-			if _, err := tx.Exec(ctx, mig.Down); err != nil {
-				return fmt.Errorf("docket: migration %03d_%s down: %w", mig.Version, mig.Name, err)
-			}
-			if _, err := tx.Exec(ctx, render(`DELETE FROM {{schema}}.docket_migrations WHERE version = $1`, m.schema), mig.Version); err != nil {
+			if _, err := tx.Exec(ctx, render(record, m.schema), args...); err != nil {
 				return err
 			}
 			done = append(done, mig)

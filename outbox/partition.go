@@ -16,21 +16,9 @@ func partitionName(day time.Time) string { return partitionPrefix + day.Format("
 
 // Partitions lists the history partitions, oldest first.
 func (c *Client) Partitions(ctx context.Context, db Pgx) ([]string, error) {
-	rows, err := db.Query(ctx, c.q.partitions, c.schema)
-	if err != nil {
-		return nil, c.wrapErr(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		out = append(out, name)
-	}
+	out, err := column[string](ctx, c, db, c.q.partitions, c.schema)
 	sort.Strings(out)
-	return out, rows.Err()
+	return out, err
 }
 
 // EnsurePartitions creates the history partitions for the UTC day of now and

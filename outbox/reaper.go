@@ -26,20 +26,7 @@ func (c *Client) Reap(ctx context.Context, db Pgx, limit int) (ReapResult, error
 // Promote makes up to limit scheduled jobs whose run_at has come ready, and
 // returns the queues they are in (one entry per job).
 func (c *Client) Promote(ctx context.Context, db Pgx, limit int) ([]string, error) {
-	rows, err := db.Query(ctx, c.q.promote, limit)
-	if err != nil {
-		return nil, c.wrapErr(err)
-	}
-	defer rows.Close()
-	var queues []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, err
-		}
-		queues = append(queues, q)
-	}
-	return queues, c.wrapErr(rows.Err())
+	return column[string](ctx, c, db, c.q.promote, limit)
 }
 
 // NextScheduled returns the earliest run_at of the scheduled jobs, and
