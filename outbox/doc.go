@@ -48,6 +48,14 @@
 // scheduled and invisible to Claim until Promote makes them ready; the
 // worker runtime runs Promote as they come due.
 //
+// Inside a queue, Claim takes higher priorities first and, within a
+// priority, jobs in the order they became ready: each job draws a fresh
+// ready_seq whenever it becomes ready. A Client claims each (queue,
+// priority) from a cursor over ready_seq, so claimed jobs that vacuum cannot
+// remove yet — because some long transaction elsewhere holds back the
+// horizon — are never visited again; see cursor.go for how jobs from
+// late-committing transactions are still found.
+//
 // # Migrations
 //
 // Migrator applies the embedded, numbered up/down SQL files in one
