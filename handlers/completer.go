@@ -178,6 +178,7 @@ type flushScratch struct {
 	released    []*task
 	dropped     []*task
 	wake        []*pool
+	hooked      []outcome // final outcomes of kinds with an OutcomeHook
 }
 
 func (f *flushScratch) reset() {
@@ -188,7 +189,8 @@ func (f *flushScratch) reset() {
 	clear(f.released)
 	clear(f.dropped)
 	clear(f.wake)
-	f.wake = f.wake[:0]
+	clear(f.hooked)
+	f.wake, f.hooked = f.wake[:0], f.hooked[:0]
 	f.completeIDs, f.complete = f.completeIDs[:0], f.complete[:0]
 	f.fails, f.failed = f.fails[:0], f.failed[:0]
 	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
@@ -209,6 +211,10 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 		id := o.ex.job.ID
 		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
 			f.dropped = append(f.dropped, o.ex) // lost while waiting here
+			continue
+		}
+		if hooked(o) {
+			f.hooked = append(f.hooked, *o) // written by writeHooked
 			continue
 		}
 		switch o.what {
@@ -267,6 +273,9 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 		c.write(stop, "release", f.released, func(ctx context.Context) ([]int64, error) {
 			return ob.Release(ctx, db, me, f.releaseIDs)
 		})
+	}
+	if len(f.hooked) > 0 {
+		c.writeHooked(stop, f.hooked)
 	}
 	if due >= 0 {
 		w.noteDue(due)

@@ -68,6 +68,7 @@ type kind struct {
 	opts    KindOpts
 	tx      bool
 	backoff func(int) time.Duration
+	hook    OutcomeHook // nil unless set with SetOutcomeHook
 	// inner decodes the payload and calls the handler; tx is nil unless the
 	// handler is transactional. It recovers the handler's panics.
 	inner func(ctx context.Context, tx pgx.Tx, job *docket.Job) error

@@ -1,0 +1,178 @@
+// Command reports runs per-tenant recurring reports with package schedule:
+// one schedule per tenant, all with the same spec, spread over a window by
+// a hash of the schedule's name so they do not all start in the same
+// second.
+//
+// In production each tenant's schedule would be
+//
+//	schedule.Schedule{Name: "report:" + tenant, Spec: "@hourly", Window: 10 * time.Minute, ...}
+//
+// Here time is compressed so the example ends by itself: every 2 seconds,
+// spread over a 2-second window, for about 7 seconds. It finds or starts a
+// PostgreSQL like `docket demo` does ($DATABASE_URL, 127.0.0.1:5432, or a
+// private throw-away cluster) and works in the schema docket_reports.
+//
+//	go run ./examples/reports
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/pgsrv"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TenantReport is the job each tenant's schedule enqueues.
+type TenantReport struct {
+	Tenant string `json:"tenant"`
+}
+
+// Kind names the job type.
+func (TenantReport) Kind() string { return "reports.tenant_report" }
+
+const schema = "docket_reports"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "reports:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	srv, err := pgsrv.Discover(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	pool, err := pgxpool.New(ctx, srv.URL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	// A fresh schema each run, so the summary describes this run only.
+	if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+		return err
+	}
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		return err
+	}
+	if _, err := m.Up(ctx, pool); err != nil {
+		return err
+	}
+	ob, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, Logger: logger, ReconcileInterval: time.Second})
+	if err != nil {
+		return err
+	}
+
+	// The handler: one report per tenant per fire time.
+	type run struct {
+		fire, at time.Time
+	}
+	var mu sync.Mutex
+	runs := map[string][]run{}
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[TenantReport]) error {
+		fire, _ := time.Parse(time.RFC3339Nano, j.Meta[schedule.MetaFire])
+		mu.Lock()
+		runs[j.Args.Tenant] = append(runs[j.Args.Tenant], run{fire: fire, at: time.Now()})
+		mu.Unlock()
+		return nil
+	}, handlers.KindOpts{Queue: "reports"})
+	// The next run is inserted in the transaction that completes this one.
+	if err := svc.Attach(reg, TenantReport{}.Kind()); err != nil {
+		return err
+	}
+
+	// Every process registers the same schedules at start: an upsert.
+	tenants := []string{"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka", "tyrell", "cyberdyne"}
+	var all []schedule.Schedule
+	for _, t := range tenants {
+		all = append(all, schedule.Schedule{
+			Name:   "report:" + t,
+			Spec:   "@every 2s",     // "@hourly" in production
+			Window: 2 * time.Second, // 10 * time.Minute in production
+			Args:   TenantReport{Tenant: t},
+			Queue:  "reports",
+			Tenant: t,
+		})
+	}
+	if err := svc.Register(ctx, all...); err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	defer svc.Stop(context.Background())
+
+	w, err := handlers.NewWorker(handlers.Config{
+		DB: pool, Outbox: ob, Registry: reg, Logger: logger,
+		Pools:        []handlers.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
+		PollInterval: 100 * time.Millisecond,
+		Middleware:   []handlers.Middleware{svc.Middleware()},
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("running %d tenant report schedules (@every 2s, spread over 2s) for 7 seconds...\n", len(all))
+	select {
+	case <-time.After(7 * time.Second):
+	case <-ctx.Done():
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		return err
+	}
+
+	// Summary: each tenant ran at its fire times plus its own fixed offset.
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(tenants, func(i, j int) bool {
+		return schedule.Offset("report:"+tenants[i], 2*time.Second) < schedule.Offset("report:"+tenants[j], 2*time.Second)
+	})
+	fmt.Printf("\n%-10s %8s %5s  %s\n", "tenant", "offset", "runs", "fire times (start delay after fire)")
+	total := 0
+	for _, t := range tenants {
+		off := schedule.Offset("report:"+t, 2*time.Second)
+		fmt.Printf("%-10s %8s %5d ", t, off, len(runs[t]))
+		for _, r := range runs[t] {
+			fmt.Printf(" %s(+%dms)", r.fire.Format("15:04:05"), r.at.Sub(r.fire).Milliseconds())
+		}
+		fmt.Println()
+		total += len(runs[t])
+	}
+	list, err := svc.List(context.Background())
+	if err != nil {
+		return err
+	}
+	pending := 0
+	for _, s := range list {
+		if !s.NextFire.IsZero() {
+			pending++
+		}
+	}
+	fmt.Printf("\n%d runs of %d schedules; %d schedules have their next run pending (schema %s)\n", total, len(list), pending, schema)
+	return nil
+}

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS {{schema}}.docket_schedules;

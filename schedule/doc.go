@@ -1,0 +1,105 @@
+// Package schedule runs recurring jobs defined like cron, inside the same
+// PostgreSQL tables as every other Docket job.
+//
+// A [Schedule] is a unique name, a cron spec, a job template (args, queue,
+// priority, tenant, serial key, attempts), a spread window, a misfire policy
+// and a paused flag. [Service.Register] upserts schedules by name into
+// docket_schedules (migration 002): every process may register the same set
+// at start. Each schedule has at most one pending run: a job with unique key
+// "schedule:<name>" and meta {"schedule": name, "fire": fire time}.
+//
+// Wiring, in every worker process:
+//
+//	svc, _ := schedule.New(schedule.Config{DB: pool, Outbox: ob})
+//	_ = svc.Register(ctx, schedule.Schedule{Name: "report:acme", Spec: "@hourly",
+//		Window: 10 * time.Minute, Args: Report{Tenant: "acme"}})
+//	_ = svc.Attach(reg, Report{}.Kind())               // next run at completion
+//	cfg.Middleware = append(cfg.Middleware, svc.Middleware()) // pause, remove, skip
+//	_ = svc.Start(ctx)                                 // reconciler
+//	defer svc.Stop(context.Background())
+//
+// # Spec syntax
+//
+// Specs are parsed by github.com/robfig/cron/v3: five fields (minute hour
+// day-of-month month day-of-week), or six with leading seconds; descriptors
+// @yearly, @monthly, @weekly, @daily, @hourly and @every <duration> (at
+// least 1s). A zone comes from a CRON_TZ=<zone> (or TZ=) prefix or from
+// Schedule.TimeZone, never both; without one the spec is in UTC, whatever
+// the host's local zone. Registration rejects, with an error naming the
+// schedule and wrapping [ErrInvalidSpec], and writes nothing of the batch:
+// unparsable specs, specs that never fire (0 0 30 2 *), a malformed zone
+// prefix (which makes the cron parser panic; Docket checks it first and
+// recovers any panic), unknown zones and "Local".
+//
+// # Next run at completion
+//
+// [Service.Hook] is a handlers.OutcomeHook: the worker calls it inside the
+// transaction that completes or dead-letters a run (also a transactional
+// handler's own transaction). It locks the schedule's row and, only if the
+// row still expects this run's fire time, enqueues the next run and records
+// last_fire and next_fire, all in that transaction. The next fire time is
+// computed from the previous fire time, not from now, so schedules do not
+// drift; the guard on next_fire and the unique key make two completions of
+// one fire time insert one run. A run enqueued by [Service.Trigger] has no
+// fire time and leaves the timetable alone.
+//
+// [Service.Reconcile] (every minute after [Service.Start]) gives every
+// active schedule without a pending run one: schedules whose run was deleted
+// by hand, dead-lettered by the reaper (lease expired on its last attempt:
+// no worker writes that outcome, so no hook runs) or that were just resumed.
+// It is one ON CONFLICT DO NOTHING insert per batch under a
+// transaction-scoped advisory lock: safe in every process at once.
+//
+// # Spread
+//
+// A run is enqueued at its fire time plus [Offset](name, Window): a stable
+// hash of the schedule's name mapped into [0, Window). The offset is the
+// same on every run and in every process, so a schedule is predictable,
+// while 10,000 schedules with the same spec spread evenly over the window
+// instead of landing in one second.
+//
+// # Misfire
+//
+// A run is late when it starts more than Config.Grace (1 minute) after its
+// fire time plus offset. With [Skip] (the default) the [Service.Middleware]
+// completes a late run without calling the handler, and the next run is at
+// the first fire time ahead. With [RunOnce] the late run executes: one
+// catch-up for any number of missed fire times, followed by the first fire
+// time ahead. A run that ends after later fire times passed is followed by
+// the first fire time ahead under both policies. When the reconciler
+// re-creates a lost run that is late, Skip creates the first fire time ahead
+// and RunOnce the latest missed one, to run now.
+//
+// # DST policy
+//
+// Calendar specs are evaluated on the wall clock of their zone. A wall time
+// inside a spring-forward gap (02:30 on the night clocks jump from 02:00 to
+// 03:00) runs at the instant of the jump (03:00), once, even if several gap
+// times map to it. A wall time that occurs twice in a fall-back overlap
+// (01:30 when clocks return from 02:00 to 01:00) runs once, at its first
+// occurrence; so an hourly spec in such a zone has one two-hour gap a year.
+// @every specs are durations in absolute time and ignore DST. Schedules in
+// UTC (the default) have neither.
+//
+// # What happens on failure
+//
+//   - A failed attempt is retried as any job; the schedule waits. A run that
+//     is dead-lettered (exhausted, cancelled, undecodable) still schedules
+//     the next run, in the same transaction.
+//   - A worker that crashes mid-run: the lease expires, the reaper returns
+//     the run to ready and it runs again (at least once). On its last
+//     attempt it is dead-lettered without a hook, and the reconciler
+//     re-creates it.
+//   - A hook that fails (the database, a lock timeout) rolls back the
+//     outcome with it; the worker retries the write, and failing that, the
+//     run is reaped and runs again. An outcome is never written without
+//     its next run.
+//   - Pause stops new runs; with the Middleware the pending run is
+//     completed without running. Remove deletes the schedule; its pending
+//     run is skipped the same way. Without the Middleware, that pending run
+//     still runs once, and Skip behaves like RunOnce for a late pending run.
+//   - A spec or template changed by a new registration applies from the
+//     next run; the pending run keeps its time and payload. Schedules that
+//     no process registers any more are listed by [Service.Stale] (and
+//     `docket schedules list --stale 24h`) for removal.
+package schedule

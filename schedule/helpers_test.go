@@ -1,0 +1,158 @@
+package schedule_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// clock is a settable simulated clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+type env struct {
+	t      *testing.T
+	pool   *pgxpool.Pool
+	schema string
+	ob     *outbox.Client
+	clock  *clock
+	svc    *schedule.Service
+}
+
+func setup(t *testing.T, maxConns int32, start time.Time) *env {
+	t.Helper()
+	ctx := t.Context()
+	pool := pgtest.PoolN(t, maxConns)
+	schema := pgtest.Schema(t)
+	ob, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, pool: pool, schema: schema, ob: ob, clock: &clock{t: start}}
+	e.svc = e.service(schedule.Config{})
+	return e
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func (e *env) service(cfg schedule.Config) *schedule.Service {
+	e.t.Helper()
+	cfg.DB, cfg.Outbox, cfg.Clock = e.pool, e.ob, e.clock.Now
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	s, err := schedule.New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// worker starts a worker running reg with the service's middleware; it is
+// stopped when the test ends.
+func (e *env) worker(reg *handlers.Registry) *handlers.Worker {
+	e.t.Helper()
+	w, err := handlers.NewWorker(handlers.Config{
+		DB: e.pool, Outbox: e.ob, Registry: reg, PollInterval: 50 * time.Millisecond,
+		Lease: 5 * time.Second, ShutdownTimeout: 5 * time.Second, Logger: quiet(),
+		Middleware: []handlers.Middleware{e.svc.Middleware()},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := w.Start(e.t.Context()); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	return w
+}
+
+func (e *env) sql(s string) string { return strings.ReplaceAll(s, "{{schema}}", `"`+e.schema+`"`) }
+
+func (e *env) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(context.Background(), e.sql(sql), args...); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (e *env) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), e.sql(sql), args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func (e *env) info(name string) schedule.Info {
+	e.t.Helper()
+	list, err := e.svc.List(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, i := range list {
+		if i.Name == name {
+			return i
+		}
+	}
+	e.t.Fatalf("schedule %s not listed", name)
+	return schedule.Info{}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// report is the job kind of the tests' schedules.
+type report struct {
+	Tenant string `json:"tenant"`
+}
+
+func (report) Kind() string { return "report" }
+
+func claimParams() outbox.ClaimParams {
+	return outbox.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"report"}, Limit: 10, Lease: time.Minute}
+}

@@ -1,0 +1,168 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/outbox"
+)
+
+// Misfire says what happens to fire times that passed while no worker ran
+// the schedule (workers down, a backlog, a run longer than the period).
+type Misfire string
+
+const (
+	// Skip drops missed fire times: the next run is at the first fire time
+	// still ahead. A pending run found late (past its time by more than the
+	// grace period) is not executed when the worker uses the service's
+	// Middleware. The zero value of Misfire means Skip.
+	Skip Misfire = "skip"
+	// RunOnce catches up with a single run for any number of missed fire
+	// times, then continues at the first fire time still ahead.
+	RunOnce Misfire = "run_once"
+)
+
+// MetaSchedule and MetaFire are the meta keys of a schedule run's job: the
+// schedule's name, and the fire time (RFC 3339, UTC) the run is for. A run
+// enqueued by Trigger has MetaSchedule and MetaTrigger but no MetaFire.
+const (
+	MetaSchedule = "schedule"
+	MetaFire     = "fire"
+	MetaTrigger  = "trigger"
+)
+
+// KeyPrefix prefixes a schedule's name in the unique key of its pending run.
+const KeyPrefix = "schedule:"
+
+// Schedule is a recurring job: its name, when it fires and the job each
+// run enqueues. Register writes it; the zero values of the optional fields
+// mean the documented defaults.
+type Schedule struct {
+	// Name identifies the schedule and keys its pending run
+	// ("schedule:<name>"). Required; at most outbox.MaxKeyLen-9 bytes, no
+	// spaces or control characters.
+	Name string
+	// Spec is the cron spec: 5 fields, 6 with leading seconds, a descriptor
+	// (@hourly, @every 10m), optionally prefixed by CRON_TZ=<zone>.
+	Spec string
+	// TimeZone is an IANA zone for a Spec without a CRON_TZ= prefix. Empty
+	// means UTC.
+	TimeZone string
+	// Args is the payload of every run; its Kind() is the run's kind.
+	// Required. It is encoded to JSON at registration.
+	Args docket.Args
+	// Queue of the runs; empty means "default".
+	Queue string
+	// Priority of the runs, -10..10.
+	Priority int
+	// Tenant and SerialKey of the runs (see outbox.Opts); empty means none.
+	Tenant, SerialKey string
+	// MaxAttempts of each run; zero means the outbox default (25).
+	MaxAttempts int
+	// Window spreads the runs of many schedules with the same spec: each
+	// run is enqueued at its fire time plus an offset in [0, Window) taken
+	// from a hash of Name, the same on every run. Zero means no spread.
+	Window time.Duration
+	// Misfire is the policy for missed fire times; empty means Skip.
+	Misfire Misfire
+	// Paused registers a new schedule paused. It does not change the pause
+	// state of a schedule that exists: Pause and Resume (and `docket
+	// schedules pause|resume`) own it, so a restart does not undo an
+	// operator's pause.
+	Paused bool
+}
+
+// compiled is a validated schedule ready to write.
+type compiled struct {
+	s       Schedule
+	spec    *Spec
+	kind    string
+	payload []byte
+	misfire Misfire
+}
+
+func compile(s Schedule) (compiled, error) {
+	bad := func(format string, args ...any) (compiled, error) {
+		return compiled{}, fmt.Errorf("%w: schedule %q: %s", ErrInvalidSchedule, s.Name, fmt.Sprintf(format, args...))
+	}
+	if s.Name == "" {
+		return bad("empty name")
+	}
+	if len(KeyPrefix)+len(s.Name) > outbox.MaxKeyLen {
+		return bad("name longer than %d bytes", outbox.MaxKeyLen-len(KeyPrefix))
+	}
+	for _, r := range s.Name {
+		if r < 0x21 || r == 0x7f {
+			return bad("name contains spaces or control characters")
+		}
+	}
+	spec, err := ParseSpec(s.Spec, s.TimeZone)
+	if err != nil {
+		return compiled{}, fmt.Errorf("schedule %q: %w", s.Name, err)
+	}
+	if s.Args == nil {
+		return bad("nil Args")
+	}
+	if s.Window < 0 {
+		return bad("negative Window")
+	}
+	m := s.Misfire
+	if m == "" {
+		m = Skip
+	}
+	if m != Skip && m != RunOnce {
+		return bad("misfire policy %q: want %q or %q", m, Skip, RunOnce)
+	}
+	if s.Priority < outbox.MinPriority || s.Priority > outbox.MaxPriority {
+		return bad("priority %d outside %d..%d", s.Priority, outbox.MinPriority, outbox.MaxPriority)
+	}
+	if s.MaxAttempts < 0 {
+		return bad("negative MaxAttempts")
+	}
+	payload, err := json.Marshal(s.Args)
+	if err != nil {
+		return bad("encode args of kind %s: %v", s.Args.Kind(), err)
+	}
+	if bytes.Contains(payload, []byte(`\u0000`)) {
+		return bad("args of kind %s contain \\u0000", s.Args.Kind())
+	}
+	return compiled{s: s, spec: spec, kind: s.Args.Kind(), payload: payload, misfire: m}, nil
+}
+
+// Offset returns the spread offset of a schedule: a stable hash of name
+// mapped into [0, window), in whole milliseconds. It is the same on every
+// run and in every process, and spreads names evenly. A window of zero or
+// less gives zero.
+func Offset(name string, window time.Duration) time.Duration {
+	ms := window.Milliseconds()
+	if ms <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return time.Duration(mix(h.Sum64())%uint64(ms)) * time.Millisecond
+}
+
+// mix is splitmix64's finalizer: FNV's low bits alone are poorly spread for
+// names that differ only in their last characters.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// rawArgs enqueues a stored payload under its kind.
+type rawArgs struct {
+	kind    string
+	payload json.RawMessage
+}
+
+func (a rawArgs) Kind() string                 { return a.kind }
+func (a rawArgs) MarshalJSON() ([]byte, error) { return a.payload, nil }

@@ -1,0 +1,656 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Errors of the service. Each is wrapped with the schedule's name.
+var (
+	// ErrInvalidSchedule: a schedule given to Register is invalid (its
+	// spec errors wrap ErrInvalidSpec instead).
+	ErrInvalidSchedule = errors.New("docket: invalid schedule")
+	// ErrNotFound: no schedule has that name.
+	ErrNotFound = errors.New("docket: schedule not found")
+	// ErrInvalidConfig: New was given an invalid Config.
+	ErrInvalidConfig = errors.New("docket: invalid schedule service config")
+)
+
+// Defaults of Config's zero values.
+const (
+	// DefaultReconcileInterval is Config.ReconcileInterval's default.
+	DefaultReconcileInterval = time.Minute
+	// DefaultGrace is Config.Grace's default.
+	DefaultGrace = time.Minute
+)
+
+// batchSize bounds the schedules written or reconciled per transaction.
+const batchSize = 500
+
+// Config configures a Service. DB and Outbox are required; every other zero
+// value means the documented default.
+type Config struct {
+	// DB is the pool the service reads and writes through.
+	DB *pgxpool.Pool
+	// Outbox is the client for the schema that holds Docket's tables; runs
+	// are enqueued through it.
+	Outbox *outbox.Client
+	// ReconcileInterval is how often Start's loop re-creates lost pending
+	// runs. Zero means 1 minute; -1 disables the loop (call Reconcile
+	// yourself).
+	ReconcileInterval time.Duration
+	// Grace is how late a run may start before it counts as a misfire.
+	// Zero means 1 minute.
+	Grace time.Duration
+	// Clock returns the current time. Nil means time.Now. Tests inject one
+	// to simulate days in a second; fire times are computed from it, while
+	// the database decides when a job is due by its own clock.
+	Clock func() time.Time
+	// Logger receives the service's logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Service registers schedules, inserts each schedule's next run when the
+// current one finishes (Hook), skips runs that are paused, removed or late
+// under the Skip policy (Middleware), and re-creates lost runs (Reconcile,
+// Start). Every process may run one at once. Create it with New; its
+// methods are safe for concurrent use.
+type Service struct {
+	db       *pgxpool.Pool
+	ob       *outbox.Client
+	q        queries
+	interval time.Duration
+	grace    time.Duration
+	clock    func() time.Time
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// New validates cfg and returns a Service. It returns an error wrapping
+// ErrInvalidConfig for a missing DB or Outbox or a negative duration other
+// than ReconcileInterval -1.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Outbox == nil {
+		return nil, fmt.Errorf("%w: DB and Outbox are required", ErrInvalidConfig)
+	}
+	if cfg.Grace < 0 || cfg.ReconcileInterval < -1 {
+		return nil, fmt.Errorf("%w: negative Grace or ReconcileInterval", ErrInvalidConfig)
+	}
+	s := &Service{
+		db: cfg.DB, ob: cfg.Outbox, q: renderQueries(cfg.Outbox.Schema()),
+		interval: cfg.ReconcileInterval, grace: cfg.Grace, clock: cfg.Clock, log: cfg.Logger,
+	}
+	if s.interval == 0 {
+		s.interval = DefaultReconcileInterval
+	}
+	if s.grace == 0 {
+		s.grace = DefaultGrace
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s, nil
+}
+
+func (s *Service) now() time.Time { return s.clock() }
+
+// Register writes schedules: an idempotent upsert by name, so every
+// process may register the same set at start. A new schedule gets its
+// pending run at once, at its first fire time after now; a changed spec or
+// template takes effect from the next run (the pending one keeps its time
+// and payload). Every schedule is validated first: if one is invalid
+// (ErrInvalidSpec, ErrInvalidSchedule, naming it) or two share a name,
+// nothing is written.
+func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
+	rows := make([]map[string]any, 0, len(schedules))
+	seen := map[string]bool{}
+	for _, sc := range schedules {
+		c, err := compile(sc)
+		if err != nil {
+			return err
+		}
+		if seen[sc.Name] {
+			return fmt.Errorf("%w: schedule %q: registered twice in one call", ErrInvalidSchedule, sc.Name)
+		}
+		seen[sc.Name] = true
+		rows = append(rows, map[string]any{
+			"name": sc.Name, "spec": sc.Spec, "time_zone": sc.TimeZone, "kind": c.kind,
+			"queue": orDefault(sc.Queue, outbox.DefaultQueue), "priority": sc.Priority,
+			"tenant": sc.Tenant, "serial_key": sc.SerialKey, "max_attempts": sc.MaxAttempts,
+			"payload": json.RawMessage(c.payload), "spread_ms": sc.Window.Milliseconds(),
+			"misfire": string(c.misfire), "paused": sc.Paused,
+		})
+	}
+	slices.SortFunc(rows, func(a, b map[string]any) int {
+		return cmpString(a["name"].(string), b["name"].(string))
+	})
+	names := make([]string, 0, len(rows))
+	for start := 0; start < len(rows); start += batchSize {
+		chunk := rows[start:min(start+batchSize, len(rows))]
+		doc, err := json.Marshal(chunk)
+		if err != nil {
+			return err
+		}
+		if _, err := s.db.Exec(ctx, s.q.upsert, string(doc)); err != nil {
+			return fmt.Errorf("docket: register schedules: %w", err)
+		}
+		for _, r := range chunk {
+			names = append(names, r["name"].(string))
+		}
+	}
+	_, err := s.reconcile(ctx, names, true)
+	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Reconcile gives every active schedule that has no pending run one: new
+// schedules, schedules resumed after their run was skipped, runs deleted by
+// hand or dead-lettered by the reaper. A lost run is re-created for the fire
+// time it was for; if that is past by more than Grace, the misfire policy
+// decides (Skip: the first fire time ahead; RunOnce: the latest missed fire
+// time, run now). It is one insert per batch of schedules, ignoring those
+// whose run exists (ON CONFLICT DO NOTHING on the unique key), under a
+// transaction-scoped advisory lock: safe in every process at once. It
+// returns how many runs it created.
+func (s *Service) Reconcile(ctx context.Context) (int, error) {
+	return s.reconcile(ctx, nil, false)
+}
+
+// reconcile pages through active schedules (only names, if not nil; only
+// those without next_fire, if onlyNew) in batches, one transaction each.
+func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (int, error) {
+	if names != nil && len(names) == 0 {
+		return 0, nil
+	}
+	created := 0
+	after := ""
+	for {
+		var n, got int
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, sqlReconcileLock, s.ob.Schema()); err != nil {
+				return err
+			}
+			rs, err := s.scanRows(tx.Query(ctx, s.q.active, after, names, onlyNew, batchSize))
+			if err != nil {
+				return err
+			}
+			got = len(rs)
+			if got == 0 {
+				return nil
+			}
+			after = rs[len(rs)-1].Name
+			n, err = s.createRuns(ctx, tx, rs)
+			return err
+		})
+		if err != nil {
+			return created, fmt.Errorf("docket: reconcile schedules: %w", s.wrap(err))
+		}
+		created += n
+		if got < batchSize {
+			return created, nil
+		}
+	}
+}
+
+// createRuns enqueues a pending run for each schedule whose unique key is
+// free, and records its fire time.
+func (s *Service) createRuns(ctx context.Context, tx pgx.Tx, rs []*row) (int, error) {
+	now := s.now()
+	var items []outbox.Item
+	var planned []*row
+	var fires []time.Time
+	for _, r := range rs {
+		fire := s.planLost(r, now)
+		if fire.IsZero() {
+			continue
+		}
+		items = append(items, r.item(fire, ""))
+		planned = append(planned, r)
+		fires = append(fires, fire)
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	res, err := s.ob.EnqueueMany(ctx, tx, items)
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	var next, old []*time.Time
+	for i, e := range res {
+		if e.Duplicate {
+			continue
+		}
+		names = append(names, planned[i].Name)
+		next = append(next, &fires[i])
+		old = append(old, planned[i].nextFire)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	_, err = tx.Exec(ctx, s.q.setNext, names, next, old)
+	return len(names), err
+}
+
+// late reports whether a run for fire is past its time by more than Grace.
+func (s *Service) late(r *row, fire, now time.Time) bool {
+	return now.Sub(fire.Add(r.offset())) > s.grace
+}
+
+// planLost returns the fire time of a re-created run (see Reconcile), or
+// zero when the spec fires no more.
+func (s *Service) planLost(r *row, now time.Time) time.Time {
+	var fire time.Time
+	switch {
+	case r.nextFire != nil:
+		fire = *r.nextFire
+	case r.lastFire != nil:
+		fire = r.spec.Next(*r.lastFire)
+	default:
+		return fireTime(r.spec.Next(now))
+	}
+	if fire.IsZero() || !s.late(r, fire, now) {
+		return fireTime(fire)
+	}
+	if r.Misfire == RunOnce {
+		// The latest fire time already due: one run now covers all missed.
+		return fireTime(r.spec.latestUpTo(fire, now.Add(-r.offset()), 100_000))
+	}
+	return fireTime(r.spec.after(fire, now.Add(-r.offset())))
+}
+
+// fireTime truncates to what timestamptz stores, so that the fire time in a
+// run's meta equals the schedule row's.
+func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+// Hook returns the outcome hook that inserts a schedule's next run in the
+// transaction that completes or dead-letters its current run. Set it for
+// every kind that schedules enqueue (Attach does). Jobs without schedule
+// meta, and runs enqueued by Trigger, pass through untouched.
+//
+// For a run of fire time F it locks the schedule's row; unless the row
+// still expects F (next_fire = F) it does nothing, so two completions of one
+// fire time never insert two runs. Otherwise it computes the next fire time
+// from F (not from now, so runs do not drift), or, when that is already
+// late, the first fire time ahead; enqueues that run with the unique key
+// schedule:<name> at fire time plus the schedule's spread offset; and
+// records F as last_fire and the new time as next_fire. A paused schedule
+// gets no next run.
+func (s *Service) Hook() handlers.OutcomeHook {
+	return func(ctx context.Context, tx pgx.Tx, done, dead []*docket.Job) error {
+		for _, jobs := range [][]*docket.Job{done, dead} {
+			for _, j := range jobs {
+				name, fire, ok := runOf(j)
+				if !ok {
+					continue
+				}
+				if err := s.advance(ctx, tx, name, fire); err != nil {
+					return fmt.Errorf("schedule %q: next run: %w", name, err)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// runOf returns the schedule and fire time of a scheduled run.
+func runOf(j *docket.Job) (string, time.Time, bool) {
+	name := j.Meta[MetaSchedule]
+	f := j.Meta[MetaFire]
+	if name == "" || f == "" {
+		return "", time.Time{}, false
+	}
+	fire, err := time.Parse(time.RFC3339Nano, f)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	return name, fire, true
+}
+
+func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time.Time) error {
+	rs, err := s.scanRows(tx.Query(ctx, s.q.lockOne, name))
+	if err != nil || len(rs) == 0 {
+		return err // removed: no next run
+	}
+	r := rs[0]
+	if r.nextFire == nil || !r.nextFire.Equal(fire) {
+		return nil // another run already advanced it, or the run is stale
+	}
+	var next *time.Time
+	if !r.Paused {
+		now := s.now()
+		n := r.spec.Next(fire)
+		if !n.IsZero() && s.late(r, n, now) {
+			n = r.spec.after(fire, now.Add(-r.offset()))
+		}
+		if !n.IsZero() {
+			n = fireTime(n)
+			it := r.item(n, "")
+			res, err := s.ob.Enqueue(ctx, tx, it.Args, it.Opts)
+			if err != nil {
+				return err
+			}
+			if res.Duplicate {
+				s.log.Warn("schedule's next run already exists", slog.String("schedule", name), slog.Int64("job_id", res.ID))
+			}
+			next = &n
+		}
+	}
+	_, err = tx.Exec(ctx, s.q.advance, name, fire, next)
+	return err
+}
+
+// Attach sets the service's Hook for each kind in reg (see
+// handlers.SetOutcomeHook): the kinds your schedules enqueue.
+func (s *Service) Attach(reg *handlers.Registry, kinds ...string) error {
+	for _, k := range kinds {
+		if err := handlers.SetOutcomeHook(reg, k, s.Hook()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Middleware returns worker middleware that skips (completes without
+// calling the handler) a schedule run whose schedule is paused or removed,
+// and, under the Skip policy, a run that starts more than Grace after its
+// time on its first attempt. The skipped run's completion still passes
+// through the Hook, which schedules the next run (none when paused or
+// removed). Other jobs, retries and runs enqueued by Trigger run as usual.
+// It costs one primary-key lookup per schedule run.
+func (s *Service) Middleware() handlers.Middleware {
+	return func(next handlers.Work) handlers.Work {
+		return func(ctx context.Context, job *docket.Job) error {
+			name, fire, ok := runOf(job)
+			if !ok || job.Attempt > 1 {
+				return next(ctx, job)
+			}
+			rs, err := s.scanRows(s.db.Query(ctx, s.q.get, name))
+			if err != nil {
+				return fmt.Errorf("schedule %q: look up: %w", name, err)
+			}
+			why := ""
+			switch {
+			case len(rs) == 0:
+				why = "removed"
+			case rs[0].Paused:
+				why = "paused"
+			case rs[0].Misfire == Skip && s.late(rs[0], fire, s.now()):
+				why = "late (misfire policy skip)"
+			}
+			if why == "" {
+				return next(ctx, job)
+			}
+			s.log.Info("schedule run skipped", append(handlers.JobAttrs(job),
+				slog.String("schedule", name), slog.String("reason", why))...)
+			return nil
+		}
+	}
+}
+
+// Start runs Reconcile at once and then every ReconcileInterval in the
+// background (not at all when it is -1), until Stop or until ctx ends.
+// Errors are logged and retried at the next interval. Start on a started
+// service does nothing.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.interval < 0 {
+		return nil
+	}
+	s.started = true
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.loop(ctx, s.stop, s.done)
+	return nil
+}
+
+func (s *Service) loop(ctx context.Context, stop, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := s.Reconcile(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("reconciling schedules failed; retrying later", slog.String("error", err.Error()))
+			}
+		} else if n > 0 {
+			s.log.Info("re-created pending schedule runs", slog.Int("runs", n))
+		}
+		t.Reset(s.interval)
+	}
+}
+
+// Stop ends the loop started by Start and waits for it, or for ctx.
+// Stop without Start, or twice, returns nil.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	stop, done := s.stop, s.done
+	if s.started {
+		close(stop)
+		s.started = false
+	}
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Info is a schedule as stored, for listing.
+type Info struct {
+	Name, Spec, TimeZone, Kind, Queue, Tenant, SerialKey string
+	Priority, MaxAttempts                                int
+	Window                                               time.Duration
+	Misfire                                              Misfire
+	Paused                                               bool
+	// NextFire is the fire time of the pending run; zero when none.
+	NextFire time.Time
+	// LastFire is the fire time of the last finished run; zero when none.
+	LastFire time.Time
+	// CreatedAt, UpdatedAt (definition last changed) and RegisteredAt
+	// (last registered by any process).
+	CreatedAt, UpdatedAt, RegisteredAt time.Time
+}
+
+// row is an Info with its payload and parsed spec.
+type row struct {
+	Info
+	payload  []byte
+	spec     *Spec
+	nextFire *time.Time
+	lastFire *time.Time
+}
+
+func (r *row) offset() time.Duration { return Offset(r.Name, r.Window) }
+
+// item is the job of a run for fire (trigger != "" for a manual run
+// without fire time or unique key).
+func (r *row) item(fire time.Time, trigger string) outbox.Item {
+	opts := outbox.Opts{
+		Queue: r.Queue, Priority: r.Priority, Tenant: r.Tenant, SerialKey: r.SerialKey,
+		MaxAttempts: r.MaxAttempts,
+	}
+	if trigger != "" {
+		opts.Meta = map[string]string{MetaSchedule: r.Name, MetaTrigger: trigger}
+	} else {
+		opts.UniqueKey = KeyPrefix + r.Name
+		opts.RunAt = fire.Add(r.offset())
+		opts.Meta = map[string]string{MetaSchedule: r.Name, MetaFire: fire.UTC().Format(time.RFC3339Nano)}
+	}
+	return outbox.Item{Args: rawArgs{kind: r.Kind, payload: r.payload}, Opts: opts}
+}
+
+func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	defer rows.Close()
+	var out []*row
+	for rows.Next() {
+		r := &row{}
+		var spreadMS int64
+		var misfire string
+		if err := rows.Scan(&r.Name, &r.Spec, &r.TimeZone, &r.Kind, &r.Queue, &r.Priority, &r.Tenant,
+			&r.SerialKey, &r.MaxAttempts, &r.payload, &spreadMS, &misfire, &r.Paused, &r.nextFire,
+			&r.lastFire, &r.CreatedAt, &r.UpdatedAt, &r.RegisteredAt); err != nil {
+			return nil, err
+		}
+		r.Window = time.Duration(spreadMS) * time.Millisecond
+		r.Misfire = Misfire(misfire)
+		if r.nextFire != nil {
+			r.NextFire = r.nextFire.UTC()
+		}
+		if r.lastFire != nil {
+			r.LastFire = r.lastFire.UTC()
+		}
+		spec, err := ParseSpec(r.Spec, r.TimeZone)
+		if err != nil {
+			// Only valid specs are written; a newer zone database might
+			// differ. Skip the schedule rather than fail the batch.
+			s.log.Error("stored schedule spec no longer parses; skipping it", slog.String("schedule", r.Name), slog.String("error", err.Error()))
+			continue
+		}
+		r.spec = spec
+		out = append(out, r)
+	}
+	return out, s.wrap(rows.Err())
+}
+
+// wrap names the missing migration when docket_schedules does not exist.
+func (s *Service) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr interface{ SQLState() string }
+	if errors.As(err, &pgErr) && pgErr.SQLState() == "42P01" {
+		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
+	}
+	return err
+}
+
+// List returns every schedule, by name.
+func (s *Service) List(ctx context.Context) ([]Info, error) {
+	return s.infos(s.scanRows(s.db.Query(ctx, s.q.list)))
+}
+
+// Stale returns the schedules that no process has registered for longer
+// than olderThan: candidates for Remove once their code is gone.
+func (s *Service) Stale(ctx context.Context, olderThan time.Duration) ([]Info, error) {
+	return s.infos(s.scanRows(s.db.Query(ctx, s.q.stale, olderThan.Milliseconds())))
+}
+
+func (s *Service) infos(rs []*row, err error) ([]Info, error) {
+	out := make([]Info, len(rs))
+	for i, r := range rs {
+		out[i] = r.Info
+	}
+	return out, err
+}
+
+// Pause stops scheduling runs of the schedule until Resume; with the
+// service's Middleware the pending run is skipped when it comes due. It
+// returns an error wrapping ErrNotFound for an unknown name.
+func (s *Service) Pause(ctx context.Context, name string) error {
+	return s.setOne(ctx, s.q.pause, name)
+}
+
+// Resume undoes Pause. If the pending run was skipped meanwhile, the next
+// run is created at once from the last fire time, under the misfire
+// policy. It returns an error wrapping ErrNotFound for an unknown name.
+func (s *Service) Resume(ctx context.Context, name string) error {
+	if err := s.setOne(ctx, s.q.resume, name); err != nil {
+		return err
+	}
+	_, err := s.reconcile(ctx, []string{name}, false)
+	return err
+}
+
+// Remove deletes the schedule. With the service's Middleware its pending
+// run is skipped when it comes due; without it, that run runs once more.
+// It returns an error wrapping ErrNotFound for an unknown name.
+func (s *Service) Remove(ctx context.Context, name string) error {
+	return s.setOne(ctx, s.q.remove, name)
+}
+
+func (s *Service) setOne(ctx context.Context, sql, name string) error {
+	tag, err := s.db.Exec(ctx, sql, name)
+	if err != nil {
+		return s.wrap(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return nil
+}
+
+// Trigger enqueues a run of the schedule now, outside its timetable: the
+// run has no fire time and no unique key, so the regular pending run is
+// left as it is and the Hook does not advance the schedule when it ends.
+// It runs even when the schedule is paused. It returns the job's id, or an
+// error wrapping ErrNotFound for an unknown name.
+func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
+	rs, err := s.scanRows(s.db.Query(ctx, s.q.get, name))
+	if err != nil {
+		return 0, err
+	}
+	if len(rs) == 0 {
+		return 0, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	it := rs[0].item(time.Time{}, "manual")
+	res, err := s.ob.Enqueue(ctx, s.db, it.Args, it.Opts)
+	return res.ID, err
+}
