@@ -155,6 +155,18 @@
 //	<-ctx.Done()
 //	w.Stop(context.Background())
 //
+// # Operations and metrics
+//
+// Every poll interval a worker re-reads the paused queues (docket_queues)
+// and leaves them out of its claims. At start and on every heartbeat
+// interval it upserts its row in docket_workers — host, pid, kinds, queues,
+// and p50/p95/p99 of its recent claim round trips — and deletes it on Stop,
+// so `docket status` can tell which kinds no live process serves and how
+// fast claims are. With Config.Metrics or MetricsAddr it exports Prometheus
+// metrics: claim duration, handler duration and outcomes by kind, in-flight
+// jobs, lease losses and LISTEN reconnects; StatusCollector (MetricsStatus)
+// adds the status views. See metrics.go and docs/operations.md.
+//
 // # Middleware
 //
 // [Middleware] wraps every run, in the order of Config.Middleware (first is

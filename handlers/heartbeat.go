@@ -28,6 +28,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		w.register()
 		execs = w.inflight.snapshot(execs[:0])
 		if len(execs) == 0 {
 			continue
@@ -84,6 +85,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 func (w *Worker) lose(e *task, why string) {
 	if e.state.CompareAndSwap(stRunning, stLost) {
 		e.cancel(ErrLeaseLost)
+		w.met.leaseLost()
 		w.log.Warn("job lost; cancelling its handler and dropping its outcome",
 			append(JobAttrs(e.job), slog.String("why", why))...)
 		w.inflight.remove(e)

@@ -73,6 +73,7 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 			promote = true
 		}
 		if !now.Before(nextPoll) {
+			w.refreshPaused()
 			w.reap()
 			promote = true
 			nextPoll = now.Add(w.poll)

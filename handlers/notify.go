@@ -62,6 +62,7 @@ func (w *Worker) listen(conn *pgx.Conn) {
 			}
 			if down {
 				w.log.Info("LISTEN connection is back")
+				w.met.reconnected()
 			}
 			down, wait = false, 100*time.Millisecond
 			w.wakeAll()

@@ -161,13 +161,22 @@ func (p *pool) claimLoop() {
 // interrupted by Stop, so that no job it took goes untracked.
 func (p *pool) claim(limit int) (int, error) {
 	w := p.w
+	queues := p.activeQueues()
+	if len(queues) == 0 {
+		return 0, nil // every queue of the pool is paused
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	start := time.Now()
 	jobs, err := w.ob.Claim(ctx, w.db, outbox.ClaimParams{
-		Worker: w.id, Queues: p.cfg.Queues, Kinds: w.names, Limit: limit,
+		Worker: w.id, Queues: queues, Kinds: w.names, Limit: limit,
 		Lease: w.lease, TenantCap: p.cfg.TenantCap,
 	})
 	cancel()
+	if err == nil {
+		took := time.Since(start)
+		w.claimLat.add(start, took)
+		w.met.claim(p.cfg.Name, took, len(jobs))
+	}
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
 	if len(jobs) == 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
@@ -62,7 +63,9 @@ func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
 	if tx != nil {
 		ctx = context.WithValue(ctx, txKey{}, tx)
 	}
+	start := time.Now()
 	defer func() {
+		w.met.ran(e.job.Kind, time.Since(start))
 		if v := recover(); v != nil { // a middleware panicked
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
@@ -153,7 +156,17 @@ func (w *Worker) runInTx(e *task) {
 		w.inflight.remove(e)
 		w.dropped(e)
 	default:
+		if h := e.kind.hook; h != nil {
+			if err := h(ctx, tx, []*docket.Job{e.job}, nil); err != nil {
+				rollback()
+				w.log.Warn("the outcome hook of a transactional job failed; its writes are rolled back",
+					append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+				w.comp.add(w.failure(e, fmt.Errorf("outcome hook: %w", err)))
+				return
+			}
+		}
 		done = true
+		w.met.outcome(e.job.Kind, "completed")
 		if err := tx.Commit(ctx); err != nil {
 			// Unknown: if it did not commit, the job is still ours and
 			// running, and is reaped and run again after its lease.
@@ -185,6 +198,7 @@ func (w *Worker) finish(e *task, err error, timedOut bool) {
 		w.dropped(e)
 		return
 	}
+	w.met.outcome(e.job.Kind, outcomeName(o))
 	w.comp.add(o)
 }
 

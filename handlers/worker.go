@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // PoolConfig is one worker pool: a set of queues served by a fixed number of
@@ -88,6 +90,23 @@ type Config struct {
 	// ID identifies this worker process in locked_by. Zero means a new
 	// random UUID. Two live workers must never share an ID.
 	ID uuid.UUID
+
+	// Metrics, when set, receives the worker's Prometheus collectors (see
+	// metrics.go): claim duration, handler duration and outcomes by kind,
+	// in-flight jobs, lease losses, NOTIFY reconnects. Workers sharing a
+	// registerer share the collectors. Nil means no metrics unless
+	// MetricsAddr is set.
+	Metrics prometheus.Registerer
+	// MetricsAddr, when set ("host:port"), makes the worker serve /metrics
+	// over HTTP from Start to Stop. The registry served is Metrics when it
+	// is also a prometheus.Gatherer (a *prometheus.Registry), else a new
+	// one with the Go and process collectors. Empty means no endpoint.
+	MetricsAddr string
+	// MetricsStatus adds a StatusCollector to the worker's registry, so
+	// its endpoint also exports the status views (backlog, lag, DLQ,
+	// vacuum, horizon). Every scrape then reads them from the database:
+	// enable it on one process, or run `docket metrics serve` instead.
+	MetricsStatus bool
 }
 
 // Defaults of Config's and PoolConfig's zero values.
@@ -152,6 +171,20 @@ type Worker struct {
 	dueKick  chan struct{}
 
 	reapErrs, promoteErrs errStreak // used by the maintenance goroutine only
+	pausedErrs            errStreak // maintenance goroutine only
+	registerErrs          errStreak // heartbeat goroutine only
+
+	// paused is the set of paused queues as last read (docket_queues);
+	// pools leave them out of their claims.
+	paused   atomic.Pointer[map[string]bool]
+	claimLat claimWindow
+	host     string
+	pid      int
+
+	met        *workerMetrics // nil: metrics off
+	gatherer   prometheus.Gatherer
+	metricsAdr string
+	metricsSrv *MetricsServer
 
 	mu       sync.Mutex
 	started  bool
@@ -278,7 +311,56 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	w.connSem = make(chan struct{}, max(1, int(cfg.DB.Config().MaxConns)-3))
 	w.comp = newCompleter(w, orDefault(cfg.FlushInterval, DefaultFlushInterval))
+	w.paused.Store(&map[string]bool{})
+	w.host, _ = os.Hostname()
+	w.pid = os.Getpid()
+	if err := w.setupMetrics(cfg); err != nil {
+		return bad("metrics: %v", err)
+	}
 	return w, nil
+}
+
+// setupMetrics registers the worker's collectors as cfg asks.
+func (w *Worker) setupMetrics(cfg Config) error {
+	reg := cfg.Metrics
+	if reg == nil && cfg.MetricsAddr == "" {
+		if cfg.MetricsStatus {
+			return errors.New("MetricsStatus needs Metrics or MetricsAddr")
+		}
+		return nil
+	}
+	if reg == nil {
+		reg = NewMetricsRegistry()
+	}
+	m, err := metricsFor(reg)
+	if err != nil {
+		return err
+	}
+	w.met = m
+	if cfg.MetricsStatus {
+		if err := reg.Register(NewStatusCollector(w.db, w.ob, outbox.Thresholds{})); err != nil {
+			return err
+		}
+	}
+	if cfg.MetricsAddr != "" {
+		g, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			return errors.New("MetricsAddr needs Metrics to be a prometheus.Gatherer, or nil")
+		}
+		w.gatherer, w.metricsAdr = g, cfg.MetricsAddr
+	}
+	return nil
+}
+
+// MetricsAddr returns the address the worker's metrics endpoint listens on
+// (useful with MetricsAddr ":0"), or "" when it serves none.
+func (w *Worker) MetricsAddr() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.metricsSrv == nil {
+		return ""
+	}
+	return w.metricsSrv.Addr()
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -306,9 +388,23 @@ func (w *Worker) Start(ctx context.Context) error {
 	if _, _, err := w.ob.NextScheduled(ctx, w.db); err != nil {
 		return fmt.Errorf("docket: start worker: %w", err)
 	}
+	if w.metricsAdr != "" {
+		srv, err := ServeMetrics(w.metricsAdr, w.gatherer)
+		if err != nil {
+			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
+		}
+		w.metricsSrv = srv
+	}
 	w.started = true
 	w.handlerCtx = context.WithoutCancel(ctx)
 	w.bgCtx, w.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
+	if w.met != nil {
+		w.met.attach(w)
+	}
+	// Read the paused queues before the first claim, and say which kinds
+	// this process serves.
+	w.refreshPaused()
+	w.register()
 
 	w.comp.start()
 	if w.notify {
@@ -410,6 +506,13 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.wg.Wait()
 	for _, p := range w.pools {
 		p.rewake.Stop()
+	}
+	w.deregister(fctx)
+	if w.met != nil {
+		w.met.detach(w)
+	}
+	if w.metricsSrv != nil {
+		_ = w.metricsSrv.Close(fctx)
 	}
 	w.log.Info("worker stopped", slog.Duration("took", time.Since(begin)),
 		slog.Int("unwritten", w.inflight.len()))

@@ -39,6 +39,7 @@ type Client struct {
 	schema   string
 	history  bool
 	q        queries
+	op       opQueries
 	debounce time.Duration
 
 	mu         sync.Mutex
@@ -75,6 +76,7 @@ func New(cfg Config) (*Client, error) {
 		schema:     schema,
 		history:    !cfg.DisableHistory,
 		q:          renderQueries(schema),
+		op:         renderOpQueries(schema),
 		debounce:   debounce,
 		lastNotify: make(map[string]time.Time),
 	}, nil

@@ -56,6 +56,19 @@
 // horizon — are never visited again; see cursor.go for how jobs from
 // late-committing transactions are still found.
 //
+// # Operations
+//
+// Migration 003 installs views an operator can read with psql
+// (docket_queue_status, docket_table_status, docket_stuck_jobs,
+// docket_unserved_kinds, docket_live_workers, docket_horizon), the paused
+// queues (docket_queues) and the registry of live worker processes
+// (docket_workers). Client.Status reads them and draws warnings against
+// Thresholds; PauseQueue and ResumeQueue stop and restart claims of a queue;
+// ListDead, ReplayDead (a rate-limited trickle; a dead row is deleted in the
+// statement that re-inserts its job, under the same id) and PurgeDead triage
+// the dead-letter table; CancelJob and RetryJob act on one job. Payloads are
+// read only when asked for. docs/operations.md is the runbook.
+//
 // # Migrations
 //
 // Migrator applies the embedded, numbered up/down SQL files in one

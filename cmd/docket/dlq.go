@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// dlqFilter are the selection flags of dlq list and replay.
+type dlqFilter struct {
+	kind, queue, errLike, since string
+	limit                       int
+}
+
+func (f *dlqFilter) register(fs *flag.FlagSet, limit int) {
+	fs.StringVar(&f.kind, "kind", "", "only jobs of this kind")
+	fs.StringVar(&f.queue, "queue", "", "only jobs of this queue")
+	fs.StringVar(&f.errLike, "error", "", "only jobs whose last error matches this SQL LIKE pattern (e.g. '%timeout%')")
+	fs.StringVar(&f.since, "since", "", "only jobs that died within this duration (e.g. 24h) or since this RFC 3339 time")
+	fs.IntVar(&f.limit, "limit", limit, "at most this many jobs (-1: no limit)")
+}
+
+func (f *dlqFilter) filter(now time.Time) (outbox.DeadFilter, error) {
+	out := outbox.DeadFilter{Kind: f.kind, Queue: f.queue, ErrorLike: f.errLike, Limit: f.limit}
+	if f.since != "" {
+		t, err := parseSince(now, f.since)
+		if err != nil {
+			return out, err
+		}
+		out.Since = t
+	}
+	return out, nil
+}
+
+func (f *dlqFilter) empty() bool {
+	return f.kind == "" && f.queue == "" && f.errLike == "" && f.since == ""
+}
+
+// parseSince reads a duration back from now ("24h") or an RFC 3339 time.
+func parseSince(now time.Time, s string) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is neither a duration (24h) nor an RFC 3339 time", errUsage, s)
+}
+
+// parseRate reads "100", "100/s" or "6000/m" as jobs per second.
+func parseRate(s string) (float64, error) {
+	num, unit, _ := strings.Cut(s, "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: rate %q: want a positive number per second, like 100/s", errUsage, s)
+	}
+	switch unit {
+	case "", "s":
+		return n, nil
+	case "m":
+		return n / 60, nil
+	}
+	return 0, fmt.Errorf("%w: rate %q: unit must be /s or /m", errUsage, s)
+}
+
+func runDLQ(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("dlq", errOut)
+	var db dbFlags
+	db.register(fs)
+	var f dlqFilter
+	f.register(fs, 100)
+	asJSON := fs.Bool("json", false, "list, show: print JSON")
+	payload := fs.Bool("payload", false, "show: include the payload (it may hold personal data)")
+	rate := fs.String("rate", "10/s", "replay: jobs per second put back in the queue (N/s or N/m)")
+	dryRun := fs.Bool("dry-run", false, "replay, purge: say what would be done, do nothing")
+	all := fs.Bool("all", false, "replay: allow replaying without any selection")
+	olderThan := fs.Duration("older-than", 0, "purge: delete dead jobs that died longer ago than this (e.g. 720h)")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, `usage: docket dlq <verb> [flags]
+
+  list   [--kind K] [--queue Q] [--error LIKE] [--since D] [--limit N] [--json]
+  show   ID [--payload] [--json]
+  replay [ID...] [--kind K] [--queue Q] [--error LIKE] [--since D] [--rate N/s] [--dry-run]
+  purge  --older-than D [--dry-run]
+
+Payloads are printed only by show --payload.`)
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%w: want list, show, replay or purge", errUsage)
+	}
+	verb, rest := pos[0], pos[1:]
+	var ids []int64
+	for _, s := range rest {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: job id %q is not a number", errUsage, s)
+		}
+		ids = append(ids, id)
+	}
+	switch verb {
+	case "list":
+		if len(ids) > 0 {
+			return fmt.Errorf("%w: list takes no ids; use show ID", errUsage)
+		}
+	case "show":
+		if len(ids) != 1 {
+			return fmt.Errorf("%w: show takes one job id", errUsage)
+		}
+	case "replay":
+		if len(ids) == 0 && f.empty() && !*all {
+			return fmt.Errorf("%w: replay needs ids, a selection (--kind, --queue, --error, --since) or --all", errUsage)
+		}
+	case "purge":
+		if *olderThan <= 0 {
+			return fmt.Errorf("%w: purge needs --older-than, e.g. 720h", errUsage)
+		}
+	default:
+		return fmt.Errorf("%w: unknown dlq verb %q: want list, show, replay or purge", errUsage, verb)
+	}
+	perSecond, err := parseRate(*rate)
+	if err != nil {
+		return err
+	}
+	client, err := outbox.New(outbox.Config{Schema: db.schema})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	pool, err := connect(ctx, db.url, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	filter, err := f.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "list":
+		dead, err := client.ListDead(ctx, pool, filter)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(out).Encode(dead)
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tATTEMPTS\tDIED\tREASON\tERROR")
+		for _, d := range dead {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", d.ID, d.Queue, d.Kind, d.Attempts, d.MaxAttempts,
+				d.DeadAt.UTC().Format(time.RFC3339), d.Reason, oneLine(d.LastError, 80))
+		}
+		return tw.Flush()
+	case "show":
+		d, err := client.DeadJobByID(ctx, pool, ids[0], *payload)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(d)
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "id\t%d\nqueue\t%s\nkind\t%s\npriority\t%d\ntenant\t%s\nunique key\t%s\nattempts\t%d of %d\ncreated\t%s\ndied\t%s\nreason\t%s\n",
+			d.ID, d.Queue, d.Kind, d.Priority, d.Tenant, d.UniqueKey, d.Attempts, d.MaxAttempts,
+			d.CreatedAt.UTC().Format(time.RFC3339), d.DeadAt.UTC().Format(time.RFC3339), d.Reason)
+		for k, v := range d.Meta {
+			fmt.Fprintf(tw, "meta %s\t%s\n", k, v)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "last error:\n%s\n", d.LastError)
+		if *payload {
+			fmt.Fprintf(out, "payload:\n%s\n", d.Payload)
+		} else {
+			fmt.Fprintln(out, "payload: hidden (--payload shows it)")
+		}
+		return nil
+	case "replay":
+		if len(ids) > 0 {
+			filter.IDs = ids
+			filter.Limit = -1
+		}
+		if *dryRun {
+			dead, err := client.ListDead(ctx, pool, filter)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "would replay %d dead jobs at %g/s (about %s)\n", len(dead), perSecond,
+				short(time.Duration(float64(len(dead))/perSecond*float64(time.Second))))
+			return nil
+		}
+		last := time.Now()
+		res, err := client.ReplayDead(ctx, pool, filter, outbox.ReplayOptions{Rate: perSecond, Progress: func(r outbox.ReplayResult) {
+			if time.Since(last) >= 5*time.Second {
+				last = time.Now()
+				fmt.Fprintf(errOut, "replayed %d so far\n", len(r.Replayed))
+			}
+		}})
+		fmt.Fprintf(out, "replayed %d dead jobs", len(res.Replayed))
+		if len(res.Skipped) > 0 {
+			fmt.Fprintf(out, "; left %d in the dead-letter table (unique key held by a live job, or taken by another replay)", len(res.Skipped))
+		}
+		fmt.Fprintln(out)
+		return err
+	case "purge":
+		cutoff := time.Now().Add(-*olderThan)
+		if *dryRun {
+			dead, err := client.ListDead(ctx, pool, outbox.DeadFilter{Before: cutoff, Limit: -1})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "would delete %d dead jobs that died before %s\n", len(dead), cutoff.UTC().Format(time.RFC3339))
+			return nil
+		}
+		n, err := client.PurgeDead(ctx, pool, cutoff)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "deleted %d dead jobs that died before %s\n", n, cutoff.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// oneLine shortens an error to its first line and at most n runes.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

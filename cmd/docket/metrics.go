@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+)
+
+func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("metrics", errOut)
+	var db dbFlags
+	db.register(fs)
+	var th thresholdFlags
+	th.register(fs)
+	addr := fs.String("addr", ":9471", "address to serve /metrics on")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: docket metrics serve [flags]\n\nServes the status views as Prometheus metrics at /metrics; every scrape reads them.")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] != "serve" {
+		return fmt.Errorf("%w: want serve", errUsage)
+	}
+	client, err := outbox.New(outbox.Config{Schema: db.schema})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	pool, err := connect(ctx, db.url, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	reg := handlers.NewMetricsRegistry()
+	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
+	srv, err := handlers.ServeMetrics(*addr, reg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "serving Docket metrics of schema %s at http://%s/metrics\n", db.schema, srv.Addr())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Close(sctx)
+}

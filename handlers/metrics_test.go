@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// scrape fetches the metrics endpoint and returns its text, one sample per line.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+// sample returns the value of the sample whose line starts with prefix
+// (metric name and labels as exposed), and false when there is none.
+func sample(text, prefix string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix+" ") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, prefix)), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// After a small run the endpoint shows every documented metric with
+// numbers that match the run.
+func TestMetricsEndpointAfterARun(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	var n atomic.Int64
+	reg := NewRegistry()
+	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error {
+		n.Add(1)
+		if j.Args.N%10 == 0 {
+			return Cancel(errors.New("no such customer"))
+		}
+		return nil
+	}, KindOpts{})
+	const total = 50
+	items := make([]outbox.Item, total)
+	for i := range items {
+		items[i] = outbox.Item{Args: testArgs{N: i}}
+	}
+	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+		t.Fatal(err)
+	}
+	// Work nobody serves, and a backlog in a paused queue.
+	e.enqueue(otherArgs{}, outbox.Opts{Queue: "default"})
+	if err := e.ob.PauseQueue(t.Context(), e.pool, "held"); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(testArgs{}, outbox.Opts{Queue: "held"})
+	w := e.worker(reg, Config{MetricsAddr: "127.0.0.1:0", MetricsStatus: true, HeartbeatInterval: 100 * time.Millisecond,
+		Pools: []PoolConfig{{Name: "main", Queues: []string{"default", "held"}, Concurrency: 4}}})
+	waitFor(t, 10*time.Second, "the jobs to finish", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = 'test' AND queue = 'default'`) == 0
+	})
+	var text string
+	waitFor(t, 5*time.Second, "the outcomes in metrics", func() bool {
+		text = scrape(t, w.MetricsAddr())
+		v, _ := sample(text, `docket_jobs_finished_total{kind="test",outcome="completed"}`)
+		p99, _ := sample(text, `docket_worker_claim_duration_seconds{quantile="0.99",worker="`+w.ID().String()+`"}`)
+		return v == total-total/10 && p99 > 0
+	})
+	checks := []struct {
+		prefix string
+		ok     func(float64) bool
+	}{
+		{`docket_jobs_finished_total{kind="test",outcome="dead"}`, func(v float64) bool { return v == total/10 }},
+		{`docket_job_duration_seconds_count{kind="test"}`, func(v float64) bool { return v == total }},
+		{`docket_job_duration_seconds_bucket{kind="test",le="+Inf"}`, func(v float64) bool { return v == total }},
+		{`docket_claim_duration_seconds_count{pool="main"}`, func(v float64) bool { return v >= 1 }},
+		{`docket_jobs_claimed_total{pool="main"}`, func(v float64) bool { return v == total }},
+		{`docket_claim_duration_window_seconds{quantile="0.99"}`, func(v float64) bool { return v > 0 && v < 5 }},
+		{`docket_jobs_in_flight`, func(v float64) bool { return v == 0 }},
+		{`docket_lease_losses_total`, func(v float64) bool { return v == 0 }},
+		{`docket_notify_reconnects_total`, func(v float64) bool { return v == 0 }},
+		{`docket_status_up`, func(v float64) bool { return v == 1 }},
+		{`docket_queue_jobs{queue="held",state="ready"}`, func(v float64) bool { return v == 1 }},
+		{`docket_queue_paused{queue="held"}`, func(v float64) bool { return v == 1 }},
+		{`docket_queue_lag_seconds{queue="held"}`, func(v float64) bool { return v > 0 }},
+		{`docket_queue_recent_jobs{outcome="completed",queue="default",window="1m"}`, func(v float64) bool { return v == total-total/10 }},
+		{`docket_queue_recent_jobs{outcome="dead",queue="default",window="1h"}`, func(v float64) bool { return v == total/10 }},
+		{`docket_dlq_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
+		{`docket_dlq_delta_24h_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
+		{`docket_table_dead_tuples{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
+		{`docket_table_live_tuples{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
+		{`docket_table_last_vacuum_timestamp_seconds{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
+		{`docket_stuck_jobs`, func(v float64) bool { return v == 0 }},
+		{`docket_unserved_jobs{kind="other",queue="default"}`, func(v float64) bool { return v == 1 }},
+		{`docket_vacuum_horizon_age_seconds`, func(v float64) bool { return v >= 0 }},
+		{`docket_vacuum_horizon_xid_age`, func(v float64) bool { return v >= 0 }},
+		{`docket_workers_live`, func(v float64) bool { return v == 1 }},
+		{`docket_worker_claim_duration_seconds{quantile="0.99",worker="` + w.ID().String() + `"}`, func(v float64) bool { return v > 0 && v < 5 }},
+		{`docket_status_warnings{code="unserved_kind"}`, func(v float64) bool { return v == 1 }},
+		{`docket_status_warnings{code="paused"}`, func(v float64) bool { return v == 1 }},
+		{`go_goroutines`, func(v float64) bool { return v > 0 }},
+	}
+	for _, c := range checks {
+		v, ok := sample(text, c.prefix)
+		if !ok || !c.ok(v) {
+			t.Errorf("%s = %v (present %v)", c.prefix, v, ok)
+		}
+	}
+	if strings.Contains(text, `"N"`) || strings.Contains(text, "no such customer") {
+		t.Error("metrics show payload or error text")
+	}
+	if t.Failed() {
+		t.Logf("scrape:\n%s", text)
+	}
+}
+
+// A paused queue is not claimed by a running worker within about one poll
+// interval; resumed, it drains.
+func TestPausedQueueIsNotClaimed(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	var ran atomic.Int64
+	reg := NewRegistry()
+	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error { ran.Add(1); return nil }, KindOpts{})
+	w := e.worker(reg, Config{PollInterval: 50 * time.Millisecond, DisableNotify: true,
+		Pools: []PoolConfig{{Queues: []string{"a", "b"}, Concurrency: 4}}})
+	if err := e.ob.PauseQueue(t.Context(), e.pool, "a"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond) // more than one poll interval
+	e.enqueue(testArgs{}, outbox.Opts{Queue: "a"})
+	e.enqueue(testArgs{}, outbox.Opts{Queue: "b"})
+	waitFor(t, 5*time.Second, "queue b's job", func() bool { return ran.Load() == 1 })
+	time.Sleep(300 * time.Millisecond) // six poll intervals: a is still left alone
+	if got := ran.Load(); got != 1 {
+		t.Fatalf("%d jobs ran with queue a paused", got)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE queue = 'a' AND state = 'ready'`); n != 1 {
+		t.Fatalf("queue a: %d ready", n)
+	}
+	if err := e.ob.ResumeQueue(t.Context(), e.pool, "a"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "queue a's job after resume", func() bool { return ran.Load() == 2 })
+	// The worker is registered, serving both queues.
+	s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Workers) != 1 || s.Workers[0].ID != w.ID() || !s.Workers[0].Live {
+		t.Errorf("workers: %+v", s.Workers)
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_workers`); n != 0 {
+		t.Errorf("%d worker rows after Stop", n)
+	}
+}

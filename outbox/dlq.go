@@ -1,0 +1,334 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DeadJob is one row of the dead-letter table. Payload is filled only when
+// asked for (DeadFilter.WithPayload): it may hold personal data.
+type DeadJob struct {
+	ID          int64
+	Queue       string
+	Kind        string
+	Priority    int
+	Tenant      string
+	Attempts    int
+	MaxAttempts int
+	CreatedAt   time.Time
+	RunAt       time.Time
+	DeadAt      time.Time
+	// Reason is one of the Reason constants.
+	Reason    string
+	LastError string
+	UniqueKey string
+	Meta      map[string]string
+	// Payload is nil unless DeadFilter.WithPayload was set.
+	Payload json.RawMessage
+}
+
+// DeadFilter selects dead jobs. Zero fields match everything; the fields
+// that are set must all match.
+type DeadFilter struct {
+	// IDs selects these jobs only.
+	IDs []int64
+	// Kind and Queue match exactly.
+	Kind, Queue string
+	// ErrorLike is a SQL LIKE pattern on the last error ("%timeout%"): an
+	// error signature.
+	ErrorLike string
+	// Since keeps jobs that died at or after it; Before those that died
+	// before it.
+	Since, Before time.Time
+	// Limit bounds the result. Zero means 100; -1 means no limit.
+	Limit int
+	// WithPayload fetches payloads. Leave it off unless a person asked to
+	// see them.
+	WithPayload bool
+}
+
+// ListDead returns the dead jobs that match f, oldest death first.
+func (c *Client) ListDead(ctx context.Context, db Pgx, f DeadFilter) ([]DeadJob, error) {
+	limit := int64(f.Limit)
+	switch {
+	case f.Limit == 0:
+		limit = 100
+	case f.Limit < 0:
+		limit = 1 << 62
+	}
+	var ids any
+	if f.IDs != nil {
+		ids = f.IDs
+	}
+	var out []DeadJob
+	err := c.each(ctx, db, c.op.deadList, []any{f.Kind, f.Queue, f.ErrorLike, timeOrNil(f.Since), ids, limit, f.WithPayload, timeOrNil(f.Before)},
+		func(scan func(...any) error) error {
+			var d DeadJob
+			var prio int16
+			var meta, payload []byte
+			if err := scan(&d.ID, &d.Queue, &d.Kind, &prio, &d.Tenant, &d.Attempts, &d.MaxAttempts, &d.CreatedAt,
+				&d.RunAt, &d.DeadAt, &d.Reason, &d.LastError, &d.UniqueKey, &meta, &payload); err != nil {
+				return err
+			}
+			d.Priority = int(prio)
+			if meta != nil {
+				if err := json.Unmarshal(meta, &d.Meta); err != nil {
+					return fmt.Errorf("docket: dead job %d kind %s: decode meta: %w", d.ID, d.Kind, err)
+				}
+			}
+			if payload != nil {
+				d.Payload = json.RawMessage(payload)
+			}
+			out = append(out, d)
+			return nil
+		})
+	return out, err
+}
+
+// ErrJobNotFound is returned for a job id that is neither live nor dead.
+var ErrJobNotFound = errors.New("docket: job not found")
+
+// DeadJobByID returns one dead job, with its payload only when withPayload
+// is set, or ErrJobNotFound.
+func (c *Client) DeadJobByID(ctx context.Context, db Pgx, id int64, withPayload bool) (DeadJob, error) {
+	got, err := c.ListDead(ctx, db, DeadFilter{IDs: []int64{id}, Limit: 1, WithPayload: withPayload})
+	if err != nil {
+		return DeadJob{}, err
+	}
+	if len(got) == 0 {
+		return DeadJob{}, fmt.Errorf("%w: no dead job %d", ErrJobNotFound, id)
+	}
+	return got[0], nil
+}
+
+// ReplayOptions paces a replay.
+type ReplayOptions struct {
+	// Rate is how many jobs per second go back into the queue. Zero means
+	// 100; -1 means as fast as the database takes them.
+	Rate float64
+	// Progress, when set, is called after every batch with the totals so far.
+	Progress func(ReplayResult)
+	// Sleep waits; nil means a timer that ends early when ctx ends. Tests
+	// may replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// ReplayResult counts what a replay did.
+type ReplayResult struct {
+	// Replayed are the jobs back in docket_jobs, ready now, under their
+	// old ids.
+	Replayed []int64
+	// Skipped are dead jobs left in the dead-letter table: their unique
+	// key is held by a live job, or another replay took them first.
+	Skipped []int64
+}
+
+// replayBatchPerSecond is how many replay transactions per second a paced
+// replay runs at most: the rate is divided into this many batches, so the
+// spacing between jobs stays even at high rates without a transaction per job.
+const replayBatchPerSecond = 20
+
+// ReplayDead puts the dead jobs that match f back into the queue, in a
+// trickle of o.Rate jobs per second, so that a replay never floods the queue.
+// Each batch is one statement: it inserts the jobs into docket_jobs (same
+// id, queue, kind, priority, tenant, keys, payload and meta; attempts start
+// from zero; created_at and run_at are the replay's time) and deletes their
+// dead rows only where the insert happened, so a job is never lost nor
+// duplicated, whatever fails when. f.Limit applies (zero means 100; -1
+// means all). When ctx ends the replay stops between batches and returns
+// what it did with ctx's error.
+func (c *Client) ReplayDead(ctx context.Context, db Pgx, f DeadFilter, o ReplayOptions) (ReplayResult, error) {
+	f.WithPayload = false
+	dead, err := c.ListDead(ctx, db, f)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	ids := make([]int64, len(dead))
+	for i, d := range dead {
+		ids[i] = d.ID
+	}
+	return c.replayIDs(ctx, db, ids, o)
+}
+
+func (c *Client) replayIDs(ctx context.Context, db Pgx, ids []int64, o ReplayOptions) (ReplayResult, error) {
+	var res ReplayResult
+	rate := o.Rate
+	if rate == 0 {
+		rate = 100
+	}
+	batch := len(ids)
+	if rate > 0 {
+		batch = max(1, int(rate/replayBatchPerSecond))
+	}
+	batch = min(batch, maxReplayBatch)
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	// Each batch starts batch/rate after the one before: a batch that was
+	// late is not made up for with a burst.
+	var last time.Time
+	for done := 0; done < len(ids); {
+		n := min(batch, len(ids)-done)
+		if rate > 0 && done > 0 {
+			due := last.Add(time.Duration(float64(n) / rate * float64(time.Second)))
+			if err := sleep(ctx, time.Until(due)); err != nil {
+				return res, err
+			}
+		}
+		last = time.Now()
+		chunk := ids[done : done+n]
+		done += n
+		got := map[int64]bool{}
+		var queues []string
+		seen := map[string]bool{}
+		err := c.each(ctx, db, c.op.replay, []any{chunk}, func(scan func(...any) error) error {
+			var id int64
+			var q string
+			if err := scan(&id, &q); err != nil {
+				return err
+			}
+			got[id] = true
+			if !seen[q] {
+				seen[q] = true
+				queues = append(queues, q)
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		for _, id := range chunk {
+			if got[id] {
+				res.Replayed = append(res.Replayed, id)
+			} else {
+				res.Skipped = append(res.Skipped, id)
+			}
+		}
+		if len(queues) > 0 {
+			if err := c.notify(ctx, pgxConn{db}, queues); err != nil {
+				return res, err
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(res)
+		}
+	}
+	return res, nil
+}
+
+// maxReplayBatch bounds one replay statement.
+const maxReplayBatch = 1000
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// PurgeDead deletes the dead jobs that died before cutoff, in batches of
+// 10,000, and returns how many it deleted.
+func (c *Client) PurgeDead(ctx context.Context, db Pgx, cutoff time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		if err := db.QueryRow(ctx, c.op.purgeDead, cutoff, 10_000).Scan(&n); err != nil {
+			return total, c.wrapErr(err)
+		}
+		total += n
+		if n < 10_000 {
+			break
+		}
+	}
+	_, err := db.Exec(ctx, c.op.pruneRemoved)
+	return total, c.wrapErr(err)
+}
+
+// ErrJobRunning is returned when a command cannot act on a running job.
+var ErrJobRunning = errors.New("docket: job is running")
+
+// CancelJob moves a scheduled or ready job to the dead-letter table with
+// reason "cancelled" and the given note as its error. A running job cannot
+// be cancelled from outside its process (ErrJobRunning): its handler would
+// finish anyway. A dead job is left as it is (no error); an unknown id is
+// ErrJobNotFound.
+func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) error {
+	got, err := c.ids(db, ctx, c.op.cancelJob, id, note)
+	if err != nil || len(got) == 1 {
+		return err
+	}
+	switch state, err := c.jobState(ctx, db, id); {
+	case err != nil:
+		return err
+	case state == "running":
+		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
+	case state == "dead":
+		return nil
+	default:
+		return fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
+	}
+}
+
+// RetryJob runs a job again now: a dead job is replayed (as ReplayDead
+// does), a scheduled one (waiting for its backoff or run_at) becomes due now.
+// A ready job is left as it is; a running one is ErrJobRunning; an unknown
+// id is ErrJobNotFound.
+func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
+	var queue string
+	err := db.QueryRow(ctx, c.op.retryNow, id).Scan(&queue)
+	if err == nil {
+		return c.notify(ctx, pgxConn{db}, []string{queue})
+	}
+	if !isNoRows(err) {
+		return c.wrapErr(err)
+	}
+	state, err := c.jobState(ctx, db, id)
+	if err != nil {
+		return err
+	}
+	switch state {
+	case "dead":
+		res, err := c.replayIDs(ctx, db, []int64{id}, ReplayOptions{Rate: -1})
+		if err != nil {
+			return err
+		}
+		if len(res.Replayed) == 0 {
+			return fmt.Errorf("docket: dead job %d not replayed: its unique key is held by a live job", id)
+		}
+		return nil
+	case "running":
+		return fmt.Errorf("%w: job %d", ErrJobRunning, id)
+	}
+	return nil // ready: it runs as soon as a worker is free
+}
+
+func (c *Client) jobState(ctx context.Context, db Pgx, id int64) (string, error) {
+	var state string
+	err := db.QueryRow(ctx, c.op.jobState, id).Scan(&state)
+	if isNoRows(err) {
+		return "", fmt.Errorf("%w: no live or dead job %d", ErrJobNotFound, id)
+	}
+	return state, c.wrapErr(err)
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

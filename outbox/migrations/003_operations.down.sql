@@ -1,0 +1,10 @@
+DROP VIEW IF EXISTS {{schema}}.docket_horizon;
+DROP VIEW IF EXISTS {{schema}}.docket_unserved_kinds;
+DROP VIEW IF EXISTS {{schema}}.docket_live_workers;
+DROP VIEW IF EXISTS {{schema}}.docket_stuck_jobs;
+DROP VIEW IF EXISTS {{schema}}.docket_table_status;
+DROP VIEW IF EXISTS {{schema}}.docket_queue_status;
+DROP INDEX IF EXISTS {{schema}}.docket_jobs_done_finished_idx;
+DROP TABLE IF EXISTS {{schema}}.docket_dead_removed;
+DROP TABLE IF EXISTS {{schema}}.docket_workers;
+DROP TABLE IF EXISTS {{schema}}.docket_queues;

@@ -1,0 +1,526 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Status is a snapshot of the queue's health: what the views of migration
+// 003 report (docket_queue_status, docket_table_status, docket_stuck_jobs,
+// docket_unserved_kinds, docket_workers, docket_horizon), and the warnings
+// Thresholds draws from it. Read it with Client.Status.
+type Status struct {
+	// At is the database's clock when the snapshot was taken.
+	At time.Time
+	// Queues has one entry per queue that has live or dead jobs, history
+	// in the last hour, or a row in docket_queues; sorted by name.
+	Queues []QueueStatus
+	// Tables are Docket's tables (history partitions included) as the
+	// statistics collector sees them.
+	Tables []TableStatus
+	// Stuck lists up to StatusOptions.StuckLimit running jobs whose lease
+	// expired; StuckCount counts them all.
+	Stuck      []StuckJob
+	StuckCount int64
+	// Unserved lists the (queue, kind) pairs with ready jobs that no live
+	// worker process claims.
+	Unserved []UnservedKind
+	// Workers lists the registered worker processes, live or recently gone.
+	Workers []WorkerStatus
+	// Horizon lists what holds back the vacuum horizon, oldest first.
+	Horizon []HorizonHolder
+	// Warnings are the conditions past their thresholds, most severe kinds first.
+	Warnings []Warning
+}
+
+// QueueStatus is one queue's backlog, lag and throughput.
+type QueueStatus struct {
+	Queue  string
+	Paused bool
+	// Ready, Scheduled and Running count live jobs by state.
+	Ready, Scheduled, Running int64
+	// OldestDueAt is the run_at of the oldest job that is due and not
+	// running (zero when none); Lag is its age: how long the oldest
+	// waiting job has waited.
+	OldestDueAt time.Time
+	Lag         time.Duration
+	// Completed, Retries and Dead count, over the last minute and hour,
+	// jobs completed (from history), extra attempts spent by jobs that
+	// finished or died (attempts − 1), and jobs dead-lettered.
+	Completed1m, Completed1h int64
+	Retries1m, Retries1h     int64
+	Dead1m, Dead1h           int64
+	// DLQSize is the number of dead jobs; DLQDelta24h is how much it grew
+	// in the last 24 hours (arrivals minus replays and purges).
+	DLQSize, DLQDelta24h int64
+}
+
+// TableStatus is one of Docket's tables in pg_stat_user_tables. Zero times
+// mean "never".
+type TableStatus struct {
+	Table                        string
+	LiveTuples, DeadTuples       int64
+	LastVacuum, LastAutovacuum   time.Time
+	LastAnalyze, LastAutoanalyze time.Time
+}
+
+// LastVacuumed is the later of the manual and automatic vacuum times.
+func (t TableStatus) LastVacuumed() time.Time { return later(t.LastVacuum, t.LastAutovacuum) }
+
+// StuckJob is a running job whose lease expired and that no reaper has
+// handed back yet.
+type StuckJob struct {
+	ID         int64
+	Queue      string
+	Kind       string
+	Attempts   int
+	LockedBy   uuid.UUID
+	LeaseUntil time.Time
+	Overdue    time.Duration
+}
+
+// UnservedKind is a (queue, kind) with ready jobs that no live worker
+// process has a handler for.
+type UnservedKind struct {
+	Queue, Kind string
+	Jobs        int64
+	OldestRunAt time.Time
+}
+
+// WorkerStatus is one registered worker process (see RegisterWorker).
+type WorkerStatus struct {
+	ID        uuid.UUID
+	Host      string
+	PID       int
+	Kinds     []string
+	Queues    []string
+	StartedAt time.Time
+	LastSeen  time.Time
+	// Live is false once the process missed its heartbeats: it died
+	// without deregistering.
+	Live bool
+	// Claims counts the claim round trips the process made; the
+	// percentiles are over its recent ones (zero when it made none).
+	Claims                       int64
+	ClaimP50, ClaimP95, ClaimP99 time.Duration
+}
+
+// HorizonHolder is something that holds back the vacuum horizon: an open
+// transaction or snapshot, a replication slot or a prepared transaction. It
+// is named, never described by its query text.
+type HorizonHolder struct {
+	// Holder is "transaction", "replication_slot" or "prepared_transaction".
+	Holder string
+	// PID is the backend (or the slot's active walsender); 0 if none.
+	PID int
+	// Application is the backend's application_name.
+	Application string
+	// State is the backend's state ("idle in transaction", "active"), or
+	// "active"/"inactive" for a slot, "prepared" for a prepared transaction.
+	State string
+	// Name is the slot name or the prepared transaction's gid.
+	Name string
+	// Database is the holder's database; SameDatabase is false for
+	// backends of other databases, which do not hold back this one's tables.
+	Database     string
+	SameDatabase bool
+	// XIDAge is how many transactions old the held xmin is.
+	XIDAge int64
+	// Age is how long the transaction has been open; AgeKnown is false when
+	// PostgreSQL keeps no start time (replication slots, walsenders).
+	Age      time.Duration
+	AgeKnown bool
+}
+
+// Describe names the holder for a log line or warning, without query text.
+func (h HorizonHolder) Describe() string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(h.Holder, "_", " "))
+	if h.Name != "" {
+		fmt.Fprintf(&b, " %q", h.Name)
+	}
+	if h.PID != 0 {
+		fmt.Fprintf(&b, " pid %d", h.PID)
+	}
+	if h.Application != "" {
+		fmt.Fprintf(&b, " application %q", h.Application)
+	}
+	if h.State != "" {
+		fmt.Fprintf(&b, " (%s)", h.State)
+	}
+	if h.Database != "" {
+		fmt.Fprintf(&b, " database %s", h.Database)
+	}
+	return b.String()
+}
+
+// Warning codes, one per condition Status watches.
+const (
+	WarnLag          = "lag"           // a queue's oldest due job waited longer than Thresholds.Lag
+	WarnDLQGrowing   = "dlq_growing"   // a dead-letter queue grew in the last 24 hours
+	WarnVacuumLag    = "vacuum_lag"    // a table's dead tuples are past Thresholds.DeadTuples
+	WarnStuckLeases  = "stuck_leases"  // running jobs' leases expired and nobody reaps them
+	WarnUnservedKind = "unserved_kind" // ready jobs of a kind no live process serves
+	WarnPaused       = "paused"        // a paused queue has ready jobs
+	WarnHorizon      = "horizon"       // something held back the vacuum horizon too long
+	WarnClaimLatency = "claim_latency" // a worker's claim p99 is past Thresholds.ClaimP99
+)
+
+// Warning is one condition past its threshold.
+type Warning struct {
+	// Code is one of the Warn constants.
+	Code string `json:"code"`
+	// Subject is what it is about: a queue, table, kind, worker or holder.
+	Subject string `json:"subject"`
+	// Message says what is wrong in one line, with the numbers.
+	Message string `json:"message"`
+}
+
+// Thresholds decide when Status warns. Zero values mean the defaults below.
+type Thresholds struct {
+	// Lag warns when a queue's oldest due job waited longer. Zero means 1m.
+	Lag time.Duration
+	// DeadTuples warns when a table has at least this many dead tuples and
+	// they are at least a fifth of its live ones. Zero means 100,000.
+	DeadTuples int64
+	// Horizon warns when a transaction of this database has held back the
+	// vacuum horizon longer. Zero means 5m.
+	Horizon time.Duration
+	// HorizonXIDs warns when a holder without a start time (replication
+	// slot, standby feedback) holds an xmin this many transactions old.
+	// Zero means 1,000,000. An inactive slot that holds an xmin always warns.
+	HorizonXIDs int64
+	// ClaimP99 warns when a live worker's claim p99 is above it. Zero means 250ms.
+	ClaimP99 time.Duration
+	// StuckLimit is how many stuck jobs Status lists. Zero means 20.
+	StuckLimit int
+}
+
+func (t Thresholds) withDefaults() Thresholds {
+	if t.Lag == 0 {
+		t.Lag = time.Minute
+	}
+	if t.DeadTuples == 0 {
+		t.DeadTuples = 100_000
+	}
+	if t.Horizon == 0 {
+		t.Horizon = 5 * time.Minute
+	}
+	if t.HorizonXIDs == 0 {
+		t.HorizonXIDs = 1_000_000
+	}
+	if t.ClaimP99 == 0 {
+		t.ClaimP99 = 250 * time.Millisecond
+	}
+	if t.StuckLimit == 0 {
+		t.StuckLimit = 20
+	}
+	return t
+}
+
+// Status reads the status views and returns the snapshot with its
+// warnings. It needs migration 003; it reads, never writes. Every query is
+// bounded by an index or by the size of the live table (see
+// docs/operations.md). pg_stat_activity shows other roles' sessions only to
+// superusers and members of pg_monitor.
+func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, error) {
+	th = th.withDefaults()
+	s := &Status{}
+	if err := db.QueryRow(ctx, c.op.now).Scan(&s.At); err != nil {
+		return nil, c.wrapErr(err)
+	}
+	err := c.each(ctx, db, c.op.queueStatus, nil, func(scan func(...any) error) error {
+		var q QueueStatus
+		var oldest *time.Time
+		var lag float64
+		if err := scan(&q.Queue, &q.Paused, &q.Ready, &q.Scheduled, &q.Running, &oldest, &lag,
+			&q.Completed1m, &q.Completed1h, &q.Retries1m, &q.Retries1h, &q.Dead1m, &q.Dead1h,
+			&q.DLQSize, &q.DLQDelta24h); err != nil {
+			return err
+		}
+		q.OldestDueAt, q.Lag = deref(oldest), seconds(lag)
+		s.Queues = append(s.Queues, q)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.each(ctx, db, c.op.tableStatus, nil, func(scan func(...any) error) error {
+		var t TableStatus
+		var v, av, a, aa *time.Time
+		if err := scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &v, &av, &a, &aa); err != nil {
+			return err
+		}
+		t.LastVacuum, t.LastAutovacuum, t.LastAnalyze, t.LastAutoanalyze = deref(v), deref(av), deref(a), deref(aa)
+		s.Tables = append(s.Tables, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := db.QueryRow(ctx, c.op.stuckCount).Scan(&s.StuckCount); err != nil {
+		return nil, c.wrapErr(err)
+	}
+	err = c.each(ctx, db, c.op.stuckJobs, []any{th.StuckLimit}, func(scan func(...any) error) error {
+		var j StuckJob
+		var overdue float64
+		if err := scan(&j.ID, &j.Queue, &j.Kind, &j.Attempts, &j.LockedBy, &j.LeaseUntil, &overdue); err != nil {
+			return err
+		}
+		j.Overdue = seconds(overdue)
+		s.Stuck = append(s.Stuck, j)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.each(ctx, db, c.op.unserved, nil, func(scan func(...any) error) error {
+		var u UnservedKind
+		if err := scan(&u.Queue, &u.Kind, &u.Jobs, &u.OldestRunAt); err != nil {
+			return err
+		}
+		s.Unserved = append(s.Unserved, u)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.each(ctx, db, c.op.workers, nil, func(scan func(...any) error) error {
+		var w WorkerStatus
+		var p50, p95, p99 *float64
+		if err := scan(&w.ID, &w.Host, &w.PID, &w.Kinds, &w.Queues, &w.StartedAt, &w.LastSeen, &w.Live,
+			&w.Claims, &p50, &p95, &p99); err != nil {
+			return err
+		}
+		w.ClaimP50, w.ClaimP95, w.ClaimP99 = millis(p50), millis(p95), millis(p99)
+		s.Workers = append(s.Workers, w)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = c.each(ctx, db, c.op.horizon, nil, func(scan func(...any) error) error {
+		var h HorizonHolder
+		var pid *int32
+		var app, state, name, dbname *string
+		var age *float64
+		var xid *int64
+		if err := scan(&h.Holder, &pid, &app, &state, &name, &dbname, &h.SameDatabase, &xid, &age); err != nil {
+			return err
+		}
+		if pid != nil {
+			h.PID = int(*pid)
+		}
+		h.Application, h.State, h.Name, h.Database = str(app), str(state), str(name), str(dbname)
+		if xid != nil {
+			h.XIDAge = *xid
+		}
+		if age != nil {
+			h.Age, h.AgeKnown = seconds(*age), true
+		}
+		s.Horizon = append(s.Horizon, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Warnings = s.check(th)
+	return s, nil
+}
+
+// OldestHorizon returns the holder of this database's vacuum horizon that
+// has been open longest (by time where known), and false when there is none.
+func (s *Status) OldestHorizon() (HorizonHolder, bool) {
+	for _, h := range s.Horizon { // sorted by age, then xid age
+		if h.SameDatabase {
+			return h, true
+		}
+	}
+	return HorizonHolder{}, false
+}
+
+// check draws the warnings from a snapshot.
+func (s *Status) check(th Thresholds) []Warning {
+	var out []Warning
+	add := func(code, subject, format string, args ...any) {
+		out = append(out, Warning{Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, q := range s.Queues {
+		if q.Paused && q.Ready > 0 {
+			add(WarnPaused, q.Queue, "queue %s is paused with %d ready jobs (lag %s)", q.Queue, q.Ready, round(q.Lag))
+		} else if q.Lag > th.Lag {
+			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %d ready", q.Queue, round(q.Lag), th.Lag, q.Ready)
+		}
+		if q.DLQDelta24h > 0 {
+			add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h to %d", q.Queue, q.DLQDelta24h, q.DLQSize)
+		}
+	}
+	if s.StuckCount > 0 {
+		oldest := time.Duration(0)
+		if len(s.Stuck) > 0 {
+			oldest = s.Stuck[0].Overdue
+		}
+		add(WarnStuckLeases, "docket_jobs", "%d running jobs have expired leases (oldest overdue %s): no reaper runs — are any workers up?", s.StuckCount, round(oldest))
+	}
+	for _, u := range s.Unserved {
+		add(WarnUnservedKind, u.Queue+"/"+u.Kind, "%d ready %s jobs in queue %s and no live worker serves them", u.Jobs, u.Kind, u.Queue)
+	}
+	for _, t := range s.Tables {
+		if t.DeadTuples >= th.DeadTuples && t.DeadTuples*5 >= t.LiveTuples {
+			last := "never"
+			if v := t.LastVacuumed(); !v.IsZero() {
+				last = round(s.At.Sub(v)).String() + " ago"
+			}
+			add(WarnVacuumLag, t.Table, "table %s has %d dead tuples (%d live); last vacuum %s", t.Table, t.DeadTuples, t.LiveTuples, last)
+		}
+	}
+	for _, h := range s.Horizon {
+		if !h.SameDatabase {
+			continue
+		}
+		switch {
+		case h.AgeKnown && h.Age > th.Horizon:
+			add(WarnHorizon, h.Describe(), "%s has held the vacuum horizon for %s (%d transactions): dead tuples cannot be removed until it ends", h.Describe(), round(h.Age), h.XIDAge)
+		case !h.AgeKnown && h.Holder == "replication_slot" && h.State == "inactive":
+			add(WarnHorizon, h.Describe(), "inactive %s holds an xmin %d transactions old: dead tuples cannot be removed until it is consumed or dropped", h.Describe(), h.XIDAge)
+		case !h.AgeKnown && h.XIDAge > th.HorizonXIDs:
+			add(WarnHorizon, h.Describe(), "%s holds an xmin %d transactions old (threshold %d)", h.Describe(), h.XIDAge, th.HorizonXIDs)
+		}
+	}
+	for _, w := range s.Workers {
+		if w.Live && w.ClaimP99 > th.ClaimP99 {
+			add(WarnClaimLatency, w.ID.String(), "worker %s on %s pid %d: claim p99 %s (threshold %s): check dead tuples and the vacuum horizon", w.ID, w.Host, w.PID, w.ClaimP99.Round(time.Microsecond), th.ClaimP99)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return severity[out[i].Code] < severity[out[j].Code] })
+	return out
+}
+
+var severity = map[string]int{
+	WarnStuckLeases: 0, WarnUnservedKind: 1, WarnLag: 2, WarnHorizon: 3, WarnVacuumLag: 4,
+	WarnClaimLatency: 5, WarnDLQGrowing: 6, WarnPaused: 7,
+}
+
+// each runs a query on db and calls fn for every row.
+func (c *Client) each(ctx context.Context, db Pgx, sql string, args []any, fn func(scan func(...any) error) error) error {
+	return c.wrapErr(pgxConn{db}.query(ctx, sql, args, fn))
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+func millis(f *float64) time.Duration {
+	if f == nil {
+		return 0
+	}
+	return time.Duration(*f * float64(time.Millisecond))
+}
+
+func round(d time.Duration) time.Duration {
+	if d > time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// PauseQueue pauses a queue: no worker process claims from it once it has
+// re-read the paused set (within one poll interval). Jobs keep arriving,
+// and jobs already claimed run to the end. Pausing a paused queue is a no-op.
+func (c *Client) PauseQueue(ctx context.Context, db Pgx, queue string) error {
+	return c.setPaused(ctx, db, queue, true)
+}
+
+// ResumeQueue lets workers claim from a paused queue again. Resuming a
+// queue that is not paused is a no-op.
+func (c *Client) ResumeQueue(ctx context.Context, db Pgx, queue string) error {
+	return c.setPaused(ctx, db, queue, false)
+}
+
+func (c *Client) setPaused(ctx context.Context, db Pgx, queue string, paused bool) error {
+	if err := checkName("queue", queue, false); err != nil {
+		return err
+	}
+	_, err := db.Exec(ctx, c.op.setPaused, queue, paused)
+	return c.wrapErr(err)
+}
+
+// PausedQueues returns the names of the paused queues, sorted.
+func (c *Client) PausedQueues(ctx context.Context, db Pgx) ([]string, error) {
+	var out []string
+	err := c.each(ctx, db, c.op.pausedQueues, nil, func(scan func(...any) error) error {
+		var q string
+		if err := scan(&q); err != nil {
+			return err
+		}
+		out = append(out, q)
+		return nil
+	})
+	return out, err
+}
+
+// WorkerInfo is what a worker process publishes about itself in
+// docket_workers, so that status can tell which kinds are served and how
+// fast claims are.
+type WorkerInfo struct {
+	ID     uuid.UUID
+	Host   string
+	PID    int
+	Kinds  []string
+	Queues []string
+	// TTL is how long the row counts as live without another
+	// RegisterWorker: a few heartbeat intervals.
+	TTL time.Duration
+	// Claims counts claim round trips so far; the percentiles are over
+	// recent ones, zero when unknown.
+	Claims                       int64
+	ClaimP50, ClaimP95, ClaimP99 time.Duration
+}
+
+// RegisterWorker upserts the process's row in docket_workers. Worker
+// processes call it at start and on every heartbeat interval.
+func (c *Client) RegisterWorker(ctx context.Context, db Pgx, w WorkerInfo) error {
+	ms := func(d time.Duration) any {
+		if d <= 0 {
+			return nil
+		}
+		return float64(d) / float64(time.Millisecond)
+	}
+	_, err := db.Exec(ctx, c.op.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
+		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99))
+	return c.wrapErr(err)
+}
+
+// DeregisterWorker deletes the process's row, on a clean stop, and forgets
+// processes that have not been seen for a day.
+func (c *Client) DeregisterWorker(ctx context.Context, db Pgx, id uuid.UUID) error {
+	if _, err := db.Exec(ctx, c.op.deleteWorker, id); err != nil {
+		return c.wrapErr(err)
+	}
+	_, err := db.Exec(ctx, c.op.pruneWorkers)
+	return c.wrapErr(err)
+}
