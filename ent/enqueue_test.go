@@ -1,0 +1,262 @@
+package ent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	docketent "github.com/docketq/docket/ent"
+	"github.com/docketq/docket/ent/entgen/job"
+	"github.com/docketq/docket/ent/internal/testent"
+	"github.com/docketq/docket/outbox"
+)
+
+type trackShipment struct {
+	ShipmentID int               `json:"shipment_id"`
+	Carrier    string            `json:"carrier"`
+	Address    map[string]string `json:"address,omitempty"`
+}
+
+func (trackShipment) Kind() string { return "test.track_shipment" }
+
+// createWithJob creates a shipment and its tracking job in tx.
+func createWithJob(ctx context.Context, b *bundle, tx *testent.Tx, tracking string) (outbox.Enqueued, error) {
+	s, err := tx.Shipment.Create().SetTracking(tracking).SetCarrier("ups").
+		SetAddress(map[string]string{"city": "Lyon"}).Save(ctx)
+	if err != nil {
+		return outbox.Enqueued{}, err
+	}
+	return docketent.Enqueue(ctx, b.ob, tx, trackShipment{ShipmentID: s.ID, Carrier: s.Carrier, Address: s.Address},
+		outbox.Opts{UniqueKey: fmt.Sprintf("track:%d", s.ID), Tenant: s.Carrier})
+}
+
+func TestEnqueueCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	var res outbox.Enqueued
+	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		var err error
+		res, err = createWithJob(ctx, b, tx, "T1")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ID == 0 || res.Duplicate {
+		t.Fatalf("Enqueue = %+v, want a new job", res)
+	}
+	if n := b.count(t, "shipments", ""); n != 1 {
+		t.Errorf("%d shipments, want 1", n)
+	}
+	// The job, read back through Docket's Ent models.
+	j, err := b.docket.Job.Query().Where(job.Kind("test.track_shipment")).Only(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != res.ID || j.State != job.StateReady || j.Tenant != "ups" || j.UniqueKey == nil || *j.UniqueKey != fmt.Sprintf("track:%d", 1) {
+		t.Errorf("job = %+v, enqueued %+v", j, res)
+	}
+	// The payload went through database/sql as JSON text: a jsonb object
+	// (not a string, not bytea) that decodes back to the args.
+	var typ string
+	if err := b.pool.QueryRow(ctx, "SELECT jsonb_typeof(payload) FROM "+b.schema+".docket_jobs WHERE id = $1", res.ID).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "object" {
+		t.Errorf("jsonb_typeof(payload) = %q, want object", typ)
+	}
+	var got trackShipment
+	if err := json.Unmarshal(j.Payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ShipmentID != 1 || got.Carrier != "ups" || got.Address["city"] != "Lyon" {
+		t.Errorf("payload round trip = %+v", got)
+	}
+	// And the domain row's own jsonb column round-trips through Ent.
+	s, err := b.ent.Shipment.Get(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Address["city"] != "Lyon" {
+		t.Errorf("address = %v", s.Address)
+	}
+}
+
+func TestEnqueueRollback(t *testing.T) {
+	t.Parallel()
+	errLater := errors.New("a later step failed")
+	cases := []struct {
+		name string
+		run  func(ctx context.Context, b *bundle) error
+	}{
+		{"explicit rollback", func(ctx context.Context, b *bundle) error {
+			tx, err := b.ent.Tx(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := createWithJob(ctx, b, tx, "T1"); err != nil {
+				return err
+			}
+			return tx.Rollback()
+		}},
+		{"fn returns an error", func(ctx context.Context, b *bundle) error {
+			err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+				if _, err := createWithJob(ctx, b, tx, "T1"); err != nil {
+					return err
+				}
+				return errLater
+			})
+			if !errors.Is(err, errLater) {
+				return fmt.Errorf("WithTx = %v, want %v", err, errLater)
+			}
+			return nil
+		}},
+		{"a later statement fails", func(ctx context.Context, b *bundle) error {
+			err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+				if _, err := createWithJob(ctx, b, tx, "T1"); err != nil {
+					return err
+				}
+				// The tracking number is unique: this insert fails.
+				_, err := tx.Shipment.Create().SetTracking("T1").SetCarrier("dhl").Save(ctx)
+				return err
+			})
+			if !testent.IsConstraintError(err) {
+				return fmt.Errorf("WithTx = %v, want a constraint error", err)
+			}
+			return nil
+		}},
+		{"panic inside the tx", func(ctx context.Context, b *bundle) (err error) {
+			defer func() {
+				if r := recover(); r != "boom" {
+					err = fmt.Errorf("recovered %v, want boom", r)
+				}
+			}()
+			_ = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+				if _, err := createWithJob(ctx, b, tx, "T1"); err != nil {
+					return err
+				}
+				panic("boom")
+			})
+			return errors.New("WithTx returned instead of panicking")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if err := tc.run(t.Context(), b); err != nil {
+				t.Fatal(err)
+			}
+			if n := b.count(t, "shipments", ""); n != 0 {
+				t.Errorf("%d shipments after rollback, want 0", n)
+			}
+			if n := b.count(t, "docket_jobs", ""); n != 0 {
+				t.Errorf("%d jobs after rollback, want 0", n)
+			}
+			// Nothing is left holding a connection: the pool serves pgx.
+			if err := b.pool.Ping(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestUniqueKey checks that a unique key behaves through Ent exactly as
+// through pgx: in the same transaction, in a later one, and across the two
+// paths, a duplicate inserts nothing and reports the existing id.
+func TestUniqueKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	args := trackShipment{ShipmentID: 7, Carrier: "ups"}
+	opts := outbox.Opts{UniqueKey: "track:7"}
+	var first, again outbox.Enqueued
+	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		var err error
+		if first, err = docketent.Enqueue(ctx, b.ob, tx, args, opts); err != nil {
+			return err
+		}
+		again, err = docketent.Enqueue(ctx, b.ob, tx, args, opts)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Duplicate || !again.Duplicate || again.ID != first.ID {
+		t.Fatalf("same tx: first %+v, again %+v", first, again)
+	}
+	var later outbox.Enqueued
+	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		var err error
+		later, err = docketent.Enqueue(ctx, b.ob, tx, args, opts)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaPgx, err := b.ob.Enqueue(ctx, b.pool, args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outbox.Enqueued{ID: first.ID, Duplicate: true, State: first.State}
+	if later != want || viaPgx != want {
+		t.Errorf("later tx via Ent = %+v, via pgx = %+v, want %+v", later, viaPgx, want)
+	}
+	// And the other way round: a key taken through pgx is a duplicate through Ent.
+	pgxFirst, err := b.ob.Enqueue(ctx, b.pool, args, outbox.Opts{UniqueKey: "track:8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entDup outbox.Enqueued
+	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		var err error
+		entDup, err = docketent.Enqueue(ctx, b.ob, tx, args, outbox.Opts{UniqueKey: "track:8"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !entDup.Duplicate || entDup.ID != pgxFirst.ID {
+		t.Errorf("Ent after pgx = %+v, pgx inserted %+v", entDup, pgxFirst)
+	}
+	if n := b.count(t, "docket_jobs", ""); n != 2 {
+		t.Errorf("%d jobs, want 2", n)
+	}
+	// Duplicates inside a bulk enqueue through Ent.
+	var many []outbox.Enqueued
+	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		var err error
+		many, err = docketent.EnqueueMany(ctx, b.ob, tx, []outbox.Item{
+			{Args: args, Opts: opts},
+			{Args: args, Opts: outbox.Opts{UniqueKey: "track:9"}},
+			{Args: args},
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(many) != 3 || !many[0].Duplicate || many[0].ID != first.ID || many[1].Duplicate || many[2].Duplicate {
+		t.Errorf("EnqueueMany = %+v", many)
+	}
+	if n := b.count(t, "docket_jobs", "jsonb_typeof(payload) = 'object'"); n != 4 {
+		t.Errorf("%d jobs with an object payload, want 4", n)
+	}
+}
+
+func TestEnqueueNilTx(t *testing.T) {
+	t.Parallel()
+	ob, err := outbox.New(outbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docketent.Enqueue(t.Context(), ob, nil, trackShipment{}, outbox.Opts{}); !errors.Is(err, docketent.ErrNilTx) {
+		t.Errorf("Enqueue(nil tx) = %v, want ErrNilTx", err)
+	}
+	if _, err := docketent.EnqueueMany(t.Context(), ob, nil, nil); !errors.Is(err, docketent.ErrNilTx) {
+		t.Errorf("EnqueueMany(nil tx) = %v, want ErrNilTx", err)
+	}
+}

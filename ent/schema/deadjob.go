@@ -1,0 +1,40 @@
+package schema
+
+import (
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// DeadJob is docket_jobs_dead, the dead-letter table: jobs that exhausted
+// their attempts, were cancelled or could not be decoded.
+type DeadJob struct {
+	ent.Schema
+}
+
+// Mixin of DeadJob.
+func (DeadJob) Mixin() []ent.Mixin { return []ent.Mixin{JobMixin{}} }
+
+// Fields of DeadJob besides the shared ones.
+func (DeadJob) Fields() []ent.Field {
+	return []ent.Field{
+		field.Time("dead_at").
+			Comment("When the job was dead-lettered."),
+		field.String("reason").SchemaType(text).
+			Comment("Why: exhausted, cancelled, undecodable, ..."),
+		field.String("last_error").SchemaType(text).Optional().Nillable().
+			Comment("Error of the last attempt, if any."),
+	}
+}
+
+// Indexes of DeadJob, as migration 001 creates them.
+func (DeadJob) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("dead_at").StorageKey("docket_jobs_dead_dead_at_idx"),
+		index.Fields("kind", "dead_at").StorageKey("docket_jobs_dead_kind_idx"),
+	}
+}
+
+// Annotations of DeadJob.
+func (DeadJob) Annotations() []schema.Annotation { return docketTable("docket_jobs_dead") }
