@@ -513,3 +513,15 @@ func withTx(ctx context.Context, db DB, fn func(conn) error) error {
 	}
 	return fn(cn)
 }
+
+// RemoveQueued deletes the scheduled or ready job that holds uniqueKey, so
+// it never runs, and returns its id; false when no such job waits (none
+// holds the key, or it is running). It writes nothing to history or the
+// dead-letter table: the job is withdrawn, not finished.
+func (c *Client) RemoveQueued(ctx context.Context, db Pgx, uniqueKey string) (int64, bool, error) {
+	ids, err := c.ids(db, ctx, c.q.removeQueued, uniqueKey)
+	if err != nil || len(ids) == 0 {
+		return 0, false, err
+	}
+	return ids[0], true, nil
+}

@@ -79,6 +79,11 @@ RETURNING id, state`
 
 	sqlNotify = `SELECT pg_notify($1, $2)`
 
+	// sqlRemoveQueued deletes the job holding a unique key unless it runs.
+	sqlRemoveQueued = `DELETE FROM {{schema}}.docket_jobs
+WHERE unique_key = $1 AND state <> 'running'
+RETURNING id`
+
 	// sqlClaim takes up to $3 ready jobs of kinds $2 from the (queue,
 	// priority, cursor) triples $1, $6, $7, probing them in that order: per
 	// triple one descent of docket_jobs_claim_idx to the first entry after
@@ -247,10 +252,10 @@ ALTER TABLE {{schema}}.docket_jobs_done ATTACH PARTITION {{schema}}.%[1]s
 
 // queries holds every statement rendered for one schema.
 type queries struct {
-	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify string
-	claim, claimCapped, heartbeat, completeHistory, completeDelete, fail     string
-	snooze, deadLetter, release, reap, promote, nextScheduled, partitions    string
-	createPartition, dropPartition                                           string
+	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify, removeQueued string
+	claim, claimCapped, heartbeat, completeHistory, completeDelete, fail                   string
+	snooze, deadLetter, release, reap, promote, nextScheduled, partitions                  string
+	createPartition, dropPartition                                                         string
 }
 
 func renderQueries(schema string) queries {
@@ -258,7 +263,7 @@ func renderQueries(schema string) queries {
 	return queries{
 		enqueue: r(sqlEnqueue), enqueueMove: r(sqlEnqueueMove), lookupKey: r(sqlLookupKey),
 		lookupKeys: r(sqlLookupKeys), nextIDs: r(sqlNextIDs), enqueueSet: r(sqlEnqueueSet),
-		notify: sqlNotify, claim: r(sqlClaim), claimCapped: r(sqlClaimCapped),
+		notify: sqlNotify, removeQueued: r(sqlRemoveQueued), claim: r(sqlClaim), claimCapped: r(sqlClaimCapped),
 		heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
 		completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 		deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),

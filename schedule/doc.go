@@ -14,7 +14,7 @@
 //	_ = svc.Register(ctx, schedule.Schedule{Name: "report:acme", Spec: "@hourly",
 //		Window: 10 * time.Minute, Args: Report{Tenant: "acme"}})
 //	_ = svc.Attach(reg, Report{}.Kind())               // next run at completion
-//	cfg.Middleware = append(cfg.Middleware, svc.Middleware()) // pause, remove, skip
+//	cfg.Middleware = append(cfg.Middleware, svc.Middleware()) // skip late runs
 //	_ = svc.Start(ctx)                                 // reconciler
 //	defer svc.Stop(context.Background())
 //
@@ -94,10 +94,10 @@
 //     outcome with it; the worker retries the write, and failing that, the
 //     run is reaped and runs again. An outcome is never written without
 //     its next run.
-//   - Pause stops new runs; with the Middleware the pending run is
-//     completed without running. Remove deletes the schedule; its pending
-//     run is skipped the same way. Without the Middleware, that pending run
-//     still runs once, and Skip behaves like RunOnce for a late pending run.
+//   - Pause stops new runs and Remove deletes the schedule; both withdraw
+//     the pending run in the same transaction unless it is already running.
+//     A late pending run under Skip is completed without running by the
+//     Middleware; without it, Skip behaves like RunOnce for that run.
 //   - A spec or template changed by a new registration applies from the
 //     next run; the pending run keeps its time and payload. Schedules that
 //     no process registers any more are listed by [Service.Stale] (and

@@ -397,6 +397,10 @@ func TestPauseResumeTriggerRemove(t *testing.T) {
 	if !e.info("p").Paused {
 		t.Error("not paused")
 	}
+	pending := `SELECT count(*) FROM {{schema}}.docket_jobs WHERE unique_key = 'schedule:p'`
+	if n := e.count(pending); n != 0 {
+		t.Errorf("paused schedule still has %d pending runs", n)
+	}
 	// Re-registering does not undo an operator's pause.
 	if err := e.svc.Register(ctx, schedule.Schedule{Name: "p", Spec: "@daily", Args: report{Tenant: "t1"}}); err != nil {
 		t.Fatal(err)
@@ -410,6 +414,9 @@ func TestPauseResumeTriggerRemove(t *testing.T) {
 	if e.info("p").Paused {
 		t.Error("still paused")
 	}
+	if n := e.count(pending); n != 1 {
+		t.Errorf("resumed schedule has %d pending runs, want 1", n)
+	}
 	stale, err := e.svc.Stale(ctx, time.Hour)
 	if err != nil || len(stale) != 0 {
 		t.Errorf("stale = %v, %v", stale, err)
@@ -420,6 +427,9 @@ func TestPauseResumeTriggerRemove(t *testing.T) {
 	}
 	if err := e.svc.Remove(ctx, "p"); err != nil {
 		t.Fatal(err)
+	}
+	if n := e.count(pending); n != 0 {
+		t.Errorf("removed schedule still has %d pending runs", n)
 	}
 	for _, f := range []func(context.Context, string) error{e.svc.Pause, e.svc.Resume, e.svc.Remove} {
 		if err := f(ctx, "p"); !errors.Is(err, schedule.ErrNotFound) {

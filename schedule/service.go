@@ -601,33 +601,45 @@ func (s *Service) infos(rs []*row, err error) ([]Info, error) {
 	return out, err
 }
 
-// Pause stops scheduling runs of the schedule until Resume; with the
-// service's Middleware the pending run is skipped when it comes due. It
-// returns an error wrapping ErrNotFound for an unknown name.
+// Pause stops scheduling runs of the schedule until Resume and, in the same
+// transaction, withdraws its pending run unless that run is already
+// running. It returns an error wrapping ErrNotFound for an unknown name.
 func (s *Service) Pause(ctx context.Context, name string) error {
-	return s.setOne(ctx, s.q.pause, name)
+	return s.setAndWithdraw(ctx, s.q.pause, name)
 }
 
 // Resume undoes Pause. If the pending run was skipped meanwhile, the next
 // run is created at once from the last fire time, under the misfire
 // policy. It returns an error wrapping ErrNotFound for an unknown name.
 func (s *Service) Resume(ctx context.Context, name string) error {
-	if err := s.setOne(ctx, s.q.resume, name); err != nil {
+	if err := s.setOne(ctx, s.db, s.q.resume, name); err != nil {
 		return err
 	}
 	_, err := s.reconcile(ctx, []string{name}, false)
 	return err
 }
 
-// Remove deletes the schedule. With the service's Middleware its pending
-// run is skipped when it comes due; without it, that run runs once more.
-// It returns an error wrapping ErrNotFound for an unknown name.
+// Remove deletes the schedule and, in the same transaction, its pending run
+// unless that run is already running (then it finishes, and no next run is
+// written). It returns an error wrapping ErrNotFound for an unknown name.
 func (s *Service) Remove(ctx context.Context, name string) error {
-	return s.setOne(ctx, s.q.remove, name)
+	return s.setAndWithdraw(ctx, s.q.remove, name)
 }
 
-func (s *Service) setOne(ctx context.Context, sql, name string) error {
-	tag, err := s.db.Exec(ctx, sql, name)
+// setAndWithdraw runs a one-schedule statement and withdraws the
+// schedule's waiting run in one transaction.
+func (s *Service) setAndWithdraw(ctx context.Context, sql, name string) error {
+	return pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := s.setOne(ctx, tx, sql, name); err != nil {
+			return err
+		}
+		_, _, err := s.ob.RemoveQueued(ctx, tx, KeyPrefix+name)
+		return s.wrap(err)
+	})
+}
+
+func (s *Service) setOne(ctx context.Context, db outbox.Pgx, sql, name string) error {
+	tag, err := db.Exec(ctx, sql, name)
 	if err != nil {
 		return s.wrap(err)
 	}
