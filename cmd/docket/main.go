@@ -5,8 +5,18 @@
 //
 //	docket migrate up|down|list|sql [--database-url URL] [--schema S] [--version N]
 //	docket demo [--orders N]
+//	docket schedules list [--stale D] | pause NAME | resume NAME | trigger NAME | remove NAME
+//	docket bench --scenario insert|drain|sustained|idle|all [--database-url URL] [--jobs N] [--batch B]
+//	             [--workers W] [--producers P] [--rate R] [--duration D] [--history on|off]
+//	             [--poll-only] [--cpuprofile FILE]
+//	docket status [--json] [--watch D] [--lag D] [--horizon D] [--dead-tuples N] [--claim-p99 D]
+//	docket dlq list|show|replay|purge [--kind K] [--queue Q] [--error LIKE] [--since D] [--rate N/s] [--payload]
+//	docket jobs cancel|retry ID
+//	docket queues pause|resume QUEUE | list
+//	docket metrics serve [--addr :9471]
 //
-// The database URL comes from --database-url, else $DATABASE_URL.
+// The database URL comes from --database-url, else $DATABASE_URL; bench then
+// falls back to a local server found or started, as demo does.
 package main
 
 import (
@@ -37,6 +47,13 @@ func commands() []command {
 	return []command{
 		{"migrate", "apply, revert, list or print schema migrations", runMigrate},
 		{"demo", "run jobs end to end against a local PostgreSQL (found or started)", runDemo},
+		{"bench", "measure insert, drain and latency; one JSON line per scenario", runBench},
+		{"schedules", "list, pause, resume, trigger or remove recurring schedules", runSchedules},
+		{"status", "queue health: backlog, lag, throughput, DLQ, vacuum, stuck leases, warnings", runStatus},
+		{"dlq", "dead-letter queue: list, show, replay (rate-limited), purge", runDLQ},
+		{"jobs", "cancel or retry one job", runJobs},
+		{"queues", "pause, resume or list paused queues", runQueues},
+		{"metrics", "serve the status as Prometheus metrics", runMetrics},
 	}
 }
 

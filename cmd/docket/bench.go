@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/docketq/docket/internal/bench"
+	"github.com/docketq/docket/internal/pgsrv"
+)
+
+// runBench measures Docket against a real database and prints one JSON
+// object per scenario on out; progress and diagnostics go to errOut. See
+// package internal/bench for what each scenario measures.
+func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlagSet("bench", errOut)
+	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+" or "+bench.ScenarioAll+" (required)")
+	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
+	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
+	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default)")
+	producers := fs.Int("producers", bench.DefaultProducers, "producer goroutines for sustained, one job per transaction each")
+	rate := fs.Int("rate", bench.DefaultRate, "total target enqueue rate in jobs/s for sustained")
+	duration := fs.Duration("duration", bench.DefaultDuration, "how long sustained produces")
+	history := fs.String("history", "on", "keep finished jobs in history: on or off")
+	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: docket bench --scenario insert|drain|sustained|idle|all [flags]")
+		fmt.Fprintln(errOut, "\nPrints one JSON object per measurement on stdout.")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
+	}
+	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers, "--rate": *rate} {
+		if v < 1 {
+			return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
+		}
+	}
+	if *workers < 0 {
+		return fmt.Errorf("%w: --workers must be 0 (the default) or more, got %d", errUsage, *workers)
+	}
+	if *duration <= 0 {
+		return fmt.Errorf("%w: --duration must be positive, got %s", errUsage, *duration)
+	}
+	if *history != "on" && *history != "off" {
+		return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
+	}
+	runner, err := bench.New(bench.Config{
+		Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
+		Producers: *producers, Rate: *rate, Duration: *duration,
+		DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
+		Progress: errOut, ProgressBar: isTerminal(errOut),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+
+	dbURL := *url
+	if dbURL == "" {
+		fmt.Fprintln(errOut, "docket bench: no --database-url or $DATABASE_URL; looking for PostgreSQL (127.0.0.1:5432, or a private cluster)...")
+		srv, err := pgsrv.Discover(ctx)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		if srv.Private != nil {
+			fmt.Fprintln(errOut, "docket bench: started a private PostgreSQL cluster; it is removed when the bench ends")
+		}
+		dbURL = srv.URL
+	}
+	pool, err := connect(ctx, dbURL, 4)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	err = runner.Run(ctx, pool, func(r bench.Result) error {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(b, '\n'))
+		return err
+	})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return fmt.Errorf("interrupted; bench schemas dropped: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/docketq/docket/internal/pgtest"
+)
+
+// TestBenchAll runs every scenario with small counts and checks the shape
+// of the JSON lines, not the speed.
+func TestBenchAll(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"bench", "--scenario", "all", "--jobs", "2000", "--duration", "2s",
+		"--rate", "200", "--producers", "8", "--database-url", url}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+
+	want := map[string][]string{
+		"insert":    {"jobs", "batch", "seconds", "jobs_per_sec"},
+		"drain":     {"jobs", "workers", "seconds", "jobs_per_sec", "max_rss_mib"},
+		"sustained": {"rate", "achieved_rate", "jobs", "p50_ms", "p95_ms", "p99_ms", "max_ms"},
+		"idle":      {"jobs", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify"},
+	}
+	seen := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("stdout line is not one JSON object: %q: %v", line, err)
+		}
+		s, _ := obj["scenario"].(string)
+		if _, ok := want[s]; !ok {
+			t.Fatalf("unexpected scenario in %s", line)
+		}
+		if seen[s] != nil {
+			t.Errorf("scenario %s reported twice", s)
+		}
+		seen[s] = obj
+		if obj["history"] != "on" {
+			t.Errorf("%s: history = %v, want \"on\"", s, obj["history"])
+		}
+		for _, f := range want[s] {
+			if _, ok := obj[f]; !ok {
+				t.Errorf("%s lacks field %q: %s", s, f, line)
+			}
+		}
+	}
+	for s := range want {
+		if seen[s] == nil {
+			t.Errorf("scenario %s missing from stdout:\n%s", s, out.String())
+		}
+	}
+	num := func(s, f string) float64 {
+		v, _ := seen[s][f].(float64)
+		return v
+	}
+	for _, s := range []string{"insert", "drain"} {
+		if seen[s] == nil {
+			continue
+		}
+		if num(s, "jobs") != 2000 {
+			t.Errorf("%s: jobs = %v, want 2000", s, num(s, "jobs"))
+		}
+		if num(s, "seconds") <= 0 || num(s, "jobs_per_sec") <= 0 {
+			t.Errorf("%s: seconds %v, jobs_per_sec %v: want both positive", s, num(s, "seconds"), num(s, "jobs_per_sec"))
+		}
+	}
+	if seen["drain"] != nil && num("drain", "workers") != 100 {
+		t.Errorf("drain: workers = %v, want the worker default 100", num("drain", "workers"))
+	}
+	for _, s := range []string{"sustained", "idle"} {
+		if seen[s] == nil {
+			continue
+		}
+		if num(s, "jobs") < 1 {
+			t.Errorf("%s: no jobs measured", s)
+		}
+		p50, p95, p99, mx := num(s, "p50_ms"), num(s, "p95_ms"), num(s, "p99_ms"), num(s, "max_ms")
+		if !(0 <= p50 && p50 <= p95 && p95 <= p99 && p99 <= mx && mx > 0) {
+			t.Errorf("%s: want 0 <= p50 <= p95 <= p99 <= max, max > 0; got %v %v %v %v", s, p50, p95, p99, mx)
+		}
+	}
+	if seen["sustained"] != nil {
+		if num("sustained", "rate") != 200 || num("sustained", "achieved_rate") <= 0 {
+			t.Errorf("sustained: rate %v achieved %v", num("sustained", "rate"), num("sustained", "achieved_rate"))
+		}
+	}
+	if seen["idle"] != nil {
+		if num("idle", "jobs") != 50 || seen["idle"]["notify"] != true {
+			t.Errorf("idle: jobs %v notify %v, want 50 and true", num("idle", "jobs"), seen["idle"]["notify"])
+		}
+	}
+
+	// Every scenario named its schema on stderr, and none is left.
+	named := regexp.MustCompile(`schema (docket_bench_[0-9a-f]+)`).FindAllStringSubmatch(errOut.String(), -1)
+	if len(named) != 4 {
+		t.Errorf("stderr names %d bench schemas, want 4:\n%s", len(named), errOut.String())
+	}
+	var left int
+	if err := pgtest.Pool(t).QueryRow(t.Context(),
+		`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'docket\_bench\_%'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d bench schemas were left behind", left)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bench"}, 2, "no scenario"},
+		{[]string{"bench", "--scenario", "sideways"}, 2, `unknown scenario "sideways"`},
+		{[]string{"bench", "--scenario", "insert", "--jobs", "-5"}, 2, "--jobs must be at least 1"},
+		{[]string{"bench", "--scenario", "drain", "--workers", "-1"}, 2, "--workers must be 0"},
+		{[]string{"bench", "--scenario", "sustained", "--rate", "0"}, 2, "--rate must be at least 1"},
+		{[]string{"bench", "--scenario", "sustained", "--duration", "soon"}, 2, "invalid value"},
+		{[]string{"bench", "--scenario", "sustained", "--duration", "-1s"}, 2, "--duration must be positive"},
+		{[]string{"bench", "--scenario", "insert", "--history", "maybe"}, 2, "--history must be on or off"},
+		{[]string{"bench", "--scenario", "insert", "extra"}, 2, "unexpected argument"},
+		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
+			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), c.args, &out, &errOut)
+		if code != c.code || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("docket %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut.String(), c.code, c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("docket %v: printed on stdout: %q", c.args, out.String())
+		}
+		if strings.Contains(errOut.String(), "secret") {
+			t.Errorf("docket %v: stderr shows the password", c.args)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+// Package bench measures Docket end to end against a real PostgreSQL: how
+// fast jobs go in, how fast a worker drains them, and how long a job waits
+// between its enqueue's commit and its handler's start. It is the engine of
+// `docket bench`; the command only turns flags into a [Config] and prints
+// each [Result] as one JSON line.
+//
+// # Scenarios
+//
+//   - insert: Config.Jobs no-op jobs enqueued with outbox.Client.EnqueueMany
+//     (COPY) in batches of Config.Batch, one transaction per batch, from one
+//     connection. Timed from the first batch to the last commit.
+//   - drain: Config.Jobs jobs inserted first (not timed), then a worker with
+//     its default configuration (concurrency Config.Workers if set) is
+//     started and timed until the jobs table is empty, i.e. every job's
+//     completion is written. It also reports the process's peak resident
+//     set size over the drain.
+//   - sustained: Config.Producers goroutines enqueue single jobs, one per
+//     transaction, at a shared total rate of Config.Rate jobs/s for
+//     Config.Duration while a worker runs. Producers follow one schedule
+//     (job k is due at start + k/rate), so sleeping never accumulates drift;
+//     a producer that falls behind does not sleep until it has caught up.
+//   - idle: one job every 200 ms, 50 jobs, on an otherwise empty queue.
+//
+// sustained and idle report the latency from the enqueue's commit (the time
+// taken in Go right after Commit returns) to the handler's start, as
+// percentiles over every job (see [Summarize]).
+//
+// # Isolation
+//
+// Every scenario runs in a fresh schema named docket_bench_<random hex>,
+// migrated with outbox.Migrator, and drops it when it ends, also when it
+// fails or its context is cancelled. Producers and the worker get pools of
+// their own, as separate processes would.
+package bench

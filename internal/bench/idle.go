@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// settle is how long idle lets a fresh worker run before the first job, so
+// that its start-up claims and maintenance are over and the queue is idle.
+const settle = 500 * time.Millisecond
+
+// idle enqueues IdleJobs jobs, one every IdleInterval, on an empty queue
+// and reports their commit-to-start latencies.
+func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
+	e, err := r.setup(ctx, db, ScenarioIdle)
+	defer e.drop()
+	if err != nil {
+		return Result{}, err
+	}
+	rec := newRecorder(IdleJobs)
+	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
+		rec.started(j.ID, time.Now())
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	defer stopWorker()
+	// A connection for the enqueues, opened before the timed part.
+	if err := warm(ctx, db, 1); err != nil {
+		return Result{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case <-time.After(settle):
+	}
+
+	stopProfile, err := r.profile(ScenarioIdle)
+	if err != nil {
+		return Result{}, err
+	}
+	prog := r.progress("idle", IdleJobs)
+	tick := time.NewTicker(IdleInterval)
+	for range IdleJobs {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+		}
+		if err != nil {
+			break
+		}
+		var id int64
+		if id, err = e.enqueueOne(ctx, db); err != nil {
+			break
+		}
+		rec.committed(id, time.Now())
+		prog.add(1)
+	}
+	tick.Stop()
+	if err == nil {
+		err = e.waitStarted(ctx, rec)
+	}
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	prog.finish()
+	if err != nil {
+		return Result{}, err
+	}
+	committed, _ := rec.counts()
+	return Result{Jobs: committed, Workers: r.cfg.Workers, Latency: Summarize(rec.latencies())}, nil
+}

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	hundred := make([]time.Duration, 100) // 1ms..100ms
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	cases := []struct {
+		name   string
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one sample p0", []time.Duration{7}, 0, 7},
+		{"one sample p50", []time.Duration{7}, 50, 7},
+		{"one sample p100", []time.Duration{7}, 100, 7},
+		{"two samples p50 is the lower", []time.Duration{1, 2}, 50, 1},
+		{"two samples p51 is the upper", []time.Duration{1, 2}, 51, 2},
+		{"p0 is the minimum", hundred, 0, 1 * time.Millisecond},
+		{"p50 of 100", hundred, 50, 50 * time.Millisecond},
+		{"p95 of 100", hundred, 95, 95 * time.Millisecond},
+		{"p99 of 100", hundred, 99, 99 * time.Millisecond},
+		{"p99.5 rounds up", hundred, 99.5, 100 * time.Millisecond},
+		{"p100 is the maximum", hundred, 100, 100 * time.Millisecond},
+		{"below 0 is clamped", hundred, -3, 1 * time.Millisecond},
+		{"above 100 is clamped", hundred, 250, 100 * time.Millisecond},
+		{"p99 of 10 is the maximum", hundred[:10], 99, 10 * time.Millisecond},
+		{"p90 of 10", hundred[:10], 90, 9 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := Percentile(c.sorted, c.p); got != c.want {
+			t.Errorf("%s: Percentile(p=%v) = %v, want %v", c.name, c.p, got, c.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	if got := Summarize(nil); got != (Latency{}) {
+		t.Errorf("Summarize(nil) = %+v, want zero", got)
+	}
+	samples := make([]time.Duration, 1000)
+	for i := range samples {
+		samples[i] = time.Duration(i+1) * time.Microsecond
+	}
+	rand.Shuffle(len(samples), func(i, j int) { samples[i], samples[j] = samples[j], samples[i] })
+	got := Summarize(samples)
+	want := Latency{P50: 500 * time.Microsecond, P95: 950 * time.Microsecond, P99: 990 * time.Microsecond, Max: 1000 * time.Microsecond}
+	if got != want {
+		t.Errorf("Summarize = %+v, want %+v", got, want)
+	}
+	if !(got.P50 <= got.P95 && got.P95 <= got.P99 && got.P99 <= got.Max) {
+		t.Errorf("percentiles out of order: %+v", got)
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		r    Result
+		want string
+	}{
+		{Result{Scenario: ScenarioInsert, History: true, Notify: true, Jobs: 10, Batch: 5, Seconds: 0.0004, JobsPerSec: 25000.04},
+			`{"scenario":"insert","history":"on","notify":true,"jobs":10,"batch":5,"seconds":0,"jobs_per_sec":25000}`},
+		{Result{Scenario: ScenarioDrain, Jobs: 10, Workers: 100, Seconds: 1.5, JobsPerSec: 6.67, MaxRSSMiB: 31.25},
+			`{"scenario":"drain","history":"off","notify":false,"jobs":10,"workers":100,"seconds":1.5,"jobs_per_sec":6.7,"max_rss_mib":31.3}`},
+		{Result{Scenario: ScenarioSustained, History: true, Notify: true, Rate: 100, AchievedRate: 99.96, Jobs: 200, Producers: 4, Workers: 100,
+			Latency: Latency{P50: 1500 * time.Microsecond, P95: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 1234567 * time.Nanosecond}},
+			`{"scenario":"sustained","history":"on","notify":true,"rate":100,"achieved_rate":100,"jobs":200,"producers":4,"workers":100,"p50_ms":1.5,"p95_ms":2,"p99_ms":3,"max_ms":1.235}`},
+		{Result{Scenario: ScenarioIdle, History: true, Jobs: 50, Workers: 100},
+			`{"scenario":"idle","history":"on","notify":false,"jobs":50,"workers":100,"p50_ms":0,"p95_ms":0,"p99_ms":0,"max_ms":0}`},
+	}
+	for _, c := range cases {
+		b, err := json.Marshal(c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(b); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.r.Scenario, got, c.want)
+		}
+		if strings.Contains(string(b), "\n") {
+			t.Errorf("%s: JSON spans lines", c.r.Scenario)
+		}
+	}
+}

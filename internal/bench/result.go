@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Result is one measurement. It marshals to a flat JSON object that holds
+// the fields of its scenario only (see the docs of each field), always with
+// "scenario", "history" and "notify" first.
+type Result struct {
+	// Scenario is the scenario measured: insert, drain, sustained or idle.
+	Scenario string
+	// History reports whether finished jobs were kept in history (JSON
+	// "history": "on" or "off").
+	History bool
+	// Notify reports whether LISTEN/NOTIFY was on (false with PollOnly).
+	Notify bool
+	// Jobs is how many jobs were measured: inserted (insert), completed
+	// (drain), committed by the producers (sustained, idle).
+	Jobs int
+	// Batch is the jobs per transaction (insert).
+	Batch int
+	// Workers is the worker's concurrency (drain, sustained, idle).
+	Workers int
+	// Producers is the number of producer goroutines (sustained).
+	Producers int
+	// Seconds is the wall time of the timed part (insert, drain).
+	Seconds float64
+	// JobsPerSec is Jobs / Seconds (insert, drain).
+	JobsPerSec float64
+	// Rate is the target enqueue rate in jobs/s (sustained).
+	Rate int
+	// AchievedRate is the committed jobs per second over the duration
+	// (sustained).
+	AchievedRate float64
+	// Latency is the commit-to-handler-start latency (sustained, idle).
+	Latency Latency
+	// MaxRSSMiB is the process's peak resident set size during the drain
+	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
+	// platform does not report it).
+	MaxRSSMiB float64
+}
+
+// Latency summarises a set of latencies. Its zero value is the summary of
+// no samples.
+type Latency struct {
+	// P50, P95 and P99 are percentiles by the nearest-rank method (see
+	// [Percentile]): each is one of the samples.
+	P50, P95, P99 time.Duration
+	// Max is the largest sample.
+	Max time.Duration
+}
+
+// MarshalJSON writes the fields that belong to r.Scenario, in a fixed
+// order, with durations in milliseconds (rounded to microseconds) and rates
+// rounded to one decimal.
+func (r Result) MarshalJSON() ([]byte, error) {
+	history := "on"
+	if !r.History {
+		history = "off"
+	}
+	f := []field{{"scenario", r.Scenario}, {"history", history}, {"notify", r.Notify}}
+	switch r.Scenario {
+	case ScenarioInsert:
+		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch},
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
+	case ScenarioDrain:
+		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
+		if r.MaxRSSMiB > 0 {
+			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
+		}
+	case ScenarioSustained:
+		f = append(f, field{"rate", r.Rate}, field{"achieved_rate", round(r.AchievedRate, 1)},
+			field{"jobs", r.Jobs}, field{"producers", r.Producers}, field{"workers", r.Workers})
+		f = r.Latency.fields(f)
+	case ScenarioIdle:
+		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers})
+		f = r.Latency.fields(f)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, kv := range f {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(kv.key)
+		v, err := json.Marshal(kv.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+type field struct {
+	key   string
+	value any
+}
+
+func (l Latency) fields(f []field) []field {
+	return append(f, field{"p50_ms", ms(l.P50)}, field{"p95_ms", ms(l.P95)},
+		field{"p99_ms", ms(l.P99)}, field{"max_ms", ms(l.Max)})
+}
+
+func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}

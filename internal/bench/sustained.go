@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// startedPoll is how often a latency scenario checks whether every
+// committed job has started.
+const startedPoll = 5 * time.Millisecond
+
+// sustained runs cfg.Producers producers at a total of cfg.Rate jobs/s for
+// cfg.Duration against a running worker, and reports the rate achieved and
+// the commit-to-start latencies.
+func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error) {
+	e, err := r.setup(ctx, db, ScenarioSustained)
+	defer e.drop()
+	if err != nil {
+		return Result{}, err
+	}
+	pdb, err := pool(ctx, db, int32(r.cfg.Producers))
+	if err != nil {
+		return Result{}, err
+	}
+	defer pdb.Close()
+	// Open the producers' connections now rather than in the timed part.
+	if err := warm(ctx, pdb, r.cfg.Producers); err != nil {
+		return Result{}, err
+	}
+	target := int(float64(r.cfg.Rate) * r.cfg.Duration.Seconds())
+	rec := newRecorder(target)
+	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
+		rec.started(j.ID, time.Now())
+		return nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	defer stopWorker()
+
+	stopProfile, err := r.profile(ScenarioSustained)
+	if err != nil {
+		return Result{}, err
+	}
+	prog := r.progress("sustained", int64(target))
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := time.Now()
+	deadline := start.Add(r.cfg.Duration)
+	interval := float64(time.Second) / float64(r.cfg.Rate)
+	var (
+		next atomic.Int64 // the next job's place in the shared schedule
+		wg   sync.WaitGroup
+	)
+	for range r.cfg.Producers {
+		wg.Go(func() {
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			for {
+				// Job k is due at start + k/rate; a producer that is late
+				// does not sleep, so the schedule, not the producer, sets
+				// the pace and sleeps cannot accumulate drift.
+				k := next.Add(1) - 1
+				due := start.Add(time.Duration(float64(k) * interval))
+				if !due.Before(deadline) {
+					return
+				}
+				if d := time.Until(due); d > 0 {
+					timer.Reset(d)
+					select {
+					case <-pctx.Done():
+						return
+					case <-timer.C:
+					}
+				}
+				if time.Now().After(deadline) {
+					return
+				}
+				id, err := e.enqueueOne(pctx, pdb)
+				if err != nil {
+					cancel(fmt.Errorf("enqueue: %w", err))
+					return
+				}
+				rec.committed(id, time.Now())
+				prog.add(1)
+			}
+		})
+	}
+	wg.Wait()
+	produced, _ := rec.counts()
+	err = context.Cause(pctx)
+	if err == nil {
+		err = e.waitStarted(ctx, rec)
+	}
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	prog.finish()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Rate: r.cfg.Rate, AchievedRate: float64(produced) / r.cfg.Duration.Seconds(),
+		Jobs: produced, Producers: r.cfg.Producers, Workers: r.cfg.Workers,
+		Latency: Summarize(rec.latencies())}, nil
+}
+
+// enqueueOne enqueues one no-op job in a transaction of its own and returns
+// its id once the transaction has committed.
+func (e *env) enqueueOne(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		res, err := e.ob.Enqueue(ctx, tx, noop{}, outbox.Opts{})
+		id = res.ID
+		return err
+	})
+	return id, err
+}
+
+// waitStarted waits until every job rec saw committed has started.
+func (e *env) waitStarted(ctx context.Context, rec *recorder) error {
+	started := func() int64 {
+		_, s := rec.counts()
+		return int64(s)
+	}
+	err := wait(ctx, startedPoll, started, func() (bool, error) {
+		c, s := rec.counts()
+		return s >= c, nil
+	})
+	if err != nil {
+		c, s := rec.counts()
+		return fmt.Errorf("%d of %d committed jobs started: %w", s, c, err)
+	}
+	return nil
+}
+
+// warm opens n connections of db and gives them back, so that the timed
+// part does not pay for connecting.
+func warm(ctx context.Context, db *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}
