@@ -172,3 +172,27 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 		t.Errorf("%d worker rows after Stop", n)
 	}
 }
+
+func TestOnClaimSeesEveryClaimedJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	reg := NewRegistry()
+	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error { return nil }, KindOpts{})
+	var claimed, calls atomic.Int64
+	e.worker(reg, Config{OnClaim: func(took time.Duration, jobs int) {
+		if took <= 0 {
+			t.Errorf("claim took %v", took)
+		}
+		calls.Add(1)
+		claimed.Add(int64(jobs))
+	}})
+	var last int64
+	for i := range 50 {
+		last = e.enqueue(testArgs{N: i}, outbox.Opts{})
+	}
+	e.waitWhere(last, "done", 10*time.Second)
+	waitFor(t, 10*time.Second, "OnClaim to count all 50 jobs", func() bool { return claimed.Load() == 50 })
+	if calls.Load() < 1 {
+		t.Fatal("OnClaim never called")
+	}
+}

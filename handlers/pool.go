@@ -176,6 +176,9 @@ func (p *pool) claim(limit int) (int, error) {
 		took := time.Since(start)
 		w.claimLat.add(start, took)
 		w.met.claim(p.cfg.Name, took, len(jobs))
+		if w.onClaim != nil {
+			w.onClaim(took, len(jobs))
+		}
 	}
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.

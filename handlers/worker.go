@@ -107,6 +107,11 @@ type Config struct {
 	// vacuum, horizon). Every scrape then reads them from the database:
 	// enable it on one process, or run `docket metrics serve` instead.
 	MetricsStatus bool
+	// OnClaim, when set, is called after every successful claim statement
+	// with its round-trip time and the number of jobs it took, for callers
+	// that keep their own claim statistics (benchmarks, custom metrics). It
+	// runs on the claim path: keep it quick.
+	OnClaim func(took time.Duration, jobs int)
 }
 
 // Defaults of Config's and PoolConfig's zero values.
@@ -178,6 +183,7 @@ type Worker struct {
 	// pools leave them out of their claims.
 	paused   atomic.Pointer[map[string]bool]
 	claimLat claimWindow
+	onClaim  func(time.Duration, int) // Config.OnClaim; nil when unset
 	host     string
 	pid      int
 
@@ -228,6 +234,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		log:            cfg.Logger,
 		poll:           orDefault(cfg.PollInterval, DefaultPollInterval),
 		lease:          orDefault(cfg.Lease, DefaultLease),
+		onClaim:        cfg.OnClaim,
 		shutdown:       orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
 		retention:      orDefault(cfg.HistoryRetention, DefaultHistoryRetention),
 		serialRetry:    orDefault(cfg.SerialRetry, DefaultSerialRetry),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/docketq/docket/internal/bench"
 	"github.com/docketq/docket/internal/pgsrv"
@@ -24,13 +25,17 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default)")
 	producers := fs.Int("producers", bench.DefaultProducers, "producer goroutines for sustained, one job per transaction each")
-	rate := fs.Int("rate", bench.DefaultRate, "total target enqueue rate in jobs/s for sustained")
+	rate := fs.Int("rate", 0, "total target enqueue rate in jobs/s for sustained (default 1000) and heldxmin (default 2000)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long sustained produces")
+	baseline := fs.Duration("baseline", bench.DefaultHeldBaseline, "heldxmin: how long to run before holding the transaction")
+	held := fs.Duration("held", bench.DefaultHeldHold, "heldxmin: how long the transaction holds back the vacuum horizon")
+	recovery := fs.Duration("recovery", bench.DefaultHeldRecovery, "heldxmin: how long to run after releasing it")
+	window := fs.Duration("window", bench.DefaultHeldWindow, "heldxmin: how often to print a line")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket bench --scenario insert|drain|sustained|idle|all [flags]")
+		fmt.Fprintln(errOut, "usage: docket bench --scenario insert|drain|sustained|idle|all|heldxmin [flags]")
 		fmt.Fprintln(errOut, "\nPrints one JSON object per measurement on stdout.")
 		fs.PrintDefaults()
 	}
@@ -41,7 +46,7 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
 	}
-	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers, "--rate": *rate} {
+	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers} {
 		if v < 1 {
 			return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
 		}
@@ -49,8 +54,13 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *workers < 0 {
 		return fmt.Errorf("%w: --workers must be 0 (the default) or more, got %d", errUsage, *workers)
 	}
-	if *duration <= 0 {
-		return fmt.Errorf("%w: --duration must be positive, got %s", errUsage, *duration)
+	if *rate < 0 {
+		return fmt.Errorf("%w: --rate must be positive, got %d", errUsage, *rate)
+	}
+	for name, d := range map[string]time.Duration{"--duration": *duration, "--baseline": *baseline, "--held": *held, "--recovery": *recovery, "--window": *window} {
+		if d <= 0 {
+			return fmt.Errorf("%w: %s must be positive, got %s", errUsage, name, d)
+		}
 	}
 	if *history != "on" && *history != "off" {
 		return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
@@ -58,6 +68,7 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	runner, err := bench.New(bench.Config{
 		Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
 		Producers: *producers, Rate: *rate, Duration: *duration,
+		Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
 		DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 		Progress: errOut, ProgressBar: isTerminal(errOut),
 	})

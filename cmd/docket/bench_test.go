@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docketq/docket/internal/pgtest"
 )
@@ -124,7 +125,8 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "sideways"}, 2, `unknown scenario "sideways"`},
 		{[]string{"bench", "--scenario", "insert", "--jobs", "-5"}, 2, "--jobs must be at least 1"},
 		{[]string{"bench", "--scenario", "drain", "--workers", "-1"}, 2, "--workers must be 0"},
-		{[]string{"bench", "--scenario", "sustained", "--rate", "0"}, 2, "--rate must be at least 1"},
+		{[]string{"bench", "--scenario", "sustained", "--rate", "-1"}, 2, "--rate must be positive"},
+		{[]string{"bench", "--scenario", "heldxmin", "--held", "0s"}, 2, "--held must be positive"},
 		{[]string{"bench", "--scenario", "sustained", "--duration", "soon"}, 2, "invalid value"},
 		{[]string{"bench", "--scenario", "sustained", "--duration", "-1s"}, 2, "--duration must be positive"},
 		{[]string{"bench", "--scenario", "insert", "--history", "maybe"}, 2, "--history must be on or off"},
@@ -144,5 +146,63 @@ func TestBenchErrors(t *testing.T) {
 		if strings.Contains(errOut.String(), "secret") {
 			t.Errorf("docket %v: stderr shows the password", c.args)
 		}
+	}
+}
+
+// TestBenchHeldXmin runs the held-xmin scenario with short phases and
+// checks its JSON lines and that the held transaction was really held and
+// is closed afterwards. It asserts no speed.
+func TestBenchHeldXmin(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	pool := pgtest.Pool(t)
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"bench", "--scenario", "heldxmin", "--rate", "200", "--producers", "4",
+			"--baseline", "2s", "--held", "3s", "--recovery", "2s", "--window", "1s", "--database-url", url}, &out, &errOut)
+	}()
+	// While the run holds its transaction, some backend of this database
+	// sits idle in a transaction that has a transaction id.
+	sawHeld := false
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline) && !sawHeld; time.Sleep(50 * time.Millisecond) {
+		var n int
+		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle in transaction' AND backend_xid IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		sawHeld = n > 0
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("bench exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	if !sawHeld {
+		t.Error("never saw the held transaction")
+	}
+	var n int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'idle in transaction'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d transactions left idle after the run (%v)", n, err)
+	}
+	var phases []string
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("stdout line is not one JSON object: %q: %v", line, err)
+		}
+		for _, f := range []string{"phase", "elapsed_s", "insert_per_s", "worked_per_s", "backlog", "p50_ms", "p99_ms", "max_ms", "claim_mean_ms", "claim_p99_ms", "n_dead_tup"} {
+			if _, ok := obj[f]; !ok {
+				t.Errorf("line lacks %q: %s", f, line)
+			}
+		}
+		if obj["scenario"] != "heldxmin" {
+			t.Errorf("scenario %v", obj["scenario"])
+		}
+		if p, _ := obj["phase"].(string); len(phases) == 0 || phases[len(phases)-1] != p {
+			phases = append(phases, p)
+		}
+	}
+	if strings.Join(phases, ",") != "baseline,held,recovery" {
+		t.Errorf("phases %v, want baseline, held, recovery in order", phases)
 	}
 }

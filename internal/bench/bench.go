@@ -23,7 +23,10 @@ const (
 	ScenarioDrain     = "drain"
 	ScenarioSustained = "sustained"
 	ScenarioIdle      = "idle"
-	// ScenarioAll runs every scenario once, in the order of [Scenarios].
+	// ScenarioHeldXmin measures claims while a long transaction holds back
+	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
+	ScenarioHeldXmin = "heldxmin"
+	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
 	ScenarioAll = "all"
 )
 
@@ -72,12 +75,20 @@ type Config struct {
 	// Producers is the number of goroutines that enqueue in sustained, each
 	// one job per transaction. Zero means DefaultProducers (32).
 	Producers int
-	// Rate is sustained's total target rate in jobs per second. Zero means
-	// DefaultRate (1,000).
+	// Rate is the total target enqueue rate in jobs per second of sustained
+	// and heldxmin. Zero means DefaultRate (1,000), or DefaultHeldRate
+	// (2,000) for heldxmin.
 	Rate int
 	// Duration is how long sustained produces. Zero means DefaultDuration
 	// (20s).
 	Duration time.Duration
+	// Baseline, Held and Recovery are the heldxmin scenario's phases: before,
+	// while and after a transaction holds back the vacuum horizon. Zero
+	// means 60s, 300s and 90s.
+	Baseline, Held, Recovery time.Duration
+	// Window is how often heldxmin reports. Zero means DefaultHeldWindow
+	// (10s).
+	Window time.Duration
 	// DisableHistory deletes completed jobs instead of moving them to the
 	// history table (outbox.Config.DisableHistory).
 	DisableHistory bool
@@ -120,12 +131,12 @@ func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
-	case slices.Contains(Scenarios, cfg.Scenario):
+	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHeldXmin, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate} {
@@ -133,8 +144,10 @@ func New(cfg Config) (*Runner, error) {
 			return bad("negative %s %d", name, v)
 		}
 	}
-	if cfg.Duration < 0 {
-		return bad("negative duration %s", cfg.Duration)
+	for name, d := range map[string]time.Duration{"duration": cfg.Duration, "baseline": cfg.Baseline, "held": cfg.Held, "recovery": cfg.Recovery, "window": cfg.Window} {
+		if d < 0 {
+			return bad("negative %s %s", name, d)
+		}
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -145,10 +158,20 @@ func New(cfg Config) (*Runner, error) {
 	def(&cfg.Batch, DefaultBatch)
 	def(&cfg.Workers, handlers.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
-	def(&cfg.Rate, DefaultRate)
-	if cfg.Duration == 0 {
-		cfg.Duration = DefaultDuration
+	if cfg.Scenario == ScenarioHeldXmin {
+		def(&cfg.Rate, DefaultHeldRate)
 	}
+	def(&cfg.Rate, DefaultRate)
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDur(&cfg.Duration, DefaultDuration)
+	defDur(&cfg.Baseline, DefaultHeldBaseline)
+	defDur(&cfg.Held, DefaultHeldHold)
+	defDur(&cfg.Recovery, DefaultHeldRecovery)
+	defDur(&cfg.Window, DefaultHeldWindow)
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
@@ -173,6 +196,16 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res Result
 			err error
 		)
+		stamp := func(res Result) Result {
+			res.Scenario, res.History, res.Notify = s, !r.cfg.DisableHistory, !r.cfg.PollOnly
+			return res
+		}
+		if s == ScenarioHeldXmin {
+			if err := r.heldXmin(ctx, db, func(res Result) error { return emit(stamp(res)) }); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+			continue
+		}
 		switch s {
 		case ScenarioInsert:
 			res, err = r.insert(ctx, db)
@@ -186,8 +219,7 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
-		res.Scenario, res.History, res.Notify = s, !r.cfg.DisableHistory, !r.cfg.PollOnly
-		if err := emit(res); err != nil {
+		if err := emit(stamp(res)); err != nil {
 			return err
 		}
 	}
@@ -205,6 +237,9 @@ type env struct {
 	db     *pgxpool.Pool
 	schema string
 	ob     *outbox.Client
+	// onClaim, when set before worker is called, receives every claim's
+	// round-trip time (handlers.Config.OnClaim).
+	onClaim func(took time.Duration, jobs int)
 }
 
 // setup creates and migrates a fresh schema. The caller must call drop,
@@ -282,6 +317,7 @@ func (e *env) worker(ctx context.Context, h handlers.HandlerFunc[noop]) (stop fu
 		Pools:         []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: cfg.Workers}},
 		DisableNotify: cfg.PollOnly,
 		Logger:        cfg.Logger,
+		OnClaim:       e.onClaim,
 	})
 	if err != nil {
 		wdb.Close()

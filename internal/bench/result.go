@@ -38,6 +38,23 @@ type Result struct {
 	AchievedRate float64
 	// Latency is the commit-to-handler-start latency (sustained, idle).
 	Latency Latency
+	// Phase is the heldxmin window's phase: baseline, held or recovery.
+	Phase string
+	// ElapsedSeconds is the time since the heldxmin run started, at the
+	// window's end.
+	ElapsedSeconds float64
+	// InsertPerSec and WorkedPerSec are the jobs committed and the jobs
+	// whose handler started per second in the window (heldxmin).
+	InsertPerSec, WorkedPerSec float64
+	// Backlog is the jobs committed but not yet started at the window's
+	// end (heldxmin).
+	Backlog int64
+	// ClaimMean and ClaimP99 are the mean and 99th percentile of the
+	// worker's claim round trips in the window (heldxmin).
+	ClaimMean, ClaimP99 time.Duration
+	// DeadTuples is n_dead_tup of docket_jobs at the window's end, from
+	// pg_stat_user_tables (heldxmin).
+	DeadTuples int64
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
@@ -80,6 +97,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioIdle:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers})
 		f = r.Latency.fields(f)
+	case ScenarioHeldXmin:
+		f = append(f, field{"phase", r.Phase}, field{"elapsed_s", round(r.ElapsedSeconds, 1)},
+			field{"rate", r.Rate}, field{"insert_per_s", round(r.InsertPerSec, 1)},
+			field{"worked_per_s", round(r.WorkedPerSec, 1)}, field{"backlog", r.Backlog},
+			field{"p50_ms", ms(r.Latency.P50)}, field{"p99_ms", ms(r.Latency.P99)}, field{"max_ms", ms(r.Latency.Max)},
+			field{"claim_mean_ms", ms(r.ClaimMean)}, field{"claim_p99_ms", ms(r.ClaimP99)},
+			field{"n_dead_tup", r.DeadTuples})
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -51,23 +52,46 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 		return Result{}, err
 	}
 	prog := r.progress("sustained", int64(target))
+	start := time.Now()
+	err = e.produce(ctx, pdb, r.cfg.Producers, r.cfg.Rate, start, start.Add(r.cfg.Duration), func(id int64, at time.Time) {
+		rec.committed(id, at)
+		prog.add(1)
+	})
+	produced, _ := rec.counts()
+	if err == nil {
+		err = e.waitStarted(ctx, rec)
+	}
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	prog.finish()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Rate: r.cfg.Rate, AchievedRate: float64(produced) / r.cfg.Duration.Seconds(),
+		Jobs: produced, Producers: r.cfg.Producers, Workers: r.cfg.Workers,
+		Latency: Summarize(rec.latencies())}, nil
+}
+
+// produce runs n producers that enqueue single no-op jobs, one per
+// transaction, on one shared schedule of rate jobs/s from start until
+// deadline, and calls committed after each commit. Job k is due at start +
+// k/rate; a producer that is late does not sleep, so the schedule, not the
+// producers, sets the pace and sleeps cannot accumulate drift. It returns
+// when the deadline has passed, or the first enqueue error.
+func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start, deadline time.Time, committed func(id int64, at time.Time)) error {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	start := time.Now()
-	deadline := start.Add(r.cfg.Duration)
-	interval := float64(time.Second) / float64(r.cfg.Rate)
+	interval := float64(time.Second) / float64(rate)
 	var (
 		next atomic.Int64 // the next job's place in the shared schedule
 		wg   sync.WaitGroup
 	)
-	for range r.cfg.Producers {
+	for range n {
 		wg.Go(func() {
 			timer := time.NewTimer(time.Hour)
 			defer timer.Stop()
 			for {
-				// Job k is due at start + k/rate; a producer that is late
-				// does not sleep, so the schedule, not the producer, sets
-				// the pace and sleeps cannot accumulate drift.
 				k := next.Add(1) - 1
 				due := start.Add(time.Duration(float64(k) * interval))
 				if !due.Before(deadline) {
@@ -84,32 +108,20 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 				if time.Now().After(deadline) {
 					return
 				}
-				id, err := e.enqueueOne(pctx, pdb)
+				id, err := e.enqueueOne(pctx, db)
 				if err != nil {
 					cancel(fmt.Errorf("enqueue: %w", err))
 					return
 				}
-				rec.committed(id, time.Now())
-				prog.add(1)
+				committed(id, time.Now())
 			}
 		})
 	}
 	wg.Wait()
-	produced, _ := rec.counts()
-	err = context.Cause(pctx)
-	if err == nil {
-		err = e.waitStarted(ctx, rec)
+	if err := context.Cause(pctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
 	}
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
-	prog.finish()
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Rate: r.cfg.Rate, AchievedRate: float64(produced) / r.cfg.Duration.Seconds(),
-		Jobs: produced, Producers: r.cfg.Producers, Workers: r.cfg.Workers,
-		Latency: Summarize(rec.latencies())}, nil
+	return ctx.Err()
 }
 
 // enqueueOne enqueues one no-op job in a transaction of its own and returns
