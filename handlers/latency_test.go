@@ -59,7 +59,9 @@ func TestIdlePickupLatency(t *testing.T) {
 		started, _ := startRecorder(e, Config{PollInterval: poll, DisableNotify: true})
 		p50, worst := pickup(t, e, started, 10)
 		t.Logf("idle pickup by polling every %s: p50 %s, max %s", poll, p50, worst)
-		if worst > poll+250*time.Millisecond {
+		// The slack covers a loaded machine (CI shares two cores with the
+		// database); a stalled poll loop would miss by whole intervals.
+		if worst > poll+700*time.Millisecond {
 			t.Errorf("pickup by polling took up to %s, want within the %s poll interval", worst, poll)
 		}
 	})

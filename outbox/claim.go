@@ -62,12 +62,13 @@ func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Jo
 // from this client's cursor for it, and moves the cursors on.
 func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease int64) ([]*docket.Job, error) {
 	plan := c.cursors.plan(p.Queues, p.Kinds, time.Now())
-	start := time.Now()
-	jobs, seqs, err := c.scanJobs(db.Query(ctx, c.q.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease, plan.priorities, plan.after))
+	c.runSweeps(ctx, db, plan.sweeps)
+	jobs, seqs, err := c.scanJobs(db.Query(ctx, c.q.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease,
+		plan.priorities, plan.after, plan.upto))
 	if err != nil {
 		return nil, err
 	}
-	c.cursors.advance(plan, jobs, seqs, time.Now(), time.Since(start))
+	c.cursors.advance(plan, jobs, seqs, time.Now())
 	return jobs, nil
 }
 

@@ -1,11 +1,15 @@
 package outbox
 
 import (
+	"context"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/docketq/docket"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Cursor claims.
@@ -24,17 +28,25 @@ import (
 //
 // Numbers are drawn before commit, so a transaction that commits late makes
 // its job visible behind a cursor that has moved past it. Two things catch
-// such jobs: the cursor used in a claim is the one the client held lag ago
-// (ClaimCursorLag, 1s by default), which covers enqueuing transactions that
-// commit within that time; and a periodic sweep claims from the start of
-// the index, which covers the rest (and jobs a failed claimer had locked).
-// A sweep's cost is measured and the next one is put off by at least
-// sweepSpacing times that cost, so that while the horizon is held the
-// sweeps, now expensive, take a bounded share of the claim time.
+// such stragglers. The cursor used in a claim is the one the client held
+// ClaimCursorLag ago (1s by default), which covers enqueuing transactions
+// that commit within that time. And now and then a sweep looks behind the
+// cursors, without locking anything, for ready jobs left there (late
+// commits, and jobs a failed claimer had locked); the next claims take each
+// one it found with a range that holds just that job. The sweep steps over
+// every entry behind the cursor, so with a connection pool it runs in a
+// goroutine of its own, off the claim path, and the next sweep is put off
+// by sweepSpacing times what this one cost: while the horizon is held, the
+// sweeps grow slow but take a bounded share of the database's time and
+// never delay a claim.
 
 const (
 	minSweepInterval = time.Second
 	sweepSpacing     = 25
+	sweepTimeout     = time.Minute
+	// maxStragglers bounds the stragglers a sweep collects per (queue,
+	// priority) and the ranges a claim adds for them.
+	maxStragglers = 100
 )
 
 type cursorKey struct {
@@ -50,8 +62,9 @@ type mark struct {
 }
 
 type cursor struct {
-	seen  int64
-	marks []mark // oldest first; marks[0] is the newest one at least lag old
+	seen       int64
+	marks      []mark  // oldest first; marks[0] is the newest one at least lag old
+	stragglers []int64 // ready_seq of jobs found behind the cursor, to claim
 }
 
 // after returns the cursor as it stood lag ago.
@@ -84,55 +97,87 @@ type cursors struct {
 	mu       sync.Mutex
 	byKey    map[cursorKey]*cursor
 	sweepDue map[string]time.Time // by queue + kinds
+	sweeping map[string]bool      // a sweep of queue + kinds is under way
 }
 
 func newCursors(lag time.Duration) *cursors {
-	return &cursors{lag: lag, byKey: map[cursorKey]*cursor{}, sweepDue: map[string]time.Time{}}
+	return &cursors{lag: lag, byKey: map[cursorKey]*cursor{}, sweepDue: map[string]time.Time{}, sweeping: map[string]bool{}}
 }
 
-// claimPlan is the (queue, priority, after) triples of one claim, in probe
-// order: highest priority first, queues in the caller's order.
+// claimPlan is the (queue, priority, after, upto) ranges of one claim, in
+// probe order: highest priority first, queues in the caller's order, and
+// within a (queue, priority) the stragglers before the cursor's range.
 type claimPlan struct {
 	kinds      string
 	queues     []string
 	priorities []int16
 	after      []int64
-	sweep      []string // sweep keys of the queues scanned from the start
+	upto       []int64
+	sweeps     []sweep // sweeps due now
+}
+
+// sweep is one look behind the cursors of a queue for the given kinds.
+type sweep struct {
+	key        string // queue + kinds
+	kinds      []string
+	queues     []string // one entry per priority with a cursor
+	priorities []int16
+	upto       []int64
+}
+
+func (p *claimPlan) add(queue string, prio int, after, upto int64) {
+	p.queues = append(p.queues, queue)
+	p.priorities = append(p.priorities, int16(prio))
+	p.after = append(p.after, after)
+	p.upto = append(p.upto, upto)
 }
 
 func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 	p := claimPlan{kinds: strings.Join(kinds, "\x00")}
-	n := (MaxPriority - MinPriority + 1) * len(queues)
-	p.queues, p.priorities, p.after = make([]string, 0, n), make([]int16, 0, n), make([]int64, 0, n)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	fromStart := make([]bool, len(queues))
-	for i, q := range queues {
-		key := q + "\x00" + p.kinds
-		if cs.lag < 0 || !now.Before(cs.sweepDue[key]) {
-			fromStart[i] = true
-			p.sweep = append(p.sweep, key)
-		}
-	}
 	for prio := MaxPriority; prio >= MinPriority; prio-- {
-		for i, q := range queues {
+		for _, q := range queues {
 			var after int64
-			if !fromStart[i] {
+			if cs.lag >= 0 {
 				if c := cs.byKey[cursorKey{q, prio, p.kinds}]; c != nil {
+					for _, s := range c.stragglers {
+						p.add(q, prio, s-1, s)
+					}
+					c.stragglers = c.stragglers[:0]
 					after = c.after(now, cs.lag)
 				}
 			}
-			p.queues = append(p.queues, q)
-			p.priorities = append(p.priorities, int16(prio))
-			p.after = append(p.after, after)
+			p.add(q, prio, after, math.MaxInt64)
 		}
+	}
+	if cs.lag < 0 {
+		return p
+	}
+	for _, q := range queues {
+		key := q + "\x00" + p.kinds
+		if cs.sweeping[key] || now.Before(cs.sweepDue[key]) {
+			continue
+		}
+		sw := sweep{key: key, kinds: kinds}
+		for prio := MaxPriority; prio >= MinPriority; prio-- {
+			if c := cs.byKey[cursorKey{q, prio, p.kinds}]; c != nil && c.seen > 0 {
+				sw.queues = append(sw.queues, q)
+				sw.priorities = append(sw.priorities, int16(prio))
+				sw.upto = append(sw.upto, c.after(now, cs.lag))
+			}
+		}
+		if len(sw.queues) == 0 {
+			continue // no cursor yet: every claim scans this queue from the start
+		}
+		cs.sweeping[key] = true
+		p.sweeps = append(p.sweeps, sw)
 	}
 	return p
 }
 
-// advance moves the cursors past the claimed jobs and schedules the next
-// sweep of every queue this claim swept, spaced by what the sweep cost.
-func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, now time.Time, took time.Duration) {
+// advance moves the cursors past the claimed jobs.
+func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, now time.Time) {
 	if cs.lag < 0 {
 		return
 	}
@@ -147,7 +192,62 @@ func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, now ti
 		}
 		c.note(now, seqs[i], cs.lag)
 	}
-	for _, key := range p.sweep {
-		cs.sweepDue[key] = now.Add(max(minSweepInterval, sweepSpacing*took))
+}
+
+// swept records what a sweep found and when the next one is due.
+func (cs *cursors) swept(sw sweep, found map[cursorKey][]int64, now time.Time, took time.Duration) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for key, seqs := range found {
+		if c := cs.byKey[key]; c != nil {
+			for _, s := range seqs {
+				if !slices.Contains(c.stragglers, s) && len(c.stragglers) < maxStragglers {
+					c.stragglers = append(c.stragglers, s)
+				}
+			}
+		}
 	}
+	delete(cs.sweeping, sw.key)
+	cs.sweepDue[sw.key] = now.Add(max(minSweepInterval, sweepSpacing*took))
+}
+
+// runSweeps looks behind the cursors for the sweeps due. With a pool it does
+// so in the background, so the claim is never held up; on a connection or
+// transaction, which cannot serve two statements at once, it does so before
+// the claim.
+func (c *Client) runSweeps(ctx context.Context, db Pgx, sweeps []sweep) {
+	for _, sw := range sweeps {
+		if pool, ok := db.(*pgxpool.Pool); ok {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
+				defer cancel()
+				c.sweep(ctx, pool, sw)
+			}()
+			continue
+		}
+		c.sweep(ctx, db, sw)
+	}
+}
+
+func (c *Client) sweep(ctx context.Context, db Pgx, sw sweep) {
+	start := time.Now()
+	found := map[cursorKey][]int64{}
+	kinds := strings.Join(sw.kinds, "\x00")
+	rows, err := db.Query(ctx, c.q.stragglers, sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto)
+	if err == nil {
+		var q string
+		var prio int16
+		var seq int64
+		for rows.Next() {
+			if err = rows.Scan(&q, &prio, &seq); err != nil {
+				break
+			}
+			key := cursorKey{q, int(prio), kinds}
+			found[key] = append(found[key], seq)
+		}
+		rows.Close()
+	}
+	// A failed sweep is tried again at the next due time; the stragglers
+	// wait until then.
+	c.cursors.swept(sw, found, time.Now(), time.Since(start))
 }

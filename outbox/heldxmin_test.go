@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -78,12 +79,10 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	}
 	time.Sleep(2 * lag) // let the cursor's lagged mark catch up with the last claim
 	now := time.Now()
-	c.cursors.mu.Lock()
-	c.cursors.sweepDue["default\x00noop"] = now.Add(time.Hour) // measure the cursor claim, not a sweep
-	c.cursors.mu.Unlock()
 	plan := c.cursors.plan(params.Queues, params.Kinds, now)
+	fromStartPlan := claimPlan{queues: plan.queues, priorities: plan.priorities, after: make([]int64, len(plan.after)), upto: plan.upto}
 	withCursor, cursorTotal := claimBuffers(t, ctx, pool, c.q.claim, plan, w)
-	fromStart, startTotal := claimBuffers(t, ctx, pool, c.q.claim, claimPlan{queues: plan.queues, priorities: plan.priorities, after: make([]int64, len(plan.after))}, w)
+	fromStart, startTotal := claimBuffers(t, ctx, pool, c.q.claim, fromStartPlan, w)
 	t.Logf("one claim of 100 after 50,000 jobs under a held snapshot: scan buffers cursor %d, from the start %d (whole statement %d and %d)",
 		withCursor, fromStart, cursorTotal, startTotal)
 	if withCursor >= 300 {
@@ -109,8 +108,8 @@ func claimBuffers(t *testing.T, ctx context.Context, pool pgxPool, sql string, p
 		t.Fatal(err)
 	}
 	var raw []byte
-	err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+execSQL("claim", 7), pgx.QueryExecModeSimpleProtocol,
-		p.queues, []string{"noop"}, 100, w, time.Minute.Milliseconds(), p.priorities, p.after).Scan(&raw)
+	err = tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+execSQL("claim", 8), pgx.QueryExecModeSimpleProtocol,
+		p.queues, []string{"noop"}, 100, w, time.Minute.Milliseconds(), p.priorities, p.after, p.upto).Scan(&raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,3 +152,73 @@ func (n *bufferNode) walk(f func(*bufferNode)) {
 type pgxPool interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
+
+// TestLateCommitBehindCursorIsClaimed enqueues a job in a transaction that
+// commits only after the claimers' cursor has moved past the job's
+// ready_seq: a sweep finds it behind the cursor and a later claim takes it.
+func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.PoolN(t, 4)
+	schema := pgtest.Schema(t)
+	c, err := New(Config{Schema: schema, ClaimCursorLag: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := NewMigrator(schema)
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	late, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback(ctx)
+	lateJob, err := c.Enqueue(ctx, late, noopArgs{}, Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	params := ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 10, Lease: time.Minute}
+	claim := func() []*docket.Job {
+		t.Helper()
+		jobs, err := c.Claim(ctx, pool, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	// Later jobs commit first and are claimed; the cursor moves past the
+	// late job's number.
+	for range 3 {
+		if _, err := c.Enqueue(ctx, pool, noopArgs{}, Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		claim()
+	}
+	if err := late.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := claim(); len(jobs) != 0 {
+		t.Fatalf("claimed %d jobs at once; the late job should be behind the cursor", len(jobs))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		jobs := claim()
+		if len(jobs) == 1 && jobs[0].ID == lateJob.ID {
+			return
+		}
+		if len(jobs) > 0 {
+			t.Fatalf("claimed %+v, want the late job", jobs)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late-committed job was never claimed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "noop" }

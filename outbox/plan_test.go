@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -132,7 +133,7 @@ func TestHotPathPlans(t *testing.T) {
 		ids := []int64{1, 2, 3}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			what := fmt.Sprintf("stale stats %v, %s", stale, mode)
-			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.q.claim, []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}), "docket_jobs_claim_idx")
+			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.q.claim, []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}, []int64{math.MaxInt64, math.MaxInt64}), "docket_jobs_claim_idx")
 			assertIndexPlan(t, "capped claim, "+what, explain(t, ctx, pool, mode, c.q.claimCapped, "default", []string{"noop"}, 100, w, lease, 5), "docket_jobs_tenant_idx")
 			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.q.promote, 100), "docket_jobs_scheduled_idx")
 			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.q.reap, 100, "x"), "docket_jobs_running_idx")

@@ -85,25 +85,41 @@ WHERE unique_key = $1 AND state <> 'running'
 RETURNING id`
 
 	// sqlClaim takes up to $3 ready jobs of kinds $2 from the (queue,
-	// priority, cursor) triples $1, $6, $7, probing them in that order: per
-	// triple one descent of docket_jobs_claim_idx to the first entry after
-	// the cursor. Entries behind the cursor — jobs already claimed, which a
+	// priority, after, upto) ranges $1, $6, $7, $8 of ready_seq, probing them
+	// in that order: per range one descent of docket_jobs_claim_idx to the
+	// first entry after the cursor. Entries behind the cursor — jobs already claimed, which a
 	// long transaction elsewhere may keep vacuum from removing — are never
 	// visited. The outer UPDATE finds rows by id = ANY(array) so no
 	// statistics can turn it into a join over the whole table.
 	sqlClaim = `WITH c AS (
 	SELECT j.id
-	FROM unnest($1::text[], $6::smallint[], $7::bigint[]) AS p(queue, priority, after)
+	FROM unnest($1::text[], $6::smallint[], $7::bigint[], $8::bigint[]) AS p(queue, priority, after, upto)
 	CROSS JOIN LATERAL (
 		SELECT id FROM {{schema}}.docket_jobs
 		WHERE state = 'ready' AND queue = p.queue AND priority = p.priority
-			AND ready_seq > p.after AND kind = ANY($2::text[])
+			AND ready_seq > p.after AND ready_seq <= p.upto AND kind = ANY($2::text[])
 		ORDER BY ready_seq
 		LIMIT $3
 		FOR NO KEY UPDATE SKIP LOCKED
 	) j
 	LIMIT $3
 )` + claimUpdate
+
+	// sqlStragglers finds, without locking anything, up to $3 ready jobs of
+	// kinds $2 per (queue, priority) that wait at or behind the cursors
+	// ($1, $4, $5): jobs whose transaction committed after the claimers had
+	// moved past them. It steps over every entry behind the cursor, which is
+	// what makes it slow while the vacuum horizon is held, so it runs off
+	// the claim path.
+	sqlStragglers = `SELECT p.queue, p.priority, j.ready_seq
+FROM unnest($1::text[], $4::smallint[], $5::bigint[]) AS p(queue, priority, upto)
+CROSS JOIN LATERAL (
+	SELECT ready_seq FROM {{schema}}.docket_jobs
+	WHERE state = 'ready' AND queue = p.queue AND priority = p.priority
+		AND ready_seq <= p.upto AND kind = ANY($2::text[])
+	ORDER BY ready_seq
+	LIMIT $3
+) j`
 
 	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
 	// than $6 of the batch: it walks the queue's distinct tenants with a
@@ -253,7 +269,7 @@ ALTER TABLE {{schema}}.docket_jobs_done ATTACH PARTITION {{schema}}.%[1]s
 // queries holds every statement rendered for one schema.
 type queries struct {
 	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify, removeQueued string
-	claim, claimCapped, heartbeat, completeHistory, completeDelete, fail                   string
+	claim, claimCapped, stragglers, heartbeat, completeHistory, completeDelete, fail       string
 	snooze, deadLetter, release, reap, promote, nextScheduled, partitions                  string
 	createPartition, dropPartition                                                         string
 }
@@ -263,7 +279,7 @@ func renderQueries(schema string) queries {
 	return queries{
 		enqueue: r(sqlEnqueue), enqueueMove: r(sqlEnqueueMove), lookupKey: r(sqlLookupKey),
 		lookupKeys: r(sqlLookupKeys), nextIDs: r(sqlNextIDs), enqueueSet: r(sqlEnqueueSet),
-		notify: sqlNotify, removeQueued: r(sqlRemoveQueued), claim: r(sqlClaim), claimCapped: r(sqlClaimCapped),
+		notify: sqlNotify, removeQueued: r(sqlRemoveQueued), claim: r(sqlClaim), claimCapped: r(sqlClaimCapped), stragglers: r(sqlStragglers),
 		heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
 		completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 		deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
