@@ -44,13 +44,17 @@ func (w *Worker) noteDue(d time.Duration) {
 	}
 }
 
+// reapSpacing is how many times its own duration the reaper waits before
+// its next round, at least a poll interval.
+const reapSpacing = 25
+
 // maintain reaps expired leases and promotes due scheduled jobs every poll
-// interval, and promotes also when the earliest known scheduled job becomes
+// interval (the reaper less often when its rounds grow slow), and promotes also when the earliest known scheduled job becomes
 // due: the earliest run_at in the database (outbox.NextScheduled) or one
 // this process just set.
 func (w *Worker) maintain(stop <-chan struct{}) {
 	defer w.wg.Done()
-	var dbDue time.Time
+	var dbDue, nextReap time.Time
 	nextPoll := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -74,7 +78,15 @@ func (w *Worker) maintain(stop <-chan struct{}) {
 		}
 		if !now.Before(nextPoll) {
 			w.refreshPaused()
-			w.reap()
+			if !now.Before(nextReap) {
+				start := time.Now()
+				w.reap()
+				// The reaper walks the running-jobs index, whose dead entries
+				// pile up while a long transaction holds back vacuum: space
+				// the rounds out by their cost so that it stays a small share
+				// of the database's work.
+				nextReap = now.Add(max(w.poll, reapSpacing*time.Since(start)))
+			}
 			promote = true
 			nextPoll = now.Add(w.poll)
 		}

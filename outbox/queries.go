@@ -124,18 +124,19 @@ CROSS JOIN LATERAL (
 	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
 	// than $6 of the batch: it walks the queue's distinct tenants with a
 	// skip scan over docket_jobs_tenant_idx, takes each tenant's head, and
-	// keeps the best $3 of those.
+	// keeps the best $3 of those. "tenant >= ''" (always true) is what lets
+	// it use that index, which no other statement can.
 	sqlClaimCapped = `WITH RECURSIVE t(tenant) AS (
-	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND queue = $1
+	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND tenant >= '' AND queue = $1
 	UNION ALL
 	SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
-		WHERE state = 'ready' AND queue = $1 AND tenant > t.tenant)
+		WHERE state = 'ready' AND tenant >= '' AND queue = $1 AND tenant > t.tenant)
 	FROM t WHERE t.tenant IS NOT NULL
 ), c AS (
 	SELECT h.id
 	FROM t CROSS JOIN LATERAL (
 		SELECT id, priority, ready_seq FROM {{schema}}.docket_jobs
-		WHERE state = 'ready' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
+		WHERE state = 'ready' AND tenant >= '' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
 		ORDER BY priority DESC, ready_seq
 		LIMIT $6
 		FOR NO KEY UPDATE SKIP LOCKED

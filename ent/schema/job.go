@@ -48,7 +48,7 @@ func (Job) Indexes() []ent.Index {
 			Annotations(ready, entsql.DescColumns("priority")).
 			StorageKey("docket_jobs_claim_idx"),
 		index.Fields("queue", "tenant", "priority", "ready_seq").
-			Annotations(ready, entsql.DescColumns("priority")).
+			Annotations(entsql.IndexWhere("(state = 'ready'::text) AND (tenant >= ''::text)"), entsql.DescColumns("priority")).
 			StorageKey("docket_jobs_tenant_idx"),
 		index.Fields("run_at").
 			Annotations(entsql.IndexWhere("state = 'scheduled'::text")).

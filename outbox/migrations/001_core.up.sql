@@ -52,10 +52,16 @@ CREATE INDEX IF NOT EXISTS docket_jobs_claim_idx
     ON {{schema}}.docket_jobs (queue, priority DESC, ready_seq)
     WHERE state = 'ready';
 
--- The capped claim walks the distinct tenants of a queue, then each tenant's head.
+-- The capped claim walks the distinct tenants of a queue, then each tenant's
+-- head. Every text is >= '', so "tenant >= ''" filters nothing: it is there
+-- so that only statements that say so (the capped claim) can use this
+-- index. The plain claim must never use it: tenant sits between queue and
+-- priority, so a scan here cannot start at the claim's cursor and would step
+-- over every dead entry while the vacuum horizon is held. With statistics of
+-- a bloated table the planner was seen to pick it.
 CREATE INDEX IF NOT EXISTS docket_jobs_tenant_idx
     ON {{schema}}.docket_jobs (queue, tenant, priority DESC, ready_seq)
-    WHERE state = 'ready';
+    WHERE state = 'ready' AND tenant >= '';
 
 -- Promotion of scheduled jobs that became due.
 CREATE INDEX IF NOT EXISTS docket_jobs_scheduled_idx
