@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,4 +33,18 @@ func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, er
 		return nil, fmt.Errorf("cannot connect to PostgreSQL at %s:%d as %s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.User, err)
 	}
 	return pool, nil
+}
+
+// open checks the schema name and connects: the client for the schema and a
+// small pool, for a command that runs a few statements.
+func (d *dbFlags) open(ctx context.Context) (*outbox.Client, *pgxpool.Pool, error) {
+	client, err := outbox.New(outbox.Config{Schema: d.schema})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	pool, err := connect(ctx, d.url, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, pool, nil
 }

@@ -134,11 +134,7 @@ Payloads are printed only by show --payload.`)
 	if err != nil {
 		return err
 	}
-	client, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	pool, err := connect(ctx, db.url, 2)
+	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-
-	"github.com/docketq/docket/outbox"
 )
 
 func runJobs(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -29,11 +27,7 @@ func runJobs(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: job id %q is not a number", errUsage, pos[1])
 	}
-	client, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	pool, err := connect(ctx, db.url, 2)
+	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 )
 
 func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -28,11 +27,7 @@ func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error
 	if len(pos) != 1 || pos[0] != "serve" {
 		return fmt.Errorf("%w: want serve", errUsage)
 	}
-	client, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	pool, err := connect(ctx, db.url, 2)
+	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

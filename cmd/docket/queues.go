@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/docketq/docket/outbox"
 )
 
 func runQueues(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -23,10 +21,6 @@ func runQueues(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(pos) == 0 {
 		return fmt.Errorf("%w: want pause QUEUE, resume QUEUE or list", errUsage)
 	}
-	client, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
 	verb := pos[0]
 	switch verb {
 	case "pause", "resume":
@@ -37,7 +31,7 @@ func runQueues(ctx context.Context, args []string, out, errOut io.Writer) error 
 	default:
 		return fmt.Errorf("%w: unknown queues verb %q: want pause, resume or list", errUsage, verb)
 	}
-	pool, err := connect(ctx, db.url, 2)
+	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -43,11 +43,7 @@ func runStatus(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if len(pos) != 0 {
 		return fmt.Errorf("%w: status takes no arguments", errUsage)
 	}
-	client, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	pool, err := connect(ctx, db.url, 2)
+	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
 	}
