@@ -142,7 +142,12 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	if err := e.ob.PauseQueue(t.Context(), e.pool, "a"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond) // more than one poll interval
+	// Wait until the worker has read the pause (every poll interval, but a
+	// loaded machine may take longer than a fixed sleep allows).
+	waitFor(t, 5*time.Second, "the worker to see queue a paused", func() bool {
+		m := w.paused.Load()
+		return m != nil && (*m)["a"]
+	})
 	e.enqueue(testArgs{}, outbox.Opts{Queue: "a"})
 	e.enqueue(testArgs{}, outbox.Opts{Queue: "b"})
 	waitFor(t, 5*time.Second, "queue b's job", func() bool { return ran.Load() == 1 })

@@ -58,7 +58,7 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 	for range 10 {
 		e.enqueue(stopArgs{Block: true}, outbox.Opts{})
 	}
-	waitFor(t, 5*time.Second, "10 handlers running", func() bool { return running.Load() == 10 })
+	waitFor(t, 20*time.Second, "10 handlers running", func() bool { return running.Load() == 10 })
 	start := time.Now()
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatal(err)
