@@ -91,7 +91,7 @@ func assertIndexPlan(t *testing.T, what string, plan planNode, indexes ...string
 // TestHotPathPlans checks that each hot-path statement uses the index it
 // was written for, with 100,000 scheduled and 10,000 ready jobs, with fresh
 // statistics and with statistics gathered while the table was empty (the
-// case that turned a peer's claim into a hash join over a full scan), for
+// case that can turn a claim into a hash join over a full scan), for
 // custom and generic cached plans.
 func TestHotPathPlans(t *testing.T) {
 	t.Parallel()
