@@ -72,8 +72,8 @@ func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease
 	return jobs, nil
 }
 
-// scanJobs reads claimed jobs and, when the statement returns it, each
-// job's ready_seq.
+// scanJobs reads the jobs a claim statement (ending in claimUpdate) returns,
+// with each job's ready_seq.
 func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, error) {
 	if err != nil {
 		return nil, nil, c.wrapErr(err)
@@ -81,20 +81,15 @@ func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, err
 	defer rows.Close()
 	var out []*docket.Job
 	var seqs []int64
-	withSeq := len(rows.FieldDescriptions()) == 17
 	for rows.Next() {
 		j := &docket.Job{}
 		var meta []byte
 		var lockedAt, leaseUntil *time.Time
 		var priority int16
 		var seq int64
-		dest := []any{&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &j.Payload, &meta,
-			&lockedAt, &leaseUntil, &j.LastError}
-		if withSeq {
-			dest = append(dest, &seq)
-		}
-		if err := rows.Scan(dest...); err != nil {
+			&lockedAt, &leaseUntil, &j.LastError, &seq); err != nil {
 			return nil, nil, err
 		}
 		j.Priority = int(priority)
