@@ -142,6 +142,12 @@ const (
 	codeLockTimeout    = "55P03"
 )
 
+// isTx reports whether db is a caller's transaction.
+func isTx(db Pgx) bool {
+	_, ok := db.(pgx.Tx)
+	return ok
+}
+
 // beginPgx starts a transaction (a savepoint inside a pgx.Tx) on db.
 func beginPgx(ctx context.Context, db Pgx) (pgx.Tx, error) {
 	b, ok := db.(TxBeginner)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // Every outcome below is guarded by locked_by = worker and state = running:
@@ -26,7 +25,7 @@ func (c *Client) Complete(ctx context.Context, db Pgx, worker uuid.UUID, ids []i
 		// Today's history partition is missing (maintenance has not run yet):
 		// create it and try again. In a transaction the failed statement
 		// aborted it, so leave the retry to the caller.
-		if _, inTx := db.(pgx.Tx); !inTx {
+		if !isTx(db) {
 			if perr := c.EnsurePartitions(ctx, db, time.Now(), 1); perr == nil {
 				return c.ids(db, ctx, c.q.completeHistory, ids, worker)
 			}

@@ -374,6 +374,38 @@ func TestRetentionDropsOldPartitionsOnly(t *testing.T) {
 	}
 }
 
+// TestEnsurePartitionsConcurrently runs the maintenance of several worker
+// processes at once: each must succeed, whoever creates a day first.
+func TestEnsurePartitionsConcurrently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for round := range 3 {
+		day := time.Now().UTC().AddDate(0, 0, 40+10*round)
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				c, err := outbox.New(outbox.Config{Schema: b.schema})
+				if err == nil {
+					err = c.EnsurePartitions(b.ctx, b.pool, day, 2)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	parts, err := b.client.Partitions(b.ctx, b.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2+3*3 { // setup's today and tomorrow, and three days per round
+		t.Fatalf("%d partitions: %v", len(parts), parts)
+	}
+}
+
 func TestCompleteCreatesMissingPartition(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

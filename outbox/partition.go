@@ -41,7 +41,7 @@ func (c *Client) EnsurePartitions(ctx context.Context, db Pgx, now time.Time, ah
 			continue
 		}
 		q := fmt.Sprintf(c.q.createPartition, name, d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if err := c.ddl(ctx, db, q); err != nil {
+		if err := c.ddl(ctx, db, q, name); err != nil {
 			return fmt.Errorf("docket: create history partition %s: %w", name, err)
 		}
 	}
@@ -65,7 +65,7 @@ func (c *Client) DropPartitions(ctx context.Context, db Pgx, cutoff time.Time) (
 		if day.AddDate(0, 0, 1).After(cutoff) {
 			continue
 		}
-		if err := c.ddl(ctx, db, fmt.Sprintf(c.q.dropPartition, name)); err != nil {
+		if err := c.ddl(ctx, db, fmt.Sprintf(c.q.dropPartition, name), ""); err != nil {
 			return dropped, fmt.Errorf("docket: drop history partition %s: %w", name, err)
 		}
 		dropped = append(dropped, name)
@@ -76,8 +76,10 @@ func (c *Client) DropPartitions(ctx context.Context, db Pgx, cutoff time.Time) (
 // ddl runs partition DDL in its own transaction under the schema's
 // maintenance lock, with a short lock_timeout: a DROP waiting for its
 // exclusive lock queues every completion behind it, so it gives up quickly
-// and the next maintenance round tries again.
-func (c *Client) ddl(ctx context.Context, db Pgx, stmt string) error {
+// and the next maintenance round tries again. When unlessAttached names a
+// partition that is already attached once the lock is held (another
+// process created it meanwhile), stmt is not run.
+func (c *Client) ddl(ctx context.Context, db Pgx, stmt, unlessAttached string) error {
 	tx, err := beginPgx(ctx, db)
 	if err != nil {
 		return err
@@ -85,6 +87,15 @@ func (c *Client) ddl(ctx context.Context, db Pgx, stmt string) error {
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_partitions:' || $1, 0))`, c.schema); err != nil {
 		return err
+	}
+	if unlessAttached != "" {
+		var attached bool
+		if err := tx.QueryRow(ctx, c.q.partitionAttached, c.schema, unlessAttached).Scan(&attached); err != nil {
+			return err
+		}
+		if attached {
+			return nil
+		}
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 		return err

@@ -254,6 +254,10 @@ JOIN pg_class p ON p.oid = i.inhparent
 JOIN pg_namespace n ON n.oid = p.relnamespace
 WHERE n.nspname = $1 AND p.relname = 'docket_jobs_done'`
 
+	// sqlPartitionAttached reports whether history partition $2 of schema
+	// $1 is attached.
+	sqlPartitionAttached = `SELECT EXISTS (` + sqlPartitions + ` AND c.relname = $2)`
+
 	// sqlCreatePartition creates the table, then attaches it: ATTACH takes
 	// a lock on the parent that does not block completions, where CREATE
 	// TABLE ... PARTITION OF would block them all while it waits and runs.
@@ -269,10 +273,10 @@ ALTER TABLE {{schema}}.docket_jobs_done ATTACH PARTITION {{schema}}.%[1]s
 
 // queries holds every statement rendered for one schema.
 type queries struct {
-	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify, removeQueued string
-	claim, claimCapped, stragglers, heartbeat, completeHistory, completeDelete, fail       string
-	snooze, deadLetter, release, reap, promote, nextScheduled, partitions                  string
-	createPartition, dropPartition                                                         string
+	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, notify, removeQueued   string
+	claim, claimCapped, stragglers, heartbeat, completeHistory, completeDelete, fail         string
+	snooze, deadLetter, release, reap, promote, nextScheduled, partitions, partitionAttached string
+	createPartition, dropPartition                                                           string
 }
 
 func renderQueries(schema string) queries {
@@ -284,7 +288,7 @@ func renderQueries(schema string) queries {
 		heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
 		completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 		deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
-		promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), partitions: sqlPartitions,
+		promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), partitions: sqlPartitions, partitionAttached: sqlPartitionAttached,
 		createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
 	}
 }
