@@ -26,7 +26,10 @@ type ClaimParams struct {
 	// Lease is how long the claim is valid without a heartbeat. Required.
 	Lease time.Duration
 	// TenantCap, when positive, is the most jobs one tenant gets in this
-	// batch; zero means no cap.
+	// batch; zero means no cap. Jobs without a tenant count as one more
+	// tenant, looked for among the queue's first 4×Limit ready jobs only:
+	// behind a deeper flood they wait as in an uncapped queue, so give every
+	// job of a capped queue a tenant when that matters.
 	TenantCap int
 }
 

@@ -27,16 +27,8 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
-	schema := pgtest.Schema(t)
 	const lag = 50 * time.Millisecond
-	c, err := New(Config{Schema: schema, DisableHistory: true, ClaimCursorLag: lag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := NewMigrator(schema)
-	if _, err := m.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	c, schema := MigratedClient(t, ctx, pool, Config{DisableHistory: true, ClaimCursorLag: lag})
 	jobs := `"` + schema + `".docket_jobs`
 	held, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -160,15 +152,7 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
-	schema := pgtest.Schema(t)
-	c, err := New(Config{Schema: schema, ClaimCursorLag: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := NewMigrator(schema)
-	if _, err := m.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := MigratedClient(t, ctx, pool, Config{ClaimCursorLag: 10 * time.Millisecond})
 	late, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

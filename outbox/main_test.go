@@ -22,25 +22,19 @@ type bundle struct {
 
 func setup(t *testing.T, cfg ...outbox.Config) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
 	var c outbox.Config
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
-	c.Schema = schema
-	client, err := outbox.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := outbox.NewMigrator(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	return newBundle(t, pgtest.Pool(t), c)
+}
+
+// newBundle migrates a fresh schema on pool for a client of cfg and creates
+// today's and tomorrow's history partitions.
+func newBundle(t testing.TB, pool *pgxpool.Pool, cfg outbox.Config) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	client, schema := outbox.MigratedClient(t, ctx, pool, cfg)
 	if err := client.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}

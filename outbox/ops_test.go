@@ -281,6 +281,7 @@ func TestSnoozeCancelReleasePromote(t *testing.T) {
 func TestTenantCapClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	b.enqueueN(t, 6, outbox.Opts{}) // no tenant: one more tenant, "", found among the queue's first 4×20 jobs
 	b.enqueueN(t, 500, outbox.Opts{Tenant: "a"})
 	b.enqueueN(t, 5, outbox.Opts{Tenant: "b"})
 	b.enqueueN(t, 1, outbox.Opts{Tenant: "c"})
@@ -294,15 +295,53 @@ func TestTenantCapClaim(t *testing.T) {
 	for _, j := range jobs {
 		per[j.Tenant]++
 	}
-	if per["a"] != 4 || per["b"] != 4 || per["c"] != 1 {
-		t.Fatalf("capped batch per tenant %v, want a:4 b:4 c:1", per)
+	if per["a"] != 4 || per["b"] != 4 || per["c"] != 1 || per[""] != 4 {
+		t.Fatalf("capped batch per tenant %v, want a:4 b:4 c:1 and 4 without a tenant", per)
 	}
-	// Uncapped, the oldest tenant takes the whole batch.
+	// Uncapped, the oldest jobs take the whole batch: the two left without
+	// a tenant, then a's.
 	jobs = b.claim(t, uuid.New(), 20, time.Minute)
-	for _, j := range jobs {
-		if j.Tenant != "a" {
-			t.Fatalf("uncapped claim took tenant %q before older jobs of a", j.Tenant)
+	for i, j := range jobs {
+		if want := map[bool]string{true: "", false: "a"}[i < 2]; j.Tenant != want {
+			t.Fatalf("uncapped claim took job %d of tenant %q, want %q", i, j.Tenant, want)
 		}
+	}
+}
+
+// TestTenantCapUntenantedBehindFlood pins down the documented limit of the
+// capped claim: jobs without a tenant are looked for among the queue's
+// first 4×limit ready jobs only, so behind a deeper flood they wait for it
+// to drain as in an uncapped queue.
+func TestTenantCapUntenantedBehindFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 60, outbox.Opts{Tenant: "a"})
+	b.enqueueN(t, 3, outbox.Opts{})
+	params := outbox.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"},
+		Limit: 10, Lease: time.Minute, TenantCap: 2}
+	untenanted := 0
+	for claim := 1; claim <= 40 && untenanted == 0; claim++ {
+		jobs, err := b.client.Claim(b.ctx, b.pool, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Tenant == "" {
+				untenanted++
+			}
+		}
+		// Each claim takes 2 of a's jobs. Claims 1 to 11 see only a's jobs in
+		// their window of 40; claim 12, with 38 of a's left, sees the
+		// untenanted jobs too and takes 2 of them (the cap).
+		if claim <= 11 && untenanted > 0 {
+			t.Fatalf("claim %d found an untenanted job behind %d jobs of a's flood", claim, 60-2*(claim-1))
+		}
+		if claim == 12 && untenanted != 2 {
+			t.Fatalf("claim 12 took %d untenanted jobs, want 2 (the cap)", untenanted)
+		}
+	}
+	if untenanted != 2 {
+		t.Fatalf("untenanted jobs never claimed")
 	}
 }
 

@@ -122,27 +122,45 @@ CROSS JOIN LATERAL (
 ) j`
 
 	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
-	// than $6 of the batch: it walks the queue's distinct tenants with a
-	// skip scan over docket_jobs_tenant_idx, takes each tenant's head, and
-	// keeps the best $3 of those. "tenant >= ''" (always true) is what lets
-	// it use that index, which no other statement can.
+	// than $6 of the batch. It walks the queue's distinct tenants with a
+	// skip scan over docket_jobs_tenant_idx and takes each tenant's head;
+	// "tenant <> ''" is what lets it use that index, which no other
+	// statement can. Jobs without a tenant are not in that index (it would
+	// cost every insert an entry): they count as one more tenant, looked for
+	// among the queue's first 4×$3 ready jobs through the claim index. Of
+	// all these heads it keeps the best $3.
 	sqlClaimCapped = `WITH RECURSIVE t(tenant) AS (
-	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND tenant >= '' AND queue = $1
+	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND tenant <> '' AND queue = $1
 	UNION ALL
 	SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
-		WHERE state = 'ready' AND tenant >= '' AND queue = $1 AND tenant > t.tenant)
+		WHERE state = 'ready' AND tenant <> '' AND queue = $1 AND tenant > t.tenant)
 	FROM t WHERE t.tenant IS NOT NULL
-), c AS (
-	SELECT h.id
-	FROM t CROSS JOIN LATERAL (
-		SELECT id, priority, ready_seq FROM {{schema}}.docket_jobs
-		WHERE state = 'ready' AND tenant >= '' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
+), untenanted AS (
+	SELECT id, priority, ready_seq FROM {{schema}}.docket_jobs
+	WHERE id = ANY(ARRAY(
+		SELECT id FROM {{schema}}.docket_jobs
+		WHERE state = 'ready' AND queue = $1 AND kind = ANY($2::text[])
 		ORDER BY priority DESC, ready_seq
-		LIMIT $6
-		FOR NO KEY UPDATE SKIP LOCKED
-	) h
-	WHERE t.tenant IS NOT NULL
-	ORDER BY h.priority DESC, h.ready_seq
+		LIMIT 4 * $3))
+		AND state = 'ready' AND tenant = ''
+	ORDER BY priority DESC, ready_seq
+	LIMIT $6
+	FOR NO KEY UPDATE SKIP LOCKED
+), c AS (
+	SELECT id FROM (
+		SELECT h.id, h.priority, h.ready_seq
+		FROM t CROSS JOIN LATERAL (
+			SELECT id, priority, ready_seq FROM {{schema}}.docket_jobs
+			WHERE state = 'ready' AND tenant <> '' AND queue = $1 AND tenant = t.tenant AND kind = ANY($2::text[])
+			ORDER BY priority DESC, ready_seq
+			LIMIT $6
+			FOR NO KEY UPDATE SKIP LOCKED
+		) h
+		WHERE t.tenant IS NOT NULL
+		UNION ALL
+		SELECT id, priority, ready_seq FROM untenanted
+	) heads
+	ORDER BY priority DESC, ready_seq
 	LIMIT $3
 )` + claimUpdate
 

@@ -38,7 +38,7 @@ func (Job) Fields() []ent.Field {
 	}
 }
 
-// Indexes of Job, exactly as migration 001 creates them. The predicates are
+// Indexes of Job, exactly as the migrations leave them. The predicates are
 // in PostgreSQL's normalised form (as pg_get_expr prints them, without the
 // outer parentheses), so schema diffing sees no change.
 func (Job) Indexes() []ent.Index {
@@ -48,7 +48,7 @@ func (Job) Indexes() []ent.Index {
 			Annotations(ready, entsql.DescColumns("priority")).
 			StorageKey("docket_jobs_claim_idx"),
 		index.Fields("queue", "tenant", "priority", "ready_seq").
-			Annotations(entsql.IndexWhere("(state = 'ready'::text) AND (tenant >= ''::text)"), entsql.DescColumns("priority")).
+			Annotations(entsql.IndexWhere("(state = 'ready'::text) AND (tenant <> ''::text)"), entsql.DescColumns("priority")).
 			StorageKey("docket_jobs_tenant_idx"),
 		index.Fields("run_at").
 			Annotations(entsql.IndexWhere("state = 'scheduled'::text")).
