@@ -384,7 +384,7 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 	for i, j := range jobs {
 		index[ids[i]] = i
 		if cp != nil && j.uniqueKey == "" && j.runAt == nil && j.delayMS == 0 {
-			copyRows = append(copyRows, []any{ids[i], "ready", j.queue, j.kind, int16(j.priority),
+			copyRows = append(copyRows, []any{ids[i], ids[i], "ready", j.queue, j.kind, int16(j.priority),
 				int32(j.maxAttempts), j.tenant, nullable(j.serialKey), json.RawMessage(j.payload), rawOrNil(j.meta)})
 			out[i] = Enqueued{ID: ids[i], State: docket.StateReady}
 			readyQueues[j.queue] = true
@@ -400,7 +400,7 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 		setRows = append(setRows, row)
 	}
 	if len(copyRows) > 0 {
-		cols := []string{"id", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
+		cols := []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
 		if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_jobs"}, cols, pgx.CopyFromRows(copyRows)); err != nil {
 			return nil, err
 		}

@@ -100,3 +100,62 @@ func TestMigratorSQLAndUnknownVersion(t *testing.T) {
 		t.Fatalf("bad schema: %v", err)
 	}
 }
+
+// TestOneSequenceMigration upgrades a schema whose ready_seq sequence ran
+// ahead of the id sequence (jobs retried many times): after migration 005
+// every new ready_seq is beyond every old one, so no job lands behind a
+// claimer's cursor, and a bulk-inserted job's ready_seq is its id.
+func TestOneSequenceMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.UpTo(ctx, pool, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT setval('"`+schema+`".docket_jobs_ready_seq', 1000000)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	client, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := client.Enqueue(ctx, pool, noop{}, outbox.Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, err := client.EnqueueMany(ctx, pool, []outbox.Item{{Args: noop{}}, {Args: noop{}, Opts: outbox.Opts{UniqueKey: "k"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, `SELECT id, ready_seq FROM "`+schema+`".docket_jobs ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[int64]int64{}
+	for rows.Next() {
+		var id, seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			t.Fatal(err)
+		}
+		seqs[id] = seq
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seqs[one.ID] <= 1000000 {
+		t.Errorf("single enqueue after the upgrade: ready_seq %d, want beyond the old sequence's 1000000", seqs[one.ID])
+	}
+	for _, r := range many {
+		if seqs[r.ID] != r.ID {
+			t.Errorf("bulk-inserted job %d (COPY or set insert): ready_seq %d, want its id", r.ID, seqs[r.ID])
+		}
+	}
+}

@@ -61,14 +61,19 @@ RETURNING id, state, (xmax = 0) AS inserted`
 	sqlLookupKeys = `SELECT j.unique_key, j.id, j.state FROM {{schema}}.docket_jobs j
 WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
 
+	// nextReadySeq draws a job's place in line when it becomes ready. Ids
+	// come from the same sequence (migration 005), so a job inserted with a
+	// preallocated id takes that id as its ready_seq.
+	nextReadySeq = `nextval('{{schema}}.docket_jobs_id_seq')`
+
 	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
 
 	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids; rows
 	// whose unique key is taken (also by an earlier row of the same array)
 	// are skipped and missing from the result.
 	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
-	(id, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
-SELECT r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+SELECT r.id, r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
 FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
 	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
@@ -198,7 +203,7 @@ RETURNING id`
 ), retried AS (
 	UPDATE {{schema}}.docket_jobs j
 	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
-		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'),
+		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + nextReadySeq + `,
 		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	FROM i
 	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts < j.max_attempts
@@ -209,7 +214,7 @@ SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
 	// sqlSnooze reschedules jobs without spending the attempt their claim counted.
 	sqlSnooze = `UPDATE {{schema}}.docket_jobs j
 SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
-	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'),
+	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + nextReadySeq + `,
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 FROM unnest($1::bigint[], $3::bigint[]) AS i(id, delay_ms)
 WHERE j.id = i.id AND j.locked_by = $2
@@ -227,7 +232,7 @@ RETURNING j.id`
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
 	sqlRelease = `UPDATE {{schema}}.docket_jobs
-SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'), attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+SET state = 'ready', ready_seq = ` + nextReadySeq + `, attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 WHERE id = ANY($1::bigint[]) AND locked_by = $2
 RETURNING id`
 
@@ -247,7 +252,7 @@ RETURNING id`
 ), dead AS (` + deadInsert + `
 ), back AS (
 	UPDATE {{schema}}.docket_jobs
-	SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq'), last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	SET state = 'ready', ready_seq = ` + nextReadySeq + `, last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
 	RETURNING id
 )
@@ -260,7 +265,7 @@ SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
 	LIMIT $1
 	FOR NO KEY UPDATE SKIP LOCKED
 )
-UPDATE {{schema}}.docket_jobs SET state = 'ready', ready_seq = nextval('{{schema}}.docket_jobs_ready_seq')
+UPDATE {{schema}}.docket_jobs SET state = 'ready', ready_seq = ` + nextReadySeq + `
 WHERE id = ANY(ARRAY(SELECT id FROM p))
 RETURNING queue`
 

@@ -108,7 +108,7 @@ SELECT count(*) FROM del`
 
 	// sqlRetryNow makes a scheduled job due now, in a fresh place in line.
 	sqlRetryNow = `UPDATE {{schema}}.docket_jobs
-SET state = 'ready', run_at = now(), ready_seq = nextval('{{schema}}.docket_jobs_ready_seq')
+SET state = 'ready', run_at = now(), ready_seq = ` + nextReadySeq + `
 WHERE id = $1 AND state = 'scheduled'
 RETURNING queue`
 
