@@ -245,7 +245,8 @@ func (c *Client) wrapErr(err error) error {
 // Enqueue writes one job through db. Pass the caller's transaction to commit
 // the job together with the caller's own writes: a rolled-back transaction
 // leaves no job. Invalid args or options return an ErrInvalidJob error and
-// write nothing.
+// write nothing. A job inserted ready is announced by a NOTIFY sent with the
+// insert, unless its queue was announced within the debounce window.
 func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts) (Enqueued, error) {
 	j, err := prepare(args, opts)
 	if err != nil {
@@ -255,45 +256,48 @@ func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts
 	if err != nil {
 		return Enqueued{}, err
 	}
-	res, err := c.insertOne(ctx, cn, j)
+	now := time.Now()
+	var channel any
+	prev, due := c.takeNotify(j.queue, now)
+	if due {
+		channel = c.NotifyChannel()
+	}
+	res, notified, err := c.insertOne(ctx, cn, j, channel)
+	if due && !notified {
+		c.giveBackNotify(j.queue, now, prev)
+	}
 	if err != nil {
 		return Enqueued{}, c.wrapErr(err)
-	}
-	if res.State == docket.StateReady && !res.Duplicate {
-		if err := c.notify(ctx, cn, []string{j.queue}); err != nil {
-			return Enqueued{}, err
-		}
 	}
 	return res, nil
 }
 
-func (c *Client) insertOne(ctx context.Context, cn conn, j job) (Enqueued, error) {
+// insertOne inserts j and reports whether the statement also sent a NOTIFY
+// on channel (nil: send none).
+func (c *Client) insertOne(ctx context.Context, cn conn, j job, channel any) (Enqueued, bool, error) {
 	q := c.q.enqueue
 	if j.move && j.uniqueKey != "" {
 		q = c.q.enqueueMove
 	}
+	params := append(j.params(), channel)
 	// A conflicting key may belong to a job that finishes between the insert
 	// and the lookup; then the insert is tried again.
 	for range 5 {
 		var res Enqueued
+		var notified bool
 		found := false
-		err := cn.query(ctx, q, j.params(), func(scan func(...any) error) error {
+		err := cn.query(ctx, q, params, func(scan func(...any) error) error {
 			found = true
 			var state string
-			if q == c.q.enqueueMove {
-				var inserted bool
-				if err := scan(&res.ID, &state, &inserted); err != nil {
-					return err
-				}
-				res.Duplicate = !inserted
-			} else if err := scan(&res.ID, &state); err != nil {
+			var inserted bool
+			if err := scan(&res.ID, &state, &inserted, &notified); err != nil {
 				return err
 			}
-			res.State = docket.State(state)
+			res.State, res.Duplicate = docket.State(state), !inserted
 			return nil
 		})
 		if err != nil || found {
-			return res, err
+			return res, notified, err
 		}
 		err = cn.query(ctx, c.q.lookupKey, []any{j.uniqueKey}, func(scan func(...any) error) error {
 			found = true
@@ -303,29 +307,49 @@ func (c *Client) insertOne(ctx context.Context, cn conn, j job) (Enqueued, error
 			return err
 		})
 		if err != nil || found {
-			return res, err
+			return res, false, err
 		}
 	}
-	return Enqueued{}, fmt.Errorf("docket: kind %s: unique key %q kept changing hands; try again", j.kind, j.uniqueKey)
+	return Enqueued{}, false, fmt.Errorf("docket: kind %s: unique key %q kept changing hands; try again", j.kind, j.uniqueKey)
+}
+
+// takeNotify reserves the announcement of queue at now when its last one is
+// older than the debounce window; it returns the time it replaced, for
+// giveBackNotify. Reserving before the insert keeps concurrent enqueuers
+// from all announcing the same queue.
+func (c *Client) takeNotify(queue string, now time.Time) (time.Time, bool) {
+	if c.debounce < 0 {
+		return time.Time{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.lastNotify[queue]
+	if now.Sub(prev) < c.debounce {
+		return prev, false
+	}
+	c.lastNotify[queue] = now
+	return prev, true
+}
+
+// giveBackNotify undoes takeNotify when nothing was announced after all (the
+// job was scheduled, a duplicate, or the insert failed), unless another
+// enqueuer has reserved the queue since.
+func (c *Client) giveBackNotify(queue string, reserved, prev time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastNotify[queue].Equal(reserved) {
+		c.lastNotify[queue] = prev
+	}
 }
 
 // notify announces due jobs on queues, skipping a queue notified within the
 // debounce window. The notification is delivered when db's transaction commits.
 func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
-	if c.debounce < 0 {
-		return nil
-	}
 	now := time.Now()
-	var send []string
-	c.mu.Lock()
 	for _, q := range queues {
-		if now.Sub(c.lastNotify[q]) >= c.debounce {
-			c.lastNotify[q] = now
-			send = append(send, q)
+		if _, due := c.takeNotify(q, now); !due {
+			continue
 		}
-	}
-	c.mu.Unlock()
-	for _, q := range send {
 		if _, err := cn.exec(ctx, c.q.notify, c.NotifyChannel(), q); err != nil {
 			return fmt.Errorf("docket: notify queue %s: %w", q, err)
 		}
@@ -469,7 +493,7 @@ func (c *Client) resolveDuplicates(ctx context.Context, cn conn, jobs []job, ids
 		dup, ok := existing[j.uniqueKey]
 		if !ok {
 			// The holder finished between insert and lookup.
-			res, err := c.insertOne(ctx, cn, j)
+			res, _, err := c.insertOne(ctx, cn, j, nil)
 			if err != nil {
 				return err
 			}

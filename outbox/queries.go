@@ -35,26 +35,41 @@ const claimUpdate = `, u AS (
 )
 SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
+// enqueueResult ends the single-job inserts; CASE guarantees pg_notify runs
+// only for a job inserted ready.
+const enqueueResult = `
+SELECT id, state, inserted,
+	CASE WHEN $12::text IS NOT NULL AND state = 'ready' AND inserted THEN pg_notify($12, $1) IS NOT NULL ELSE false END
+FROM ins`
+
 const (
-	sqlEnqueue = `INSERT INTO {{schema}}.docket_jobs
-	(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
-SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
-	$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
-FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-RETURNING id, state`
+	// sqlEnqueue inserts one job and returns its id, its state, whether it
+	// was inserted (false: a duplicate key was in flight), and whether it
+	// sent the NOTIFY that announces it: when $12 names a channel and the
+	// job was inserted ready, in the same round trip.
+	sqlEnqueue = `WITH ins AS (
+	INSERT INTO {{schema}}.docket_jobs
+		(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+	SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+		$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+	FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+	RETURNING id, state, true AS inserted
+)` + enqueueResult
 
 	// sqlEnqueueMove is sqlEnqueue where a duplicate key moves the existing
 	// job's run_at instead, unless that job is already running.
-	sqlEnqueueMove = `INSERT INTO {{schema}}.docket_jobs AS j
-	(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
-SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
-	$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
-FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
-DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state, ready_seq = EXCLUDED.ready_seq
-WHERE j.state <> 'running'
-RETURNING id, state, (xmax = 0) AS inserted`
+	sqlEnqueueMove = `WITH ins AS (
+	INSERT INTO {{schema}}.docket_jobs AS j
+		(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+	SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+		$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+	FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
+	DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state, ready_seq = EXCLUDED.ready_seq
+	WHERE j.state <> 'running'
+	RETURNING id, state, (xmax = 0) AS inserted
+)` + enqueueResult
 
 	sqlLookupKey = `SELECT id, state FROM {{schema}}.docket_jobs WHERE unique_key = $1`
 
