@@ -86,16 +86,19 @@ func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, err
 	var seqs []int64
 	for rows.Next() {
 		j := &docket.Job{}
-		var meta []byte
+		// Payload and meta are read as bytes: into a json.RawMessage pgx
+		// would run them through json.Unmarshal, which only checks what
+		// jsonb already guarantees.
+		var payload, meta []byte
 		var lockedAt, leaseUntil *time.Time
 		var priority int16
 		var seq int64
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
-			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &j.Payload, &meta,
+			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
 			&lockedAt, &leaseUntil, &j.LastError, &seq); err != nil {
 			return nil, nil, err
 		}
-		j.Priority = int(priority)
+		j.Priority, j.Payload = int(priority), payload
 		if lockedAt != nil {
 			j.LockedAt = *lockedAt
 		}
