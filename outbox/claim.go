@@ -39,6 +39,10 @@ var errBadClaim = errors.New("docket: invalid claim")
 // run_at, then id, marking them running under p.Worker with a lease. Rows
 // locked by concurrent claimers are skipped, never waited for. With a
 // TenantCap it claims per queue, capping each tenant's share of the batch.
+//
+// Unless db is a pgx.Tx, the claim is a transaction of its own, planned
+// with a generic plan and committed without waiting for its WAL flush (see
+// sqlClaimSettings); in a caller's transaction the caller's settings hold.
 func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Job, error) {
 	if p.Worker == uuid.Nil || len(p.Queues) == 0 || len(p.Kinds) == 0 || p.Limit < 1 || p.Lease <= 0 {
 		return nil, fmt.Errorf("%w: want a worker id, queues, kinds, a positive limit and lease", errBadClaim)
@@ -49,7 +53,7 @@ func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Jo
 	}
 	var out []*docket.Job
 	for _, q := range p.Queues {
-		jobs, _, err := c.scanJobs(db.Query(ctx, c.q.claimCapped, q, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap))
+		jobs, _, err := c.runClaim(ctx, db, c.q.claimCapped, q, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap)
 		if err != nil {
 			return out, err
 		}
@@ -66,13 +70,45 @@ func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Jo
 func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease int64) ([]*docket.Job, error) {
 	plan := c.cursors.plan(p.Queues, p.Kinds, time.Now())
 	c.runSweeps(ctx, db, plan.sweeps)
-	jobs, seqs, err := c.scanJobs(db.Query(ctx, c.q.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease,
-		plan.priorities, plan.after, plan.upto))
+	jobs, seqs, err := c.runClaim(ctx, db, c.q.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease,
+		plan.priorities, plan.after, plan.upto)
 	if err != nil {
 		return nil, err
 	}
 	c.cursors.advance(plan, jobs, seqs, time.Now())
 	return jobs, nil
+}
+
+// runClaim runs a claim statement. Outside a caller's transaction it runs
+// in one batch after sqlClaimSettings, whose settings last for the claim's
+// own implicit transaction.
+func (c *Client) runClaim(ctx context.Context, db Pgx, sql string, args ...any) ([]*docket.Job, []int64, error) {
+	b, ok := db.(batcher)
+	if !ok || isTx(db) {
+		return c.scanJobs(db.Query(ctx, sql, args...))
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(sqlClaimSettings)
+	batch.Queue(sql, args...)
+	res := b.SendBatch(ctx, batch)
+	if _, err := res.Exec(); err != nil {
+		_ = res.Close()
+		return nil, nil, c.wrapErr(err)
+	}
+	jobs, seqs, err := c.scanJobs(res.Query())
+	if cerr := res.Close(); err == nil && cerr != nil {
+		err = c.wrapErr(cerr) // the claim's commit failed: it took nothing
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return jobs, seqs, nil
+}
+
+// batcher is the part of a pool or connection that sends several statements
+// in one round trip and one implicit transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // scanJobs reads the jobs a claim statement (ending in claimUpdate) returns,

@@ -96,6 +96,10 @@ func claimBuffers(t *testing.T, ctx context.Context, pool pgxPool, sql string, p
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
+	// As a worker's claim runs (sqlClaimSettings): with a generic plan.
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tx.Prepare(ctx, "claim", sql); err != nil {
 		t.Fatal(err)
 	}
