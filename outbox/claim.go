@@ -75,7 +75,7 @@ func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease
 	if err != nil {
 		return nil, err
 	}
-	c.cursors.advance(plan, jobs, seqs, time.Now())
+	c.cursors.advance(plan, jobs, seqs, p.Limit, time.Now())
 	return jobs, nil
 }
 

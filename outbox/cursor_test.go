@@ -1,0 +1,61 @@
+package outbox
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket"
+)
+
+// TestCursorLooksBackAfterShortClaimsAndEveryInterval checks when a claim
+// starts at the lagged cursor and when at the cursor itself: after a short
+// claim always, after full ones only once every lagScanEvery.
+func TestCursorLooksBackAfterShortClaimsAndEveryInterval(t *testing.T) {
+	t.Parallel()
+	cs := newCursors(time.Second)
+	queues, kinds := []string{"q"}, []string{"k"}
+	t0 := time.Unix(1_000_000, 0)
+	// after returns where the claim planned at now scans priority 0 from.
+	after := func(now time.Time) (claimPlan, int64) {
+		t.Helper()
+		p := cs.plan(queues, kinds, now)
+		for i := range p.queues {
+			if p.priorities[i] == 0 && p.upto[i] == math.MaxInt64 {
+				return p, p.after[i]
+			}
+		}
+		t.Fatal("no range for priority 0")
+		return p, 0
+	}
+	claimed := func(p claimPlan, from, to int64, limit int, now time.Time) {
+		var jobs []*docket.Job
+		var seqs []int64
+		for s := from; s <= to; s++ {
+			jobs = append(jobs, &docket.Job{Queue: "q"})
+			seqs = append(seqs, s)
+		}
+		cs.advance(p, jobs, seqs, limit, now)
+	}
+	steps := []struct {
+		at       time.Duration
+		want     int64
+		from, to int64
+		limit    int
+		why      string
+	}{
+		{0, 0, 1, 10, 10, "no cursor yet"},
+		{1500 * time.Millisecond, 10, 11, 20, 10, "a full claim more than lagScanEvery after the last look back: the cursor of 1s ago"},
+		{1520 * time.Millisecond, 20, 21, 30, 10, "after a full claim, 20ms after a look back: the cursor itself"},
+		{1560 * time.Millisecond, 10, 31, 31, 10, "after a full claim, 60ms after the last look back: the cursor of 1s ago"},
+		{1570 * time.Millisecond, 10, 0, -1, 10, "after a short claim, 10ms after a look back: the cursor of 1s ago"},
+	}
+	for _, s := range steps {
+		now := t0.Add(s.at)
+		p, got := after(now)
+		if got != s.want {
+			t.Fatalf("at +%s (%s): claim scans from %d, want %d", s.at, s.why, got, s.want)
+		}
+		claimed(p, s.from, s.to, s.limit, now)
+	}
+}
