@@ -110,7 +110,12 @@ func (p *pool) claimLoop() {
 			return
 		}
 		free := p.cfg.Concurrency - int(p.busy.Load()) - reserved
-		if launch > 0 && free > 0 && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
+		// A claim beside one in flight waits for a full batch of free
+		// slots: otherwise a backlog is taken in many small claims as
+		// slots free one by one, each a round trip (measured: a third of
+		// the claims of a 100-slot drain took under 10 jobs).
+		enough := free > 0 && (inFlight == 0 || free >= perClaim)
+		if launch > 0 && enough && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
 			limit := min(free, perClaim)
 			launch--
 			inFlight++
