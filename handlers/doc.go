@@ -60,8 +60,9 @@
 // dedicated connection, which reconnects by itself with backoff; while it
 // is down the pools poll, and when it is back they claim at once, since
 // notifications were missed. Enqueuers skip notifications inside a short
-// debounce window, so after a notification the pool claims once more when
-// that window has passed.
+// debounce window, so the pool claims once more two windows after the last
+// notification: the last job of a burst may commit after the claims its
+// window's notification set off.
 //
 // # Fairness
 //

@@ -89,3 +89,47 @@ func TestListenerReconnects(t *testing.T) {
 		t.Errorf("pickup after reconnect took %s: notifications are not back", worst)
 	}
 }
+
+// TestLastJobOfBurstIsNotLeftToThePoll: the enqueuer skips the notification
+// of a job inside the debounce window of an announced one, and here that
+// job commits after the claims the announcement set off, as the last job
+// of a burst can. The pool claims once more two windows after the last
+// notification, so the job does not wait for the poll (a minute here).
+func TestLastJobOfBurstIsNotLeftToThePoll(t *testing.T) {
+	t.Parallel()
+	const debounce = time.Second
+	e := setup(t, 8)
+	ob, err := outbox.New(outbox.Config{Schema: e.schema, NotifyDebounce: debounce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.ob = ob
+	started, _ := startRecorder(e, Config{PollInterval: time.Minute})
+	announced := time.Now()
+	e.enqueue(testArgs{}, outbox.Opts{})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the announced job was not picked up")
+	}
+	tx, err := e.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	if _, err := ob.Enqueue(t.Context(), tx, testArgs{N: 1}, outbox.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	// Commit after the first window: later than a claim one window after
+	// the notification, earlier than two.
+	time.Sleep(time.Until(announced.Add(debounce * 3 / 2)))
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-started:
+		t.Logf("picked up %s after its commit", at.Sub(announced.Add(debounce*3/2)))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the burst's last job waited for the poll")
+	}
+}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,8 +24,12 @@ type pool struct {
 	wake  chan struct{} // claim now: a notification, a promotion, a reap
 	freed chan struct{} // a slot became free
 
-	rewake        *time.Timer // the claim after a notification's debounce window
-	rewakePending atomic.Bool
+	// rewake claims once more rewakeAfter debounce windows after the last
+	// notification (see notified).
+	rewake      *time.Timer
+	rewakeMu    sync.Mutex
+	rewakeAt    time.Time
+	rewakeArmed bool
 }
 
 func newPool(w *Worker, cfg PoolConfig) *pool {
@@ -34,10 +39,7 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 		wake:  make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 	}
-	p.rewake = time.AfterFunc(time.Hour, func() {
-		p.rewakePending.Store(false)
-		p.signal()
-	})
+	p.rewake = time.AfterFunc(time.Hour, p.rewakeDue)
 	p.rewake.Stop()
 	return p
 }
@@ -59,14 +61,44 @@ func (p *pool) signal() {
 	}
 }
 
-// notified is called for a notification on one of the pool's queues:
-// claim now, and once more after the enqueuers' debounce window, since
-// notifications inside it were skipped.
+// rewakeAfter is how many debounce windows after the last notification the
+// pool claims once more. One window covers the jobs whose notification was
+// skipped; the second lets those commit a little later than the job that
+// was announced.
+const rewakeAfter = 2
+
+// notified is called for a notification on one of the pool's queues: claim
+// now, and once more rewakeAfter debounce windows after the last
+// notification. Enqueuers skip the notifications of jobs inside a window,
+// and the last of a burst may commit after the claims the window's
+// notification set off; without that claim it would wait for the poll.
 func (p *pool) notified(debounce time.Duration) {
 	p.signal()
-	if debounce > 0 && p.rewakePending.CompareAndSwap(false, true) {
-		p.rewake.Reset(debounce)
+	if debounce <= 0 {
+		return
 	}
+	wait := rewakeAfter * debounce
+	p.rewakeMu.Lock()
+	defer p.rewakeMu.Unlock()
+	p.rewakeAt = time.Now().Add(wait)
+	if !p.rewakeArmed {
+		p.rewakeArmed = true
+		p.rewake.Reset(wait)
+	}
+}
+
+// rewakeDue runs when the rewake timer fires: it claims if the last
+// notification is old enough, or waits for it to be.
+func (p *pool) rewakeDue() {
+	p.rewakeMu.Lock()
+	if wait := time.Until(p.rewakeAt); wait > 0 {
+		p.rewake.Reset(wait)
+		p.rewakeMu.Unlock()
+		return
+	}
+	p.rewakeArmed = false
+	p.rewakeMu.Unlock()
+	p.signal()
 }
 
 // claimsInFlight is how many claims of one pool may run at once while a
