@@ -71,7 +71,10 @@
 // come back short while jobs remain, so the pool claims again at once while
 // capped batches return anything: one tenant's flood still uses capacity
 // nobody else wants, but every other tenant with waiting jobs gets its share
-// of every batch.
+// of every batch. Jobs without a tenant are not in the tenant index, which
+// spares every insert an index entry; a capped claim looks for them only
+// among the queue's first 4×batch ready jobs, so in a capped queue give
+// every job a tenant (a fixed one such as "system" for your own jobs).
 //
 // # Completion and heartbeats
 //

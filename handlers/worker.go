@@ -33,7 +33,10 @@ type PoolConfig struct {
 	// TenantCap, when positive, is the most jobs one tenant gets in one
 	// claim batch, so a tenant's flood uses spare capacity but cannot take
 	// every slot the moment others have work. Zero means no cap. Negative is
-	// an error.
+	// an error. Jobs without a tenant are one more tenant, but one the claim
+	// looks for only among the queue's first jobs (see
+	// outbox.ClaimParams.TenantCap): give every job of a capped queue a
+	// tenant.
 	TenantCap int
 }
 
