@@ -117,6 +117,37 @@ func (e *env) exec(sql string, args ...any) {
 
 func (e *env) sql(s string) string { return strings.ReplaceAll(s, "{{schema}}", e.schema) }
 
+// logJobsOnFailure prints, if the test fails, what is left in the jobs
+// table by state: what a stuck test was waiting for.
+func (e *env) logJobsOnFailure() {
+	e.t.Cleanup(func() {
+		if !e.t.Failed() {
+			return
+		}
+		ctx, cancel := queryCtx()
+		defer cancel()
+		rows, err := e.pool.Query(ctx, e.sql(`SELECT state, count(*), count(locked_by),
+			min(run_at - now())::text, max(attempts), min(ready_seq), max(ready_seq)
+			FROM {{schema}}.docket_jobs GROUP BY state`))
+		if err != nil {
+			e.t.Logf("jobs left: %v", err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var state, due string
+			var n, locked, attempts int
+			var minSeq, maxSeq int64
+			if err := rows.Scan(&state, &n, &locked, &due, &attempts, &minSeq, &maxSeq); err != nil {
+				e.t.Logf("jobs left: %v", err)
+				return
+			}
+			e.t.Logf("jobs left: %d %s (%d locked), earliest due in %s, max attempts %d, ready_seq %d..%d",
+				n, state, locked, due, attempts, minSeq, maxSeq)
+		}
+	})
+}
+
 // count runs a query returning one integer.
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()

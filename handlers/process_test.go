@@ -49,6 +49,9 @@ type blockArgs struct{ Block bool }
 
 func (blockArgs) Kind() string { return "proc_block" }
 
+// blockStarted is the effect kind a proc_block handler records as it starts.
+const blockStarted = "proc_block_started"
+
 type slowArgs struct{}
 
 func (slowArgs) Kind() string { return "proc_slow" }
@@ -84,6 +87,11 @@ func registerProcessKinds(reg *Registry, pool *pgxpool.Pool, schema string, me *
 		return err
 	}, KindOpts{})
 	MustRegister(reg, func(ctx context.Context, j *Job[blockArgs]) error {
+		// Mark the start, so that a test can wait for its handlers to run
+		// rather than for their jobs to be claimed.
+		if _, err := pool.Exec(ctx, effect, j.ID, j.Attempt, blockStarted, *me); err != nil {
+			return err
+		}
 		if j.Args.Block {
 			<-ctx.Done()
 			return context.Cause(ctx)

@@ -27,6 +27,7 @@ func TestSerialKeysNeverOverlap(t *testing.T) {
 	t.Parallel()
 	const jobs, keys = 2000, 10
 	e := setup(t, 20)
+	e.logJobsOnFailure()
 	e.exec(`CREATE TABLE {{schema}}.runs (job_id bigint, key text, started timestamptz, ended timestamptz)`)
 	insert := e.sql(`INSERT INTO {{schema}}.runs VALUES ($1, $2, $3, $4)`)
 	reg := NewRegistry()
