@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,10 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default)")
 	producers := fs.Int("producers", bench.DefaultProducers, "producer goroutines for sustained, one job per transaction each")
+	inserters := fs.Int("inserters", 1, "insert: connections inserting batches at once")
+	processes := fs.Int("processes", 1, "drain: worker processes, each with --workers slots")
+	serveWorker := fs.String("serve-worker", "", "internal: run one worker process of a multi-process drain on this bench schema")
+	producerTx := fs.Bool("producer-tx", false, "producers wrap each enqueue in BEGIN/COMMIT instead of running it on the pool")
 	rate := fs.Int("rate", 0, "total target enqueue rate in jobs/s for sustained (default 1000) and heldxmin (default 2000)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long sustained produces")
 	baseline := fs.Duration("baseline", bench.DefaultHeldBaseline, "heldxmin: how long to run before holding the transaction")
@@ -46,7 +52,8 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
 	}
-	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers} {
+	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
+		"--inserters": *inserters, "--processes": *processes} {
 		if v < 1 {
 			return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
 		}
@@ -65,9 +72,14 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *history != "on" && *history != "off" {
 		return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
 	}
+	if *serveWorker != "" {
+		*scenario = bench.ScenarioDrain
+	}
+	dbURL := *url // set below when discovery finds the database
 	runner, err := bench.New(bench.Config{
+		Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
 		Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
-		Producers: *producers, Rate: *rate, Duration: *duration,
+		Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 		Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
 		DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 		Progress: errOut, ProgressBar: isTerminal(errOut),
@@ -76,7 +88,6 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 
-	dbURL := *url
 	if dbURL == "" {
 		fmt.Fprintln(errOut, "docket bench: no --database-url or $DATABASE_URL; looking for PostgreSQL (127.0.0.1:5432, or a private cluster)...")
 		srv, err := pgsrv.Discover(ctx)
@@ -94,6 +105,10 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer pool.Close()
+	if *serveWorker != "" {
+		return bench.ServeWorker(ctx, pool, bench.Config{Workers: *workers, DisableHistory: *history == "off",
+			PollOnly: *pollOnly, Progress: errOut}, *serveWorker, os.Stdin, out)
+	}
 	err = runner.Run(ctx, pool, func(r bench.Result) error {
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -106,4 +121,21 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return fmt.Errorf("interrupted; bench schemas dropped: %w", err)
 	}
 	return err
+}
+
+// workerProcess returns the command that runs one worker process of a
+// multi-process drain: this program again, with --serve-worker.
+func workerProcess(url *string, workers int, history string, pollOnly bool) func(schema string) *exec.Cmd {
+	return func(schema string) *exec.Cmd {
+		self, err := os.Executable()
+		if err != nil {
+			self = os.Args[0]
+		}
+		args := []string{"bench", "--serve-worker", schema, "--database-url", *url,
+			"--workers", strconv.Itoa(workers), "--history", history}
+		if pollOnly {
+			args = append(args, "--poll-only")
+		}
+		return exec.Command(self, args...)
+	}
 }

@@ -25,10 +25,10 @@ func TestBenchAll(t *testing.T) {
 	}
 
 	want := map[string][]string{
-		"insert":    {"jobs", "batch", "seconds", "jobs_per_sec"},
-		"drain":     {"jobs", "workers", "seconds", "jobs_per_sec", "max_rss_mib"},
-		"sustained": {"rate", "achieved_rate", "jobs", "p50_ms", "p95_ms", "p99_ms", "max_ms"},
-		"idle":      {"jobs", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify"},
+		"insert":    {"jobs", "batch", "inserters", "seconds", "jobs_per_sec"},
+		"drain":     {"jobs", "workers", "processes", "seconds", "jobs_per_sec", "max_rss_mib"},
+		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms"},
+		"idle":      {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify"},
 	}
 	seen := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -114,6 +114,43 @@ func TestBenchAll(t *testing.T) {
 	}
 }
 
+// TestBenchProcessesAndInserters drains with three worker processes (this
+// test binary run as the CLI) after a fill on two connections, and checks
+// every job was done.
+func TestBenchProcessesAndInserters(t *testing.T) {
+	t.Setenv(envRunCLI, "1") // for the worker processes only: run() itself is called directly
+	url := pgtest.URL(t)
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"bench", "--scenario", "drain", "--jobs", "3000", "--batch", "100",
+		"--inserters", "2", "--processes", "3", "--workers", "20", "--database-url", url}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not one JSON object: %q: %v", out.String(), err)
+	}
+	if res["jobs"] != 3000.0 || res["processes"] != 3.0 || res["workers"] != 20.0 {
+		t.Errorf("drain result %v: want 3000 jobs, 3 processes of 20 workers", res)
+	}
+	if _, ok := res["max_rss_mib"]; ok {
+		t.Errorf("drain over processes reports this process's RSS: %v", res)
+	}
+
+	out.Reset()
+	code = run(t.Context(), []string{"bench", "--scenario", "insert", "--jobs", "3000", "--batch", "100",
+		"--inserters", "3", "--database-url", url}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("insert exit %d\nstderr:\n%s", code, errOut.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["jobs"] != 3000.0 || res["inserters"] != 3.0 {
+		t.Errorf("insert result %v: want 3000 jobs on 3 inserters", res)
+	}
+}
+
 func TestBenchErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -131,6 +168,8 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "sustained", "--duration", "-1s"}, 2, "--duration must be positive"},
 		{[]string{"bench", "--scenario", "insert", "--history", "maybe"}, 2, "--history must be on or off"},
 		{[]string{"bench", "--scenario", "insert", "extra"}, 2, "unexpected argument"},
+		{[]string{"bench", "--scenario", "drain", "--processes", "0"}, 2, "--processes must be at least 1"},
+		{[]string{"bench", "--scenario", "insert", "--inserters", "0"}, 2, "--inserters must be at least 1"},
 		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
 			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
 	}

@@ -7,8 +7,8 @@
 //	docket demo [--orders N]
 //	docket schedules list [--stale D] | pause NAME | resume NAME | trigger NAME | remove NAME
 //	docket bench --scenario insert|drain|sustained|idle|all [--database-url URL] [--jobs N] [--batch B]
-//	             [--workers W] [--producers P] [--rate R] [--duration D] [--history on|off]
-//	             [--poll-only] [--cpuprofile FILE]
+//	             [--workers W] [--processes N] [--inserters N] [--producers P] [--producer-tx]
+//	             [--rate R] [--duration D] [--history on|off] [--poll-only] [--cpuprofile FILE]
 //	docket bench --scenario heldxmin [--rate R] [--baseline D] [--held D] [--recovery D] [--window D]
 //	docket status [--json] [--watch D] [--lag D] [--horizon D] [--dead-tuples N] [--claim-p99 D]
 //	docket dlq list|show|replay|purge [--kind K] [--queue Q] [--error LIKE] [--since D] [--rate N/s] [--payload]

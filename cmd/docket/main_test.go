@@ -3,13 +3,24 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/docketq/docket/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// envRunCLI makes the test binary run the CLI with its arguments instead of
+// the tests: a multi-process drain starts its worker processes by running
+// its own executable again.
+const envRunCLI = "DOCKET_TEST_RUN_CLI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunCLI) != "" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	pgtest.Main(m)
+}
 
 // docket runs the CLI in-process and returns its exit code and output.
 func docket(t *testing.T, args ...string) (int, string, string) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -75,6 +76,24 @@ type Config struct {
 	// Producers is the number of goroutines that enqueue in sustained, each
 	// one job per transaction. Zero means DefaultProducers (32).
 	Producers int
+	// Inserters is how many connections insert enqueue batches on at once
+	// (insert, and drain's untimed fill). Zero means 1.
+	Inserters int
+	// Processes is how many worker processes drain runs, each with Workers
+	// slots. Zero means 1, a worker inside this process; more need
+	// WorkerProcess.
+	Processes int
+	// WorkerProcess returns a command that runs ServeWorker on schema with
+	// this Config's Workers, history and notify settings. Its standard
+	// input and output are the bench's; its standard error, when unset,
+	// goes to Progress.
+	WorkerProcess func(schema string) *exec.Cmd
+	// ProducerTx makes each producer's enqueue (sustained, idle, heldxmin)
+	// an explicit transaction, BEGIN; Enqueue; COMMIT, as when a job is
+	// committed with the caller's own writes. Otherwise Enqueue runs on the
+	// pool, its statement a transaction of its own: one round trip
+	// instead of three.
+	ProducerTx bool
 	// Rate is the total target enqueue rate in jobs per second of sustained
 	// and heldxmin. Zero means DefaultRate (1,000), or DefaultHeldRate
 	// (2,000) for heldxmin.
@@ -139,7 +158,7 @@ func New(cfg Config) (*Runner, error) {
 		return bad("unknown scenario %q: want one of %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHeldXmin, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
-		"producers": cfg.Producers, "rate": cfg.Rate} {
+		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes} {
 		if v < 0 {
 			return bad("negative %s %d", name, v)
 		}
@@ -158,6 +177,11 @@ func New(cfg Config) (*Runner, error) {
 	def(&cfg.Batch, DefaultBatch)
 	def(&cfg.Workers, handlers.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
+	def(&cfg.Inserters, 1)
+	def(&cfg.Processes, 1)
+	if cfg.Processes > 1 && cfg.WorkerProcess == nil {
+		return bad("%d worker processes but no WorkerProcess to start them", cfg.Processes)
+	}
 	if cfg.Scenario == ScenarioHeldXmin {
 		def(&cfg.Rate, DefaultHeldRate)
 	}
@@ -198,6 +222,7 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 		)
 		stamp := func(res Result) Result {
 			res.Scenario, res.History, res.Notify = s, !r.cfg.DisableHistory, !r.cfg.PollOnly
+			res.ProducerTx = r.cfg.ProducerTx
 			return res
 		}
 		if s == ScenarioHeldXmin {
@@ -290,6 +315,39 @@ func pool(ctx context.Context, db *pgxpool.Pool, maxConns int32) (*pgxpool.Pool,
 	cfg := db.Config()
 	cfg.MaxConns, cfg.MinConns = maxConns, 0
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// warmPool opens a pool of n connections with db's settings and connects
+// all of them, so that the timed part does not pay for connecting.
+func warmPool(ctx context.Context, db *pgxpool.Pool, n int) (*pgxpool.Pool, error) {
+	p, err := pool(ctx, db, int32(n))
+	if err != nil {
+		return nil, err
+	}
+	if err := warm(ctx, p, n); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// warm opens n connections of db and gives them back, so that the timed
+// part does not pay for connecting.
+func warm(ctx context.Context, db *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range n {
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
 
 // noop is the benchmark's job: an empty payload whose handler does nothing

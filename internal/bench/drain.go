@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -23,8 +24,13 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	n := r.cfg.Jobs
+	idb, err := warmPool(ctx, e.db, r.cfg.Inserters)
+	if err != nil {
+		return Result{}, err
+	}
 	prog := r.progress("drain: filling", int64(n))
-	err = e.fill(ctx, n, prog)
+	err = e.fill(ctx, idb, n, prog)
+	idb.Close()
 	prog.finish()
 	if err != nil {
 		return Result{}, err
@@ -42,17 +48,50 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		prog.add(1)
 		return nil
 	}
+	var claims, claimed, claimNanos atomic.Int64
+	e.onClaim = func(took time.Duration, jobs int) {
+		claims.Add(1)
+		claimed.Add(int64(jobs))
+		claimNanos.Add(int64(took))
+	}
+	var kids *children
+	if r.cfg.Processes > 1 {
+		// The processes start before the clock; their workers start on
+		// "go", as a worker in this process starts inside the timed part.
+		if kids, err = e.spawn(r.cfg.Processes); err != nil {
+			prog.finish()
+			return Result{}, errors.Join(err, kids.stop())
+		}
+	}
 	stopProfile, err := r.profile(ScenarioDrain)
 	if err != nil {
 		prog.finish()
+		if kids != nil {
+			err = errors.Join(err, kids.stop())
+		}
 		return Result{}, err
 	}
 	resetPeakRSS()
 	start := time.Now()
-	stopWorker, err := e.worker(ctx, handler)
+	ranTotal := ran.Load
+	var stopWorkers func() error
+	if kids != nil {
+		ranTotal = func() int64 {
+			t := kids.total()
+			prog.set(t)
+			return t
+		}
+		stopWorkers = kids.stop
+		err = kids.start()
+	} else {
+		var stop func()
+		if stop, err = e.worker(ctx, handler); stop != nil {
+			stopWorkers = func() error { stop(); return nil }
+		}
+	}
 	if err == nil {
-		err = wait(ctx, drainPoll, ran.Load, func() (bool, error) {
-			if ran.Load() < int64(n) {
+		err = wait(ctx, drainPoll, ranTotal, func() (bool, error) {
+			if ranTotal() < int64(n) {
 				return false, nil
 			}
 			var left bool
@@ -62,16 +101,25 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	}
 	elapsed := time.Since(start)
 	rss := peakRSSMiB()
+	if kids != nil {
+		rss = 0 // the workers' memory is in other processes
+	}
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
-	if stopWorker != nil {
-		stopWorker()
+	if stopWorkers != nil {
+		if serr := stopWorkers(); err == nil {
+			err = serr
+		}
 	}
 	prog.finish()
 	if err != nil {
-		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ran.Load(), n, err)
+		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ranTotal(), n, err)
 	}
-	return Result{Jobs: n, Workers: r.cfg.Workers, Seconds: elapsed.Seconds(),
+	if c := claims.Load(); c > 0 {
+		r.logf("drain: %d claims, %.1f jobs and %.2f ms each on average", c,
+			float64(claimed.Load())/float64(c), float64(claimNanos.Load())/float64(c)/1e6)
+	}
+	return Result{Jobs: n, Workers: r.cfg.Workers, Processes: r.cfg.Processes, Seconds: elapsed.Seconds(),
 		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss}, nil
 }

@@ -43,14 +43,11 @@ func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Resul
 	if err != nil {
 		return err
 	}
-	pdb, err := pool(ctx, db, int32(r.cfg.Producers))
+	pdb, err := warmPool(ctx, db, r.cfg.Producers)
 	if err != nil {
 		return err
 	}
 	defer pdb.Close()
-	if err := warm(ctx, pdb, r.cfg.Producers); err != nil {
-		return err
-	}
 	rec := newWindowRecorder()
 	e.onClaim = rec.claimed
 	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {

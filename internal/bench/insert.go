@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketq/docket/outbox"
@@ -11,20 +12,25 @@ import (
 )
 
 // insert enqueues cfg.Jobs no-op jobs in batches of cfg.Batch, one
-// transaction per batch, and times it.
+// transaction per batch on cfg.Inserters connections, and times it.
 func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	e, err := r.setup(ctx, db, ScenarioInsert)
 	defer e.drop()
 	if err != nil {
 		return Result{}, err
 	}
+	idb, err := warmPool(ctx, e.db, e.r.cfg.Inserters)
+	if err != nil {
+		return Result{}, err
+	}
+	defer idb.Close()
 	stopProfile, err := r.profile(ScenarioInsert)
 	if err != nil {
 		return Result{}, err
 	}
 	prog := r.progress("insert", int64(r.cfg.Jobs))
 	start := time.Now()
-	err = e.fill(ctx, r.cfg.Jobs, prog)
+	err = e.fill(ctx, idb, r.cfg.Jobs, prog)
 	elapsed := time.Since(start)
 	prog.finish()
 	if perr := stopProfile(); err == nil {
@@ -40,27 +46,50 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if n != r.cfg.Jobs {
 		return Result{}, fmt.Errorf("inserted %d jobs but the table holds %d", r.cfg.Jobs, n)
 	}
-	return Result{Jobs: n, Batch: r.cfg.Batch, Seconds: elapsed.Seconds(), JobsPerSec: float64(n) / elapsed.Seconds()}, nil
+	return Result{Jobs: n, Batch: r.cfg.Batch, Inserters: r.cfg.Inserters, Seconds: elapsed.Seconds(), JobsPerSec: float64(n) / elapsed.Seconds()}, nil
 }
 
 // fill enqueues n no-op jobs with EnqueueMany in batches of cfg.Batch, one
-// transaction per batch, from one connection, counting them on prog.
-func (e *env) fill(ctx context.Context, n int, prog *progress) error {
+// transaction per batch, from cfg.Inserters connections at once, counting
+// them on prog. db must have that many connections.
+func (e *env) fill(ctx context.Context, db *pgxpool.Pool, n int, prog *progress) error {
 	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
 	for i := range items {
 		items[i].Args = noop{}
 	}
-	for done := 0; done < n; {
-		batch := items[:min(len(items), n-done)]
-		err := pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error {
-			_, err := e.ob.EnqueueMany(ctx, tx, batch)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("enqueue batch at job %d: %w", done, err)
-		}
-		done += len(batch)
-		prog.set(int64(done))
+	var (
+		next = make(chan int) // the first job of the next batch
+		errs = make(chan error, e.r.cfg.Inserters)
+		done atomic.Int64
+	)
+	for range e.r.cfg.Inserters {
+		go func() {
+			for first := range next {
+				batch := items[:min(len(items), n-first)]
+				err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+					_, err := e.ob.EnqueueMany(ctx, tx, batch)
+					return err
+				})
+				if err != nil {
+					errs <- fmt.Errorf("enqueue batch at job %d: %w", first, err)
+					for range next { // let the feeder finish
+					}
+					return
+				}
+				prog.set(done.Add(int64(len(batch))))
+			}
+			errs <- nil
+		}()
 	}
-	return nil
+	for first := 0; first < n; first += len(items) {
+		next <- first
+	}
+	close(next)
+	var first error
+	for range e.r.cfg.Inserters {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

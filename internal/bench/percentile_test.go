@@ -70,15 +70,15 @@ func TestResultJSON(t *testing.T) {
 		r    Result
 		want string
 	}{
-		{Result{Scenario: ScenarioInsert, History: true, Notify: true, Jobs: 10, Batch: 5, Seconds: 0.0004, JobsPerSec: 25000.04},
-			`{"scenario":"insert","history":"on","notify":true,"jobs":10,"batch":5,"seconds":0,"jobs_per_sec":25000}`},
-		{Result{Scenario: ScenarioDrain, Jobs: 10, Workers: 100, Seconds: 1.5, JobsPerSec: 6.67, MaxRSSMiB: 31.25},
-			`{"scenario":"drain","history":"off","notify":false,"jobs":10,"workers":100,"seconds":1.5,"jobs_per_sec":6.7,"max_rss_mib":31.3}`},
+		{Result{Scenario: ScenarioInsert, History: true, Notify: true, Jobs: 10, Batch: 5, Inserters: 1, Seconds: 0.0004, JobsPerSec: 25000.04},
+			`{"scenario":"insert","history":"on","notify":true,"jobs":10,"batch":5,"inserters":1,"seconds":0,"jobs_per_sec":25000}`},
+		{Result{Scenario: ScenarioDrain, Jobs: 10, Workers: 100, Processes: 2, Seconds: 1.5, JobsPerSec: 6.67, MaxRSSMiB: 31.25},
+			`{"scenario":"drain","history":"off","notify":false,"jobs":10,"workers":100,"processes":2,"seconds":1.5,"jobs_per_sec":6.7,"max_rss_mib":31.3}`},
 		{Result{Scenario: ScenarioSustained, History: true, Notify: true, Rate: 100, AchievedRate: 99.96, Jobs: 200, Producers: 4, Workers: 100,
 			Latency: Latency{P50: 1500 * time.Microsecond, P95: 2 * time.Millisecond, P99: 3 * time.Millisecond, Max: 1234567 * time.Nanosecond}},
-			`{"scenario":"sustained","history":"on","notify":true,"rate":100,"achieved_rate":100,"jobs":200,"producers":4,"workers":100,"p50_ms":1.5,"p95_ms":2,"p99_ms":3,"max_ms":1.235}`},
-		{Result{Scenario: ScenarioIdle, History: true, Jobs: 50, Workers: 100},
-			`{"scenario":"idle","history":"on","notify":false,"jobs":50,"workers":100,"p50_ms":0,"p95_ms":0,"p99_ms":0,"max_ms":0}`},
+			`{"scenario":"sustained","history":"on","notify":true,"rate":100,"achieved_rate":100,"jobs":200,"producers":4,"producer_tx":false,"workers":100,"p50_ms":1.5,"p95_ms":2,"p99_ms":3,"max_ms":1.235}`},
+		{Result{Scenario: ScenarioIdle, History: true, Jobs: 50, Workers: 100, ProducerTx: true},
+			`{"scenario":"idle","history":"on","notify":false,"jobs":50,"workers":100,"producer_tx":true,"p50_ms":0,"p95_ms":0,"p99_ms":0,"max_ms":0}`},
 	}
 	for _, c := range cases {
 		b, err := json.Marshal(c.r)

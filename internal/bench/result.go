@@ -23,10 +23,17 @@ type Result struct {
 	Jobs int
 	// Batch is the jobs per transaction (insert).
 	Batch int
+	// Inserters is the connections inserting batches at once (insert).
+	Inserters int
+	// Processes is the number of worker processes (drain).
+	Processes int
 	// Workers is the worker's concurrency (drain, sustained, idle).
 	Workers int
 	// Producers is the number of producer goroutines (sustained).
 	Producers int
+	// ProducerTx reports whether each enqueue was an explicit transaction
+	// (sustained, idle, heldxmin; JSON "producer_tx").
+	ProducerTx bool
 	// Seconds is the wall time of the timed part (insert, drain).
 	Seconds float64
 	// JobsPerSec is Jobs / Seconds (insert, drain).
@@ -82,24 +89,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	f := []field{{"scenario", r.Scenario}, {"history", history}, {"notify", r.Notify}}
 	switch r.Scenario {
 	case ScenarioInsert:
-		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch},
+		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch}, field{"inserters", r.Inserters},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
 	case ScenarioDrain:
-		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
+		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"processes", r.Processes},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
 	case ScenarioSustained:
 		f = append(f, field{"rate", r.Rate}, field{"achieved_rate", round(r.AchievedRate, 1)},
-			field{"jobs", r.Jobs}, field{"producers", r.Producers}, field{"workers", r.Workers})
+			field{"jobs", r.Jobs}, field{"producers", r.Producers}, field{"producer_tx", r.ProducerTx},
+			field{"workers", r.Workers})
 		f = r.Latency.fields(f)
 	case ScenarioIdle:
-		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers})
+		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"producer_tx", r.ProducerTx})
 		f = r.Latency.fields(f)
 	case ScenarioHeldXmin:
 		f = append(f, field{"phase", r.Phase}, field{"elapsed_s", round(r.ElapsedSeconds, 1)},
-			field{"rate", r.Rate}, field{"insert_per_s", round(r.InsertPerSec, 1)},
+			field{"rate", r.Rate}, field{"producer_tx", r.ProducerTx}, field{"insert_per_s", round(r.InsertPerSec, 1)},
 			field{"worked_per_s", round(r.WorkedPerSec, 1)}, field{"backlog", r.Backlog},
 			field{"p50_ms", ms(r.Latency.P50)}, field{"p99_ms", ms(r.Latency.P99)}, field{"max_ms", ms(r.Latency.Max)},
 			field{"claim_mean_ms", ms(r.ClaimMean)}, field{"claim_p99_ms", ms(r.ClaimP99)},

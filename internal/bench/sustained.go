@@ -27,15 +27,11 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	pdb, err := pool(ctx, db, int32(r.cfg.Producers))
+	pdb, err := warmPool(ctx, db, r.cfg.Producers)
 	if err != nil {
 		return Result{}, err
 	}
 	defer pdb.Close()
-	// Open the producers' connections now rather than in the timed part.
-	if err := warm(ctx, pdb, r.cfg.Producers); err != nil {
-		return Result{}, err
-	}
 	target := int(float64(r.cfg.Rate) * r.cfg.Duration.Seconds())
 	rec := newRecorder(target)
 	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
@@ -124,9 +120,13 @@ func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start,
 	return ctx.Err()
 }
 
-// enqueueOne enqueues one no-op job in a transaction of its own and returns
-// its id once the transaction has committed.
+// enqueueOne enqueues one no-op job in a transaction of its own (explicit
+// with Config.ProducerTx) and returns its id once it has committed.
 func (e *env) enqueueOne(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+	if !e.r.cfg.ProducerTx {
+		res, err := e.ob.Enqueue(ctx, db, noop{}, outbox.Opts{})
+		return res.ID, err
+	}
 	var id int64
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		res, err := e.ob.Enqueue(ctx, tx, noop{}, outbox.Opts{})
@@ -149,25 +149,6 @@ func (e *env) waitStarted(ctx context.Context, rec *recorder) error {
 	if err != nil {
 		c, s := rec.counts()
 		return fmt.Errorf("%d of %d committed jobs started: %w", s, c, err)
-	}
-	return nil
-}
-
-// warm opens n connections of db and gives them back, so that the timed
-// part does not pay for connecting.
-func warm(ctx context.Context, db *pgxpool.Pool, n int) error {
-	conns := make([]*pgxpool.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Release()
-		}
-	}()
-	for range n {
-		c, err := db.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		conns = append(conns, c)
 	}
 	return nil
 }
