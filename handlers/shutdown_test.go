@@ -25,6 +25,9 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
 	var running, finished, cancelled atomic.Int64
+	// Quick handlers hold until shutdown begins, so that exactly the pool's
+	// 10 slots are busy when it does, however slowly the machine runs them.
+	stopping := make(chan struct{})
 	reg := NewRegistry()
 	MustRegister(reg, func(ctx context.Context, j *Job[stopArgs]) error {
 		running.Add(1)
@@ -35,15 +38,15 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 			}
 			return ctx.Err()
 		}
+		select {
+		case <-stopping:
+		case <-ctx.Done(): // the test failed before shutdown
+			return ctx.Err()
+		}
 		time.Sleep(300 * time.Millisecond)
 		finished.Add(1)
 		return nil
 	}, KindOpts{})
-	const timeout = time.Second
-	w := e.worker(reg, Config{
-		Pools:           []PoolConfig{{Queues: []string{"default"}, Concurrency: 10}},
-		ShutdownTimeout: timeout,
-	})
 	var quick, blocked []int64
 	for i := range 10 {
 		id := e.enqueue(stopArgs{Block: i%2 == 0}, outbox.Opts{})
@@ -53,12 +56,17 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 			quick = append(quick, id)
 		}
 	}
-	// 10 more than the pool's slots: claimed only after others finish, or
-	// not at all.
+	// 10 more than the pool's slots, behind the first 10: never claimed.
 	for range 10 {
 		e.enqueue(stopArgs{Block: true}, outbox.Opts{})
 	}
+	const timeout = time.Second
+	w := e.worker(reg, Config{
+		Pools:           []PoolConfig{{Queues: []string{"default"}, Concurrency: 10}},
+		ShutdownTimeout: timeout,
+	})
 	waitFor(t, 20*time.Second, "10 handlers running", func() bool { return running.Load() == 10 })
+	close(stopping)
 	start := time.Now()
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -75,6 +83,9 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 		if s := e.where(id); s != "done" {
 			t.Errorf("quick job %d is %s, want done", id, s)
 		}
+	}
+	if n := finished.Load(); n != int64(len(quick)) {
+		t.Errorf("%d quick handlers finished, want %d", n, len(quick))
 	}
 	for _, id := range blocked {
 		if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND state = 'ready' AND attempts = 0`, id); n != 1 {
