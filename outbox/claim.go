@@ -79,45 +79,25 @@ func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease
 	return jobs, nil
 }
 
-// runClaim runs a claim statement. Outside a caller's transaction it runs
-// in one batch after sqlClaimSettings, whose settings last for the claim's
-// own implicit transaction.
+// runClaim runs a claim statement, after sqlClaimSettings unless db is a
+// caller's transaction.
 func (c *Client) runClaim(ctx context.Context, db Pgx, sql string, args ...any) ([]*docket.Job, []int64, error) {
-	b, ok := db.(batcher)
-	if !ok || isTx(db) {
-		return c.scanJobs(db.Query(ctx, sql, args...))
-	}
-	batch := &pgx.Batch{}
-	batch.Queue(sqlClaimSettings)
-	batch.Queue(sql, args...)
-	res := b.SendBatch(ctx, batch)
-	if _, err := res.Exec(); err != nil {
-		_ = res.Close()
-		return nil, nil, c.wrapErr(err)
-	}
-	jobs, seqs, err := c.scanJobs(res.Query())
-	if cerr := res.Close(); err == nil && cerr != nil {
-		err = c.wrapErr(cerr) // the claim's commit failed: it took nothing
-	}
+	var jobs []*docket.Job
+	var seqs []int64
+	err := c.run(ctx, db, sqlClaimSettings, sql, args, func(rows pgx.Rows) error {
+		var err error
+		jobs, seqs, err = scanJobs(rows)
+		return err
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, err // a failed commit took nothing either
 	}
 	return jobs, seqs, nil
 }
 
-// batcher is the part of a pool or connection that sends several statements
-// in one round trip and one implicit transaction.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // scanJobs reads the jobs a claim statement (ending in claimUpdate) returns,
 // with each job's ready_seq.
-func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, error) {
-	if err != nil {
-		return nil, nil, c.wrapErr(err)
-	}
-	defer rows.Close()
+func scanJobs(rows pgx.Rows) ([]*docket.Job, []int64, error) {
 	var out []*docket.Job
 	var seqs []int64
 	for rows.Next() {
@@ -149,5 +129,5 @@ func (c *Client) scanJobs(rows pgx.Rows, err error) ([]*docket.Job, []int64, err
 		out = append(out, j)
 		seqs = append(seqs, seq)
 	}
-	return out, seqs, c.wrapErr(rows.Err())
+	return out, seqs, rows.Err()
 }

@@ -11,13 +11,17 @@ import (
 
 // TestClaimSettings checks that a claim on a connection of its own runs
 // with the settings of sqlClaimSettings (seen in the plan cache: generic
-// plans only) and leaves the session's settings as they were, and that a
-// claim in a caller's transaction leaves the caller's settings alone.
+// plans only), that it and the completion after it leave the session's
+// settings as they were, and that in a caller's transaction both leave the
+// caller's settings alone.
 func TestClaimSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
 	c, _ := MigratedClient(t, ctx, pool, Config{})
+	if err := c.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
+		t.Fatal(err)
+	}
 	const claims = 8
 	for range claims + 1 {
 		if _, err := c.Enqueue(ctx, pool, noopArgs{}, Opts{}); err != nil {
@@ -33,12 +37,21 @@ func TestClaimSettings(t *testing.T) {
 		}
 		return v
 	}
+	// claim claims a job on db and completes it, so that the completion's
+	// settings (sqlIndexSettings) are checked along with the claim's.
 	claim := func(db Pgx) {
 		t.Helper()
 		jobs, err := c.Claim(ctx, db, params)
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 		}
+		if done, err := c.Complete(ctx, db, params.Worker, []int64{jobs[0].ID}); err != nil || len(done) != 1 {
+			t.Fatalf("complete: %v, %v", done, err)
+		}
+	}
+	settings := func(db Pgx) string {
+		t.Helper()
+		return show(db, "synchronous_commit") + " " + show(db, "plan_cache_mode") + " " + show(db, "enable_seqscan")
 	}
 
 	conn, err := pool.Acquire(ctx)
@@ -46,11 +59,11 @@ func TestClaimSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	before := show(conn, "synchronous_commit") + " " + show(conn, "plan_cache_mode")
+	before := settings(conn)
 	for range claims {
 		claim(conn)
 	}
-	if after := show(conn, "synchronous_commit") + " " + show(conn, "plan_cache_mode"); after != before {
+	if after := settings(conn); after != before {
 		t.Errorf("session settings after claims: %q, were %q", after, before)
 	}
 	var generic, custom int
@@ -71,8 +84,9 @@ func TestClaimSettings(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = remote_write"); err != nil {
 		t.Fatal(err)
 	}
+	inTx := settings(tx)
 	claim(tx)
-	if got := show(tx, "synchronous_commit"); got != "remote_write" {
-		t.Errorf("synchronous_commit in the caller's transaction after a claim: %q, want remote_write", got)
+	if got := settings(tx); got != inTx {
+		t.Errorf("settings in the caller's transaction after a claim: %q, were %q", got, inTx)
 	}
 }

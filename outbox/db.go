@@ -148,6 +148,64 @@ func isTx(db Pgx) bool {
 	return ok
 }
 
+// batcher is the part of a pool or connection that sends several statements
+// in one round trip and one implicit transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// run runs sql with args on db and hands its rows to read, which need not
+// close them. Unless db is a caller's transaction, whose settings are the
+// caller's, the settings statement runs first in the same batch: one round
+// trip and one implicit transaction, so the settings last for this
+// statement only. An error of that transaction's commit is returned too.
+func (c *Client) run(ctx context.Context, db Pgx, settings, sql string, args []any, read func(pgx.Rows) error) error {
+	b, ok := db.(batcher)
+	if !ok || isTx(db) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return c.wrapErr(err)
+		}
+		return c.wrapErr(readAll(rows, read))
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(settings)
+	batch.Queue(sql, args...)
+	res := b.SendBatch(ctx, batch)
+	_, err := res.Exec()
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = res.Query(); err == nil {
+			err = readAll(rows, read)
+		}
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	return c.wrapErr(err)
+}
+
+// readAll hands rows to read, closes them and returns the first error.
+func readAll(rows pgx.Rows, read func(pgx.Rows) error) error {
+	err := read(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	return err
+}
+
+// scanOne scans the one row a statement returns into dest.
+func scanOne(rows pgx.Rows, dest ...any) error {
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	return rows.Scan(dest...)
+}
+
 // beginPgx starts a transaction (a savepoint inside a pgx.Tx) on db.
 func beginPgx(ctx context.Context, db Pgx) (pgx.Tx, error) {
 	b, ok := db.(TxBeginner)

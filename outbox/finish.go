@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Every outcome below is guarded by locked_by = worker and state = running:
@@ -62,24 +63,25 @@ func (c *Client) Fail(ctx context.Context, db Pgx, worker uuid.UUID, failures []
 	for i, f := range failures {
 		ids[i], errs[i], delays[i] = f.ID, f.Error, f.Delay.Milliseconds()
 	}
-	rows, err := db.Query(ctx, c.q.fail, ids, worker, errs, delays)
+	err := c.run(ctx, db, sqlIndexSettings, c.q.fail, []any{ids, worker, errs, delays}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id int64
+			var dead bool
+			if err := rows.Scan(&id, &dead); err != nil {
+				return err
+			}
+			if dead {
+				res.Dead = append(res.Dead, id)
+			} else {
+				res.Retried = append(res.Retried, id)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return res, c.wrapErr(err)
+		return FailResult{}, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var dead bool
-		if err := rows.Scan(&id, &dead); err != nil {
-			return res, err
-		}
-		if dead {
-			res.Dead = append(res.Dead, id)
-		} else {
-			res.Retried = append(res.Retried, id)
-		}
-	}
-	return res, c.wrapErr(rows.Err())
+	return res, nil
 }
 
 // Snoozed is one job to run again later without spending an attempt.

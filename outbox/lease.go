@@ -24,12 +24,14 @@ func (c *Client) ids(db Pgx, ctx context.Context, sql string, args ...any) ([]in
 	return column[int64](ctx, c, db, sql, args...)
 }
 
-// column runs a statement that returns one column and collects it.
+// column runs a statement that returns one column, after sqlIndexSettings
+// unless db is a caller's transaction, and collects the column.
 func column[T any](ctx context.Context, c *Client, db Pgx, sql string, args ...any) ([]T, error) {
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, c.wrapErr(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	return out, c.wrapErr(err)
+	var out []T
+	err := c.run(ctx, db, sqlIndexSettings, sql, args, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, pgx.RowTo[T])
+		return err
+	})
+	return out, err
 }

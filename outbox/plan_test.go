@@ -62,6 +62,9 @@ func explain(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode, sql st
 }
 
 func execSQL(name string, n int) string {
+	if n == 0 {
+		return "EXECUTE " + name
+	}
 	ps := make([]string, n)
 	for i := range ps {
 		ps[i] = fmt.Sprintf("$%d", i+1)
@@ -173,5 +176,101 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	})
 	if !usable {
 		t.Error("the capped claim cannot use docket_jobs_tenant_idx")
+	}
+}
+
+// TestPlansCachedWhileSmall plans the statements a worker runs on its own
+// on one connection while the jobs table is nearly empty, as a worker that
+// starts on an idle queue does, then fills the table and checks the plans
+// the connection goes on using. The plan cache keeps a generic plan for as
+// long as the connection lives (claims force one; other statements may
+// settle on one after five runs), and one that reads a near-empty table by
+// a sequential scan would read the whole table on every run once a burst
+// arrives. Each statement runs after its settings, as Client.run sends
+// them.
+func TestPlansCachedWhileSmall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	c, schema := MigratedClient(t, ctx, pool, Config{})
+	jobs := `"` + schema + `".docket_jobs`
+	if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(n int) {
+		t.Helper()
+		_, err := pool.Exec(ctx, `INSERT INTO `+jobs+` (state, queue, kind, payload, tenant, run_at)
+			SELECT CASE WHEN g % 3 = 0 THEN 'scheduled' ELSE 'ready' END, 'default', 'noop', '{}',
+				CASE WHEN g % 2 = 0 THEN 't' || (g % 50) ELSE '' END,
+				CASE WHEN g % 3 = 0 THEN now() + interval '1 day' ELSE now() END
+			FROM generate_series(1, $1::int) g`, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(20)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	w := uuid.New()
+	lease := time.Minute.Milliseconds()
+	ids := []int64{1, 2, 3}
+	type stmt struct {
+		name, settings, sql string
+		args                []any
+	}
+	stmts := []stmt{
+		{"claim", sqlClaimSettings, c.q.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
+		{"capped", sqlClaimSettings, c.q.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
+		{"heartbeat", sqlIndexSettings, c.q.heartbeat, []any{ids, w, lease}},
+		{"complete", sqlIndexSettings, c.q.completeHistory, []any{ids, w}},
+		{"delete", sqlIndexSettings, c.q.completeDelete, []any{ids, w}},
+		{"fail", sqlIndexSettings, c.q.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}}},
+		{"snooze", sqlIndexSettings, c.q.snooze, []any{ids, w, []int64{0, 0, 0}}},
+		{"deadletter", sqlIndexSettings, c.q.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}}},
+		{"release", sqlIndexSettings, c.q.release, []any{ids, w}},
+		{"reap", sqlIndexSettings, c.q.reap, []any{100, "x"}},
+		{"promote", sqlIndexSettings, c.q.promote, []any{100}},
+		{"next", sqlIndexSettings, c.q.nextScheduled, nil},
+	}
+	// plan explains s's prepared statement on conn after its settings, in a
+	// transaction it rolls back.
+	plan := func(s stmt) planNode {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, s.settings); err != nil {
+			t.Fatal(err)
+		}
+		var raw []byte
+		if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+execSQL(s.name, len(s.args)), append([]any{pgx.QueryExecModeSimpleProtocol}, s.args...)...).Scan(&raw); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		var out []struct{ Plan planNode }
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Plan
+	}
+	for _, s := range stmts {
+		if _, err := conn.Conn().Prepare(ctx, s.name, s.sql); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		for range 8 { // past the five custom plans after which a generic one may stick
+			plan(s)
+		}
+	}
+	fill(100_000)
+	for _, s := range stmts {
+		plan(s).walk(func(n planNode) {
+			if n.RelationName == "docket_jobs" && n.NodeType == "Seq Scan" {
+				t.Errorf("%s: the plan cached on a small table reads the filled table by a sequential scan", s.name)
+			}
+		})
 	}
 }

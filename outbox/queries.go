@@ -35,16 +35,28 @@ const claimUpdate = `, u AS (
 )
 SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
-// sqlClaimSettings runs before a claim that is a transaction of its own, in
-// the same implicit transaction (one batch, one round trip), and its
-// settings end with it. A generic plan spares the claim its planning, about
-// a fifth of its cost, which the plan cache would otherwise pay on most
-// claims because it finds the custom plans cheaper; TestHotPathPlans checks
-// that generic plans use the indexes. And the claim commits without waiting
-// for its WAL flush: a claim lost in a database crash only puts its jobs
-// back to ready, which at-least-once delivery allows, and the first durable
-// commit after it (an outcome, say) flushes it anyway.
-const sqlClaimSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+// sqlIndexSettings runs before each statement a worker runs on its jobs as
+// a transaction of its own (outcomes, heartbeats, reaping, promotion), in
+// the same implicit transaction: one batch, one round trip, and the
+// setting ends with the statement. It turns sequential scans off. A worker
+// that starts on a near-empty jobs table plans its statements there, where
+// a sequential scan is cheapest, and the plan cache may keep those plans
+// for as long as the connection lives (until an ANALYZE invalidates them):
+// when a burst then fills the table, every statement would read all of it.
+// With sequential scans off the plans use the indexes they were written
+// for at any size (TestPlansCachedWhileSmall).
+const sqlIndexSettings = `SELECT set_config('enable_seqscan', 'off', true)`
+
+// sqlClaimSettings is sqlIndexSettings for a claim, with two more settings.
+// A generic plan spares the claim its planning, about a fifth of its cost,
+// which the plan cache would otherwise pay on most claims because it finds
+// the custom plans cheaper; TestHotPathPlans checks that generic plans use
+// the indexes. And the claim commits without waiting for its WAL flush: a
+// claim lost in a database crash only puts its jobs back to ready, which
+// at-least-once delivery allows, and the first durable commit after it (an
+// outcome, say) flushes it anyway.
+const sqlClaimSettings = `SELECT set_config('enable_seqscan', 'off', true),
+	set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('synchronous_commit', 'off', true)`
 
 // enqueueResult ends the single-job inserts; CASE guarantees pg_notify runs

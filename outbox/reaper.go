@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // ReapResult counts what one Reap did.
@@ -19,8 +21,10 @@ const leaseExpiredError = "lease expired: the worker stopped heartbeating (crash
 // idempotent, and safe to run from every process at once.
 func (c *Client) Reap(ctx context.Context, db Pgx, limit int) (ReapResult, error) {
 	var r ReapResult
-	err := db.QueryRow(ctx, c.q.reap, limit, leaseExpiredError).Scan(&r.Requeued, &r.Dead)
-	return r, c.wrapErr(err)
+	err := c.run(ctx, db, sqlIndexSettings, c.q.reap, []any{limit, leaseExpiredError}, func(rows pgx.Rows) error {
+		return scanOne(rows, &r.Requeued, &r.Dead)
+	})
+	return r, err
 }
 
 // Promote makes up to limit scheduled jobs whose run_at has come ready, and
@@ -33,8 +37,11 @@ func (c *Client) Promote(ctx context.Context, db Pgx, limit int) ([]string, erro
 // false when there are none.
 func (c *Client) NextScheduled(ctx context.Context, db Pgx) (time.Time, bool, error) {
 	var t *time.Time
-	if err := db.QueryRow(ctx, c.q.nextScheduled).Scan(&t); err != nil {
-		return time.Time{}, false, c.wrapErr(err)
+	err := c.run(ctx, db, sqlIndexSettings, c.q.nextScheduled, nil, func(rows pgx.Rows) error {
+		return scanOne(rows, &t)
+	})
+	if err != nil {
+		return time.Time{}, false, err
 	}
 	if t == nil {
 		return time.Time{}, false, nil
