@@ -42,7 +42,8 @@ var errBadClaim = errors.New("docket: invalid claim")
 //
 // Unless db is a pgx.Tx, the claim is a transaction of its own, planned
 // with a generic plan and committed without waiting for its WAL flush (see
-// sqlClaimSettings); in a caller's transaction the caller's settings hold.
+// sqlClaimSettings); in a caller's transaction the caller's settings hold,
+// but for sequential scans, off for the claim alone.
 func (c *Client) Claim(ctx context.Context, db Pgx, p ClaimParams) ([]*docket.Job, error) {
 	if p.Worker == uuid.Nil || len(p.Queues) == 0 || len(p.Kinds) == 0 || p.Limit < 1 || p.Lease <= 0 {
 		return nil, fmt.Errorf("%w: want a worker id, queues, kinds, a positive limit and lease", errBadClaim)
@@ -79,8 +80,8 @@ func (c *Client) claimByCursor(ctx context.Context, db Pgx, p ClaimParams, lease
 	return jobs, nil
 }
 
-// runClaim runs a claim statement, after sqlClaimSettings unless db is a
-// caller's transaction.
+// runClaim runs a claim statement with sqlClaimSettings (see run for a
+// caller's transaction).
 func (c *Client) runClaim(ctx context.Context, db Pgx, sql string, args ...any) ([]*docket.Job, []int64, error) {
 	var jobs []*docket.Job
 	var seqs []int64

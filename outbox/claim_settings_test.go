@@ -2,11 +2,13 @@ package outbox
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestClaimSettings checks that a claim on a connection of its own runs
@@ -88,5 +90,68 @@ func TestClaimSettings(t *testing.T) {
 	claim(tx)
 	if got := settings(tx); got != inTx {
 		t.Errorf("settings in the caller's transaction after a claim: %q, were %q", got, inTx)
+	}
+}
+
+// TestRunSettings checks the settings Client.run's statement sees, and that
+// they end with it: on a pool and a connection the claim's or the index
+// settings, and in a caller's transaction only sequential scans off, with
+// the caller's own settings back right after.
+func TestRunSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.PoolN(t, 2)
+	c, _ := MigratedClient(t, ctx, pool, Config{})
+	const probe = `SELECT current_setting('enable_seqscan') || ' ' || current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`
+	during := func(db Pgx, settings string) string {
+		t.Helper()
+		var v string
+		if err := c.run(ctx, db, settings, probe, nil, func(rows pgx.Rows) error { return scanOne(rows, &v) }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	now := func(db Pgx) string {
+		t.Helper()
+		var v string
+		if err := db.QueryRow(ctx, probe).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	before := now(conn)
+	_, rest, _ := strings.Cut(before, " ") // the server's synchronous_commit and plan_cache_mode
+	for _, db := range []Pgx{pool, conn} {
+		if got := during(db, sqlClaimSettings); got != "off off force_generic_plan" {
+			t.Errorf("%T, claim settings: %q during the statement", db, got)
+		}
+		if got, want := during(db, sqlIndexSettings), "off "+rest; got != want {
+			t.Errorf("%T, index settings: %q during the statement, want %q", db, got, want)
+		}
+	}
+	if got := now(conn); got != before {
+		t.Errorf("connection after: %q, was %q", got, before)
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = remote_write"); err != nil {
+		t.Fatal(err)
+	}
+	inTx := now(tx)
+	_, rest, _ = strings.Cut(inTx, " ")
+	if got, want := during(tx, sqlClaimSettings), "off "+rest; got != want {
+		t.Errorf("caller's transaction, claim settings: %q during the statement, want %q (only sequential scans off)", got, want)
+	}
+	if got := now(tx); got != inTx {
+		t.Errorf("caller's transaction after: %q, want its own %q back", got, inTx)
 	}
 }

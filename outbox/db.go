@@ -155,22 +155,31 @@ type batcher interface {
 }
 
 // run runs sql with args on db and hands its rows to read, which need not
-// close them. Unless db is a caller's transaction, whose settings are the
-// caller's, the settings statement runs first in the same batch: one round
-// trip and one implicit transaction, so the settings last for this
-// statement only. An error of that transaction's commit is returned too.
+// close them. On a pool or connection the settings statement runs first in
+// the same batch: one round trip and one implicit transaction, so the
+// settings last for this statement only. In a caller's transaction the
+// caller's settings hold, but for sequential scans, which are off for this
+// statement only (sqlTxIndexSettings). An error of the implicit
+// transaction's commit is returned too.
 func (c *Client) run(ctx context.Context, db Pgx, settings, sql string, args []any, read func(pgx.Rows) error) error {
 	b, ok := db.(batcher)
-	if !ok || isTx(db) {
+	if !ok {
 		rows, err := db.Query(ctx, sql, args...)
 		if err != nil {
 			return c.wrapErr(err)
 		}
 		return c.wrapErr(readAll(rows, read))
 	}
+	tx := isTx(db)
 	batch := &pgx.Batch{}
+	if tx {
+		settings = sqlTxIndexSettings
+	}
 	batch.Queue(settings)
 	batch.Queue(sql, args...)
+	if tx {
+		batch.Queue(sqlTxRestore)
+	}
 	res := b.SendBatch(ctx, batch)
 	_, err := res.Exec()
 	if err == nil {
@@ -178,6 +187,9 @@ func (c *Client) run(ctx context.Context, db Pgx, settings, sql string, args []a
 		if rows, err = res.Query(); err == nil {
 			err = readAll(rows, read)
 		}
+	}
+	if err == nil && tx {
+		_, err = res.Exec()
 	}
 	if cerr := res.Close(); err == nil {
 		err = cerr

@@ -24,8 +24,8 @@ func (c *Client) ids(db Pgx, ctx context.Context, sql string, args ...any) ([]in
 	return column[int64](ctx, c, db, sql, args...)
 }
 
-// column runs a statement that returns one column, after sqlIndexSettings
-// unless db is a caller's transaction, and collects the column.
+// column runs a statement that returns one column with sqlIndexSettings
+// (see run) and collects the column.
 func column[T any](ctx context.Context, c *Client, db Pgx, sql string, args ...any) ([]T, error) {
 	var out []T
 	err := c.run(ctx, db, sqlIndexSettings, sql, args, func(rows pgx.Rows) error {

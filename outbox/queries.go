@@ -59,6 +59,20 @@ const sqlClaimSettings = `SELECT set_config('enable_seqscan', 'off', true),
 	set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('synchronous_commit', 'off', true)`
 
+// In a caller's transaction (a RegisterTx handler's completion, say) the
+// settings above would last until the caller commits, and a claim's would
+// make the caller's own commit asynchronous. There only sequential scans
+// are turned off, and turned back to what they were right after the
+// statement, in the same batch: sqlTxIndexSettings saves the caller's value
+// in a setting of Docket's own and sqlTxRestore puts it back. Without it a
+// plan made there would also serve the same statement outside transactions
+// on that connection, since the plan cache ignores settings.
+const (
+	sqlTxIndexSettings = `SELECT set_config('docket.enable_seqscan', current_setting('enable_seqscan'), true),
+	set_config('enable_seqscan', 'off', true)`
+	sqlTxRestore = `SELECT set_config('enable_seqscan', current_setting('docket.enable_seqscan'), true)`
+)
+
 // enqueueResult ends the single-job inserts; CASE guarantees pg_notify runs
 // only for a job inserted ready.
 const enqueueResult = `
