@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -264,21 +265,21 @@ func (c *Client) sweep(ctx context.Context, db Pgx, sw sweep) {
 	start := time.Now()
 	found := map[cursorKey][]int64{}
 	kinds := strings.Join(sw.kinds, "\x00")
-	rows, err := db.Query(ctx, c.q.stragglers, sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto)
-	if err == nil {
+	args := []any{sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto}
+	// A failed sweep is tried again at the next due time; the stragglers
+	// wait until then.
+	_ = c.run(ctx, db, sqlIndexSettings, c.q.stragglers, args, func(rows pgx.Rows) error {
 		var q string
 		var prio int16
 		var seq int64
 		for rows.Next() {
-			if err = rows.Scan(&q, &prio, &seq); err != nil {
-				break
+			if err := rows.Scan(&q, &prio, &seq); err != nil {
+				return err
 			}
 			key := cursorKey{q, int(prio), kinds}
 			found[key] = append(found[key], seq)
 		}
-		rows.Close()
-	}
-	// A failed sweep is tried again at the next due time; the stragglers
-	// wait until then.
+		return nil
+	})
 	c.cursors.swept(sw, found, time.Now(), time.Since(start))
 }

@@ -224,6 +224,7 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 	stmts := []stmt{
 		{"claim", sqlClaimSettings, c.q.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
 		{"capped", sqlClaimSettings, c.q.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
+		{"sweep", sqlIndexSettings, c.q.stragglers, []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
 		{"heartbeat", sqlIndexSettings, c.q.heartbeat, []any{ids, w, lease}},
 		{"complete", sqlIndexSettings, c.q.completeHistory, []any{ids, w}},
 		{"delete", sqlIndexSettings, c.q.completeDelete, []any{ids, w}},
