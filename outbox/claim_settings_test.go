@@ -31,14 +31,6 @@ func TestClaimSettings(t *testing.T) {
 		}
 	}
 	params := ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute}
-	show := func(db Pgx, setting string) string {
-		t.Helper()
-		var v string
-		if err := db.QueryRow(ctx, "SHOW "+setting).Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	// claim claims a job on db and completes it, so that the completion's
 	// settings (sqlIndexSettings) are checked along with the claim's.
 	claim := func(db Pgx) {
@@ -51,21 +43,17 @@ func TestClaimSettings(t *testing.T) {
 			t.Fatalf("complete: %v, %v", done, err)
 		}
 	}
-	settings := func(db Pgx) string {
-		t.Helper()
-		return show(db, "synchronous_commit") + " " + show(db, "plan_cache_mode") + " " + show(db, "enable_seqscan")
-	}
 
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	before := settings(conn)
+	before := currentSettings(t, ctx, conn)
 	for range claims {
 		claim(conn)
 	}
-	if after := settings(conn); after != before {
+	if after := currentSettings(t, ctx, conn); after != before {
 		t.Errorf("session settings after claims: %q, were %q", after, before)
 	}
 	var generic, custom int
@@ -78,17 +66,10 @@ func TestClaimSettings(t *testing.T) {
 		t.Errorf("claim executions: %d generic and %d custom plans, want %d generic", generic, custom, claims)
 	}
 
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = remote_write"); err != nil {
-		t.Fatal(err)
-	}
-	inTx := settings(tx)
+	tx := callerTx(t, ctx, pool)
+	inTx := currentSettings(t, ctx, tx)
 	claim(tx)
-	if got := settings(tx); got != inTx {
+	if got := currentSettings(t, ctx, tx); got != inTx {
 		t.Errorf("settings in the caller's transaction after a claim: %q, were %q", got, inTx)
 	}
 }
@@ -102,19 +83,10 @@ func TestRunSettings(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
 	c, _ := MigratedClient(t, ctx, pool, Config{})
-	const probe = `SELECT current_setting('enable_seqscan') || ' ' || current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`
 	during := func(db Pgx, settings string) string {
 		t.Helper()
 		var v string
-		if err := c.run(ctx, db, settings, probe, nil, func(rows pgx.Rows) error { return scanOne(rows, &v) }); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	now := func(db Pgx) string {
-		t.Helper()
-		var v string
-		if err := db.QueryRow(ctx, probe).Scan(&v); err != nil {
+		if err := c.run(ctx, db, settings, settingsProbe, nil, func(rows pgx.Rows) error { return scanOne(rows, &v) }); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -124,7 +96,7 @@ func TestRunSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	before := now(conn)
+	before := currentSettings(t, ctx, conn)
 	_, rest, _ := strings.Cut(before, " ") // the server's synchronous_commit and plan_cache_mode
 	for _, db := range []Pgx{pool, conn} {
 		if got := during(db, sqlClaimSettings); got != "off off force_generic_plan" {
@@ -134,24 +106,47 @@ func TestRunSettings(t *testing.T) {
 			t.Errorf("%T, index settings: %q during the statement, want %q", db, got, want)
 		}
 	}
-	if got := now(conn); got != before {
+	if got := currentSettings(t, ctx, conn); got != before {
 		t.Errorf("connection after: %q, was %q", got, before)
 	}
 
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = remote_write"); err != nil {
-		t.Fatal(err)
-	}
-	inTx := now(tx)
+	tx := callerTx(t, ctx, pool)
+	inTx := currentSettings(t, ctx, tx)
 	_, rest, _ = strings.Cut(inTx, " ")
 	if got, want := during(tx, sqlClaimSettings), "off "+rest; got != want {
 		t.Errorf("caller's transaction, claim settings: %q during the statement, want %q (only sequential scans off)", got, want)
 	}
-	if got := now(tx); got != inTx {
+	if got := currentSettings(t, ctx, tx); got != inTx {
 		t.Errorf("caller's transaction after: %q, want its own %q back", got, inTx)
 	}
+}
+
+// settingsProbe reads the settings sqlClaimSettings and sqlIndexSettings
+// touch: enable_seqscan, synchronous_commit and plan_cache_mode.
+const settingsProbe = `SELECT current_setting('enable_seqscan') || ' ' || current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`
+
+// currentSettings returns what settingsProbe reads on db.
+func currentSettings(t *testing.T, ctx context.Context, db Pgx) string {
+	t.Helper()
+	var v string
+	if err := db.QueryRow(ctx, settingsProbe).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// callerTx begins a caller's transaction on pool with a setting of its own,
+// synchronous_commit = remote_write, that Docket's statements must leave
+// alone; it is rolled back when the test ends.
+func callerTx(t *testing.T, ctx context.Context, pool TxBeginner) pgx.Tx {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = remote_write"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
