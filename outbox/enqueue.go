@@ -1,13 +1,15 @@
 package outbox
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/docketq/docket"
 	"github.com/jackc/pgx/v5"
@@ -27,36 +29,52 @@ const (
 // Opts are the per-job enqueue options. The zero value means: queue
 // "default", priority 0, due now, 25 attempts, no unique key, no tenant, no
 // serial key, no meta.
+//
+// Every string must be valid UTF-8 without NUL bytes, which PostgreSQL's
+// text and jsonb cannot store; Enqueue and EnqueueMany reject other values
+// with ErrInvalidJob before sending anything.
 type Opts struct {
-	// Queue routes the job to the worker pools that serve it. Empty means "default".
+	// Queue routes the job to the worker pools that serve it. Empty means
+	// "default". At most MaxNameLen bytes, no spaces or control characters.
 	Queue string
 	// Priority orders jobs inside a queue: higher runs first. Range -10..10.
 	Priority int
 	// RunAt schedules the job; zero means now. Takes precedence over Delay.
+	// It must fall in the years 1 to 9999 (UTC), inside what PostgreSQL's
+	// timestamptz stores.
 	RunAt time.Time
 	// Delay schedules the job this long after the enqueue, by the
-	// database's clock. Zero means now.
+	// database's clock. Zero means now; it must not be negative.
 	Delay time.Duration
 	// MaxAttempts is how many runs the job gets before it is dead-lettered.
-	// Zero means 25; otherwise it must be at least 1.
+	// Zero means 25; otherwise it must be 1..math.MaxInt32.
 	MaxAttempts int
 	// UniqueKey, when set, makes the enqueue idempotent: while a job with
 	// the same key is in flight (scheduled, ready or running) no second one
-	// is inserted and the existing job's id is returned.
+	// is inserted and the existing job's id is returned. At most MaxKeyLen
+	// bytes.
 	UniqueKey string
 	// MoveOnDuplicate makes a duplicate UniqueKey move the existing job's
 	// run_at to this job's instead of leaving it (not if it is running).
 	// Not supported by EnqueueMany.
 	MoveOnDuplicate bool
 	// Tenant names who the job belongs to, for per-tenant claim caps.
+	// Empty means none; otherwise as Queue.
 	Tenant string
 	// SerialKey serializes jobs: two jobs with the same key never run at
-	// the same time.
+	// the same time. Empty means none; at most MaxKeyLen bytes.
 	SerialKey string
 	// Meta is small job metadata (trace context, schedule name). Unlike the
-	// payload it may be logged.
+	// payload it may be logged, and errors about it name its keys.
 	Meta map[string]string
 }
+
+// minRunAt and maxRunAt bound Opts.RunAt: years 1 to 9999 UTC, which both
+// PostgreSQL's timestamptz (4713 BC to 294276 AD) and RFC 3339 can write.
+var (
+	minRunAt = time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC)
+	maxRunAt = time.Date(9999, time.December, 31, 23, 59, 59, 999999000, time.UTC)
+)
 
 // OptsProvider is implemented by Args types that carry their own default
 // options. Non-zero fields of the Opts passed to Enqueue override them.
@@ -81,9 +99,13 @@ type Item struct {
 }
 
 // ErrInvalidJob wraps every validation failure of Enqueue and EnqueueMany.
+// Such a job is rejected before anything is sent to the database, so a
+// caller's transaction stays usable. Its message names the job's kind and
+// what is wrong, never the payload's contents.
 var ErrInvalidJob = errors.New("docket: invalid job")
 
-// ErrNotMigrated is returned when Docket's tables do not exist in the schema.
+// ErrNotMigrated is returned when Docket's tables, or the schema that should
+// hold them, do not exist.
 var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
 
 // job is a validated, encoded job ready to write.
@@ -124,8 +146,8 @@ func prepare(args docket.Args, opts Opts) (job, error) {
 	if err := checkName("tenant", j.tenant, true); err != nil {
 		return job{}, err
 	}
-	if j.maxAttempts < 1 {
-		return job{}, fmt.Errorf("%w: kind %s: max attempts %d: must be at least 1", ErrInvalidJob, j.kind, j.maxAttempts)
+	if j.maxAttempts < 1 || j.maxAttempts > math.MaxInt32 {
+		return job{}, fmt.Errorf("%w: kind %s: max attempts %d outside 1..%d", ErrInvalidJob, j.kind, j.maxAttempts, math.MaxInt32)
 	}
 	if j.priority < MinPriority || j.priority > MaxPriority {
 		return job{}, fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidJob, j.kind, j.priority, MinPriority, MaxPriority)
@@ -133,22 +155,45 @@ func prepare(args docket.Args, opts Opts) (job, error) {
 	if len(j.uniqueKey) > MaxKeyLen || len(j.serialKey) > MaxKeyLen {
 		return job{}, fmt.Errorf("%w: kind %s: unique or serial key longer than %d bytes", ErrInvalidJob, j.kind, MaxKeyLen)
 	}
+	if p := badText(j.uniqueKey); p != "" {
+		return job{}, fmt.Errorf("%w: kind %s: unique key %s", ErrInvalidJob, j.kind, p)
+	}
+	if p := badText(j.serialKey); p != "" {
+		return job{}, fmt.Errorf("%w: kind %s: serial key %s", ErrInvalidJob, j.kind, p)
+	}
 	if opts.Delay < 0 {
 		return job{}, fmt.Errorf("%w: kind %s: negative delay", ErrInvalidJob, j.kind)
 	}
 	if !opts.RunAt.IsZero() {
-		t := opts.RunAt
+		t := opts.RunAt.UTC()
+		if t.Before(minRunAt) || t.After(maxRunAt) {
+			return job{}, fmt.Errorf("%w: kind %s: run at %s outside years %d..%d", ErrInvalidJob, j.kind,
+				t.Format(time.RFC3339), minRunAt.Year(), maxRunAt.Year())
+		}
 		j.runAt = &t
 	} else {
 		j.delayMS = opts.Delay.Milliseconds()
 	}
+	for k, v := range opts.Meta {
+		if p := badText(k); p != "" {
+			return job{}, fmt.Errorf("%w: kind %s: meta key %q %s", ErrInvalidJob, j.kind, k, p)
+		}
+		if p := badText(v); p != "" {
+			return job{}, fmt.Errorf("%w: kind %s: meta %q: value %s", ErrInvalidJob, j.kind, k, p)
+		}
+	}
+	// Errors about the payload name the kind only: it may hold personal data.
 	payload, err := json.Marshal(args)
 	if err != nil {
-		// The error names the kind only: the payload may hold personal data.
 		return job{}, fmt.Errorf("%w: kind %s: encode payload: %w", ErrInvalidJob, j.kind, err)
 	}
-	if bytes.Contains(payload, []byte(`\u0000`)) {
-		return job{}, fmt.Errorf("%w: kind %s: payload contains \\u0000, which PostgreSQL jsonb cannot store", ErrInvalidJob, j.kind)
+	// json.Marshal checks neither the UTF-8 nor the escapes of what a
+	// json.RawMessage or a MarshalJSON method returns.
+	if !utf8.Valid(payload) {
+		return job{}, fmt.Errorf("%w: kind %s: payload is not valid UTF-8", ErrInvalidJob, j.kind)
+	}
+	if p := badJSONEscape(payload); p != "" {
+		return job{}, fmt.Errorf("%w: kind %s: payload holds %s, which PostgreSQL jsonb cannot store", ErrInvalidJob, j.kind, p)
 	}
 	j.payload = payload
 	if len(opts.Meta) > 0 {
@@ -159,6 +204,15 @@ func prepare(args docket.Args, opts Opts) (job, error) {
 	return j, nil
 }
 
+// Validate returns the ErrInvalidJob error Enqueue would return for args and
+// opts, or nil, without touching a database: for code that keeps a job to
+// enqueue later, such as a schedule's template, and rejects it when it is
+// given rather than at every enqueue.
+func Validate(args docket.Args, opts Opts) error {
+	_, err := prepare(args, opts)
+	return err
+}
+
 func checkName(what, v string, emptyOK bool) error {
 	if v == "" && !emptyOK {
 		return fmt.Errorf("%w: empty %s name", ErrInvalidJob, what)
@@ -166,12 +220,26 @@ func checkName(what, v string, emptyOK bool) error {
 	if len(v) > MaxNameLen {
 		return fmt.Errorf("%w: %s name longer than %d bytes", ErrInvalidJob, what, MaxNameLen)
 	}
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%w: %s name %q is not valid UTF-8", ErrInvalidJob, what, v)
+	}
 	for _, r := range v {
 		if r < 0x21 || r == 0x7f {
 			return fmt.Errorf("%w: %s name %q contains spaces or control characters", ErrInvalidJob, what, v)
 		}
 	}
 	return nil
+}
+
+// badText says why PostgreSQL's text type cannot store v, or returns "".
+func badText(v string) string {
+	switch {
+	case !utf8.ValidString(v):
+		return "is not valid UTF-8"
+	case strings.IndexByte(v, 0) >= 0:
+		return "contains a NUL byte"
+	}
+	return ""
 }
 
 func merge(base, over Opts) Opts {
@@ -231,12 +299,15 @@ func (j job) params() []any {
 		nullable(j.serialKey), string(j.payload), nullableJSON(j.meta), runAt, j.delayMS}
 }
 
-// wrapErr turns a missing table into ErrNotMigrated, naming the schema.
+// wrapErr turns a missing table or schema into ErrNotMigrated, naming the
+// schema, and makes the next enqueue check for the tables again.
 func (c *Client) wrapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if sqlState(err) == codeUndefinedTable {
+	switch sqlState(err) {
+	case codeUndefinedTable, codeInvalidSchema:
+		c.migrated.Store(false)
 		return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, c.schema, err)
 	}
 	return err
@@ -244,9 +315,27 @@ func (c *Client) wrapErr(err error) error {
 
 // Enqueue writes one job through db. Pass the caller's transaction to commit
 // the job together with the caller's own writes: a rolled-back transaction
-// leaves no job. Invalid args or options return an ErrInvalidJob error and
-// write nothing. A job inserted ready is announced by a NOTIFY sent with the
+// leaves no job. A job inserted ready is announced by a NOTIFY sent with the
 // insert, unless its queue was announced within the debounce window.
+//
+// Enqueue returns an ErrInvalidJob error, having sent nothing, so that a
+// caller's transaction stays usable, for:
+//   - nil args, or a payload that does not encode to JSON, is not valid
+//     UTF-8, or holds an escaped NUL (\u0000) or a lone UTF-16 surrogate
+//     escape such as "\ud800" (which a json.RawMessage or a MarshalJSON
+//     method may return): jsonb can store neither. A string holding a
+//     backslash followed by u0000, such as C:\u0000dir, holds no NUL and is
+//     stored as it is;
+//   - an empty kind; a kind, queue or tenant name longer than MaxNameLen,
+//     not valid UTF-8, or with spaces or control characters;
+//   - a unique or serial key longer than MaxKeyLen; a unique or serial key,
+//     meta key or meta value that is not valid UTF-8 or holds a NUL byte;
+//   - a priority, max attempts, RunAt or Delay outside what Opts documents.
+//
+// When Docket's tables or their schema do not exist, Enqueue returns an
+// ErrNotMigrated error. It asks with a statement that cannot fail, so this
+// too leaves a caller's transaction usable; the first positive answer is
+// kept for the life of the Client.
 func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts) (Enqueued, error) {
 	j, err := prepare(args, opts)
 	if err != nil {
@@ -254,6 +343,9 @@ func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts
 	}
 	cn, err := toConn(db)
 	if err != nil {
+		return Enqueued{}, err
+	}
+	if err := c.checkMigrated(ctx, cn); err != nil {
 		return Enqueued{}, err
 	}
 	now := time.Now()
@@ -362,8 +454,13 @@ func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 // is pgx; the rest with one set-based insert. A taken unique key never fails
 // the batch: that item reports the existing job's id as a Duplicate (also
 // when two items of the batch share a key: the first wins). With a pool or
-// *sql.DB the whole batch is written in one transaction. Any invalid item
-// fails the call before anything is written.
+// *sql.DB the whole batch is written in one transaction.
+//
+// Any invalid item (as Enqueue rejects it, or with MoveOnDuplicate) fails
+// the call with an ErrInvalidJob error naming the item's index, before
+// anything is sent, so a caller's transaction stays usable. Missing tables
+// or schema return ErrNotMigrated, also without aborting a caller's
+// transaction (see Enqueue).
 func (c *Client) EnqueueMany(ctx context.Context, db DB, items []Item) ([]Enqueued, error) {
 	jobs := make([]job, len(items))
 	for i, it := range items {
@@ -379,8 +476,15 @@ func (c *Client) EnqueueMany(ctx context.Context, db DB, items []Item) ([]Enqueu
 	if len(jobs) == 0 {
 		return nil, nil
 	}
+	cn, err := toConn(db)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkMigrated(ctx, cn); err != nil {
+		return nil, err
+	}
 	var out []Enqueued
-	err := withTx(ctx, db, func(cn conn) error {
+	err = withTx(ctx, db, func(cn conn) error {
 		var err error
 		out, err = c.insertMany(ctx, cn, jobs)
 		return err

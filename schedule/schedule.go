@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -127,8 +126,14 @@ func compile(s Schedule) (compiled, error) {
 	if err != nil {
 		return bad("encode args of kind %s: %v", s.Args.Kind(), err)
 	}
-	if bytes.Contains(payload, []byte(`\u0000`)) {
-		return bad("args of kind %s contain \\u0000", s.Args.Kind())
+	// The job of every run, checked now rather than at each enqueue. Only
+	// the fire time in its meta is left out: it is always valid.
+	run := outbox.Opts{
+		Queue: s.Queue, Priority: s.Priority, Tenant: s.Tenant, SerialKey: s.SerialKey,
+		MaxAttempts: s.MaxAttempts, UniqueKey: KeyPrefix + s.Name, Meta: map[string]string{MetaSchedule: s.Name},
+	}
+	if err := outbox.Validate(s.Args, run); err != nil {
+		return compiled{}, fmt.Errorf("%w: schedule %q: %w", ErrInvalidSchedule, s.Name, err)
 	}
 	return compiled{s: s, spec: spec, kind: s.Args.Kind(), payload: payload, misfire: m}, nil
 }

@@ -118,8 +118,10 @@ func (s *Service) now() time.Time { return s.clock() }
 // pending run at once, at its first fire time after now; a changed spec or
 // template takes effect from the next run (the pending one keeps its time
 // and payload). Every schedule is validated first: if one is invalid
-// (ErrInvalidSpec, ErrInvalidSchedule, naming it) or two share a name,
-// nothing is written.
+// (ErrInvalidSpec, ErrInvalidSchedule, naming it; its runs' job as
+// outbox.Validate checks it, also wrapping outbox.ErrInvalidJob) or two
+// share a name, nothing is written. Before `docket migrate up` has created
+// the schedules table it returns an error wrapping outbox.ErrNotMigrated.
 func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	rows := make([]map[string]any, 0, len(schedules))
 	seen := map[string]bool{}
@@ -151,7 +153,7 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 			return err
 		}
 		if _, err := s.db.Exec(ctx, s.q.upsert, string(doc)); err != nil {
-			return fmt.Errorf("docket: register schedules: %w", err)
+			return fmt.Errorf("docket: register schedules: %w", s.wrap(err))
 		}
 		for _, r := range chunk {
 			names = append(names, r["name"].(string))
@@ -570,13 +572,14 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 	return out, s.wrap(rows.Err())
 }
 
-// wrap names the missing migration when docket_schedules does not exist.
+// wrap names the missing migration when docket_schedules (42P01) or its
+// schema (3F000) does not exist.
 func (s *Service) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr interface{ SQLState() string }
-	if errors.As(err, &pgErr) && pgErr.SQLState() == "42P01" {
+	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000") {
 		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
 	}
 	return err

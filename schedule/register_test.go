@@ -1,0 +1,76 @@
+package schedule_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+)
+
+// Registering before the migrations have run says so, whether the schema
+// exists without tables or does not exist at all.
+func TestRegisterBeforeMigration(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.PoolN(t, 2)
+	for _, schema := range []string{pgtest.Schema(t), pgtest.Schema(t) + "_absent"} {
+		ob, err := outbox.New(outbox.Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = svc.Register(t.Context(), schedule.Schedule{Name: "nightly", Spec: "@daily", Args: report{}})
+		if !errors.Is(err, outbox.ErrNotMigrated) || !strings.Contains(err.Error(), schema) {
+			t.Errorf("schema %s: err = %v, want ErrNotMigrated naming the schema", schema, err)
+		}
+	}
+}
+
+// rawReport is a report whose payload is JSON text as given.
+type rawReport struct {
+	P json.RawMessage `json:"p"`
+}
+
+func (rawReport) Kind() string { return "report" }
+
+// Register checks the job of the schedule's runs as Enqueue would, so a
+// schedule whose runs could never be enqueued is refused at once, and
+// text that only looks like a NUL escape is stored as it is.
+func TestRegisterChecksRunJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4, time.Now())
+	for _, s := range []schedule.Schedule{
+		{Name: "lone-surrogate", Spec: "@hourly", Args: rawReport{P: json.RawMessage(`"\ud800"`)}},
+		{Name: "nul", Spec: "@hourly", Args: report{Tenant: "a\x00"}},
+		{Name: "tenant", Spec: "@hourly", Args: report{}, Tenant: "t\xff"},
+		{Name: "serial", Spec: "@hourly", Args: report{}, SerialKey: "s\x00"},
+		{Name: "queue", Spec: "@hourly", Args: report{}, Queue: "a b"},
+		{Name: "name\xff", Spec: "@hourly", Args: report{}},
+	} {
+		err := e.svc.Register(t.Context(), s)
+		if !errors.Is(err, schedule.ErrInvalidSchedule) || !errors.Is(err, outbox.ErrInvalidJob) {
+			t.Errorf("%q: err = %v, want ErrInvalidSchedule and ErrInvalidJob", s.Name, err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_schedules`); n != 0 {
+		t.Fatalf("%d schedules written", n)
+	}
+	const path = `C:\u0000dir`
+	if err := e.svc.Register(t.Context(), schedule.Schedule{Name: "path", Spec: "@hourly", Args: report{Tenant: path}}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := e.pool.QueryRow(t.Context(), e.sql(`SELECT payload->>'tenant' FROM {{schema}}.docket_jobs WHERE unique_key = 'schedule:path'`)).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != path {
+		t.Fatalf("run payload holds %q, want %q", got, path)
+	}
+}
