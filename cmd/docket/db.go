@@ -9,13 +9,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// connect opens a small pool and checks it reaches the server, with an
-// error that names the server but never the password.
+// connect opens a small pool with Docket's connection defaults (see
+// outbox.ParsePoolConfig) and checks it reaches the server, with an error
+// that names the server but never the password.
 func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
 	if url == "" {
 		return nil, fmt.Errorf("%w: no database: pass --database-url or set DATABASE_URL", errUsage)
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := outbox.ParsePoolConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: invalid database URL: %v", errUsage, err) // pgconn hides the password
 	}

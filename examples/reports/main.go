@@ -58,7 +58,13 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer srv.Stop()
-	pool, err := pgxpool.New(ctx, srv.URL)
+	// Docket's connection defaults: a server that stops answering is
+	// noticed in seconds, not minutes.
+	cfg, err := outbox.ParsePoolConfig(srv.URL)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -42,8 +42,8 @@ func run(ctx context.Context, out, log io.Writer, n int) error {
 	defer srv.Stop()
 
 	// One pgx pool for everything: Docket's workers use it natively, Ent
-	// through database/sql.
-	cfg, err := pgxpool.ParseConfig(srv.URL)
+	// through database/sql. It has Docket's connection defaults.
+	cfg, err := outbox.ParsePoolConfig(srv.URL)
 	if err != nil {
 		return err
 	}
