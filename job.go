@@ -45,4 +45,10 @@ type Job struct {
 	LockedAt    time.Time
 	LeaseUntil  time.Time
 	LastError   string // error of the previous attempt, if any
+	// ClaimID identifies the claim this run came from: one number per claim
+	// statement, never reused. Every write about the run (heartbeat,
+	// outcome) is matched against it, so a run that lost its lease changes
+	// nothing after the job was claimed again. Zero for a job that no
+	// worker claimed.
+	ClaimID int64
 }

@@ -39,8 +39,10 @@ var ErrNilTx = errors.New("docket: nil Ent transaction")
 // payload is sent as JSON text, so it is stored as a jsonb object, not as
 // bytea.
 //
-// An error from the database leaves tx unusable (PostgreSQL aborts the
-// transaction): roll it back.
+// Invalid jobs, including values PostgreSQL cannot store, and missing
+// tables (outbox.ErrNotMigrated) are found before anything is sent, so tx
+// stays usable. Any other error from the database leaves tx unusable
+// (PostgreSQL aborts the transaction): roll it back.
 func Enqueue(ctx context.Context, c Enqueuer, tx Tx, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error) {
 	if tx == nil {
 		return outbox.Enqueued{}, ErrNilTx

@@ -260,3 +260,48 @@ func TestEnqueueNilTx(t *testing.T) {
 		t.Errorf("EnqueueMany(nil tx) = %v, want ErrNilTx", err)
 	}
 }
+
+// rawPayload is a job whose payload holds JSON text as given.
+type rawPayload struct {
+	P json.RawMessage `json:"p"`
+}
+
+func (rawPayload) Kind() string { return "test.raw" }
+
+// A job PostgreSQL could not store is refused by the same checks as
+// outbox.Client.Enqueue, before anything is sent, so the Ent transaction
+// stays usable and commits its own rows.
+func TestEnqueueInvalidKeepsTx(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	bad := []outbox.Item{
+		{Args: rawPayload{P: json.RawMessage(`"\ud800"`)}},
+		{Args: trackShipment{}, Opts: outbox.Opts{Meta: map[string]string{"trace": "a\x00"}}},
+		{Args: trackShipment{}, Opts: outbox.Opts{SerialKey: "s\xff"}},
+	}
+	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+		if _, err := tx.Shipment.Create().SetTracking("T1").SetCarrier("ups").Save(ctx); err != nil {
+			return err
+		}
+		for i, it := range bad {
+			if _, err := docketent.Enqueue(ctx, b.ob, tx, it.Args, it.Opts); !errors.Is(err, outbox.ErrInvalidJob) {
+				return fmt.Errorf("Enqueue of bad job %d = %v, want ErrInvalidJob", i, err)
+			}
+			if _, err := docketent.EnqueueMany(ctx, b.ob, tx, []outbox.Item{{Args: trackShipment{}}, it}); !errors.Is(err, outbox.ErrInvalidJob) {
+				return fmt.Errorf("EnqueueMany with bad job %d = %v, want ErrInvalidJob", i, err)
+			}
+		}
+		_, err := tx.Shipment.Create().SetTracking("T2").SetCarrier("ups").Save(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "shipments", ""); n != 2 {
+		t.Errorf("%d shipments, want 2", n)
+	}
+	if n := b.count(t, "docket_jobs", ""); n != 0 {
+		t.Errorf("%d jobs, want 0", n)
+	}
+}

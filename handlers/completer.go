@@ -40,8 +40,9 @@ const (
 )
 
 // completer buffers outcomes briefly and writes them in batches: one
-// statement per kind of outcome per flush, each guarded by locked_by so a
-// job this process lost is left alone.
+// statement per kind of outcome per flush, each fenced by the claim of the
+// run it speaks for, so a run this process lost changes nothing, even when
+// this process has claimed the job again since.
 type completer struct {
 	w        *Worker
 	interval time.Duration
@@ -166,19 +167,19 @@ func (c *completer) take(spare []outcome) []outcome {
 
 // flushScratch holds one flusher's reusable slices.
 type flushScratch struct {
-	completeIDs []int64
-	complete    []*task
-	fails       []outbox.Failure
-	failed      []*task
-	snoozes     []outbox.Snoozed
-	snoozed     []*task
-	deads       []outbox.Dead
-	dead        []*task
-	releaseIDs  []int64
-	released    []*task
-	dropped     []*task
-	wake        []*pool
-	hooked      []outcome // final outcomes of kinds with an OutcomeHook
+	completeRuns []outbox.Run
+	complete     []*task
+	fails        []outbox.Failure
+	failed       []*task
+	snoozes      []outbox.Snoozed
+	snoozed      []*task
+	deads        []outbox.Dead
+	dead         []*task
+	releaseRuns  []outbox.Run
+	released     []*task
+	dropped      []*task
+	wake         []*pool
+	hooked       []outcome // final outcomes of kinds with an OutcomeHook
 }
 
 func (f *flushScratch) reset() {
@@ -191,11 +192,11 @@ func (f *flushScratch) reset() {
 	clear(f.wake)
 	clear(f.hooked)
 	f.wake, f.hooked = f.wake[:0], f.hooked[:0]
-	f.completeIDs, f.complete = f.completeIDs[:0], f.complete[:0]
+	f.completeRuns, f.complete = f.completeRuns[:0], f.complete[:0]
 	f.fails, f.failed = f.fails[:0], f.failed[:0]
 	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
 	f.deads, f.dead = f.deads[:0], f.dead[:0]
-	f.releaseIDs, f.released = f.releaseIDs[:0], f.released[:0]
+	f.releaseRuns, f.released = f.releaseRuns[:0], f.released[:0]
 	f.dropped = f.dropped[:0]
 }
 
@@ -208,7 +209,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	var due time.Duration = -1
 	for i := range batch {
 		o := &batch[i]
-		id := o.ex.job.ID
+		run := outbox.RunOf(o.ex.job)
 		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
 			f.dropped = append(f.dropped, o.ex) // lost while waiting here
 			continue
@@ -219,15 +220,15 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 		}
 		switch o.what {
 		case oComplete:
-			f.completeIDs, f.complete = append(f.completeIDs, id), append(f.complete, o.ex)
+			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.ex)
 		case oFail:
-			f.fails, f.failed = append(f.fails, outbox.Failure{ID: id, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
+			f.fails, f.failed = append(f.fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
 		case oSnooze:
-			f.snoozes, f.snoozed = append(f.snoozes, outbox.Snoozed{ID: id, Delay: o.delay}), append(f.snoozed, o.ex)
+			f.snoozes, f.snoozed = append(f.snoozes, outbox.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
 		case oDead:
-			f.deads, f.dead = append(f.deads, outbox.Dead{ID: id, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
+			f.deads, f.dead = append(f.deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
 		case oRelease:
-			f.releaseIDs, f.released = append(f.releaseIDs, id), append(f.released, o.ex)
+			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
 		}
 		if o.what == oFail || o.what == oSnooze {
 			if o.delay <= 0 {
@@ -244,7 +245,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	ob, db, me := w.ob, w.db, w.id
 	if len(f.complete) > 0 {
 		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
-			return ob.Complete(ctx, db, me, f.completeIDs)
+			return ob.Complete(ctx, db, me, f.completeRuns, w.finishTime())
 		})
 	}
 	if len(f.failed) > 0 {
@@ -271,7 +272,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	}
 	if len(f.released) > 0 {
 		c.write(stop, "release", f.released, func(ctx context.Context) ([]int64, error) {
-			return ob.Release(ctx, db, me, f.releaseIDs)
+			return ob.Release(ctx, db, me, f.releaseRuns)
 		})
 	}
 	if len(f.hooked) > 0 {
@@ -285,14 +286,19 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	}
 }
 
-// write runs one outcome statement, retrying failures with backoff until
-// it succeeds, the final drain's deadline passes, or the jobs' leases have
-// expired (they will be reaped and run again: at-least-once). Jobs missing
-// from the result were lost to another worker; their outcome is dropped.
+// write runs one outcome statement, retrying failures with backoff until it
+// succeeds or there is no point in going on: every run of execs is known
+// lost (the heartbeat learned that its job was reaped, or this process
+// claimed it again), their leases ran out by the local clock (the heartbeat
+// keeps extending them while the database answers; once they run out the
+// jobs may be reaped and run again: at-least-once), writes kept failing for
+// maxWriteLeases leases, or the final drain's deadline passed. A late write
+// is harmless: the statement is fenced by each run's claim. Runs missing
+// from the result were lost; their outcome is dropped.
 func (c *completer) write(stop context.Context, what string, execs []*task, op func(context.Context) ([]int64, error)) {
 	w := c.w
 	wait := 20 * time.Millisecond
-	giveUp := time.Now().Add(w.lease)
+	bound := time.Now().Add(maxWriteLeases * w.lease)
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(stop, w.lease)
 		ids, err := op(ctx)
@@ -304,7 +310,15 @@ func (c *completer) write(stop context.Context, what string, execs []*task, op f
 			w.inflight.remove(execs...)
 			return
 		}
-		if stop.Err() != nil || time.Now().After(giveUp) {
+		now := time.Now()
+		current, leased := stillPending(execs, now)
+		if !current {
+			w.log.Warn("dropping job outcomes that could not be written: their runs were lost meanwhile",
+				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
+			w.inflight.remove(execs...)
+			return
+		}
+		if stop.Err() != nil || !leased || now.After(bound) {
 			w.log.Error("giving up writing job outcomes; the jobs will be reaped and run again",
 				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.Int("attempts", attempt),
 				slog.String("error", err.Error()))
@@ -321,6 +335,25 @@ func (c *completer) write(stop context.Context, what string, execs []*task, op f
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// maxWriteLeases bounds, in leases, how long one outcome write is retried
+// while the database answers but refuses it.
+const maxWriteLeases = 3
+
+// stillPending reports whether some run of execs still waits for its
+// outcome (not lost meanwhile), and whether one of those still holds its
+// lease by the local clock.
+func stillPending(execs []*task, now time.Time) (current, leased bool) {
+	for _, e := range execs {
+		if st := e.state.Load(); st == stFinishing || st == stReleased {
+			current = true
+			if !e.leaseExpired(now) {
+				leased = true
+			}
+		}
+	}
+	return current, leased
 }
 
 func (c *completer) logLost(what string, execs []*task, ids []int64) {

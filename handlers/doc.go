@@ -81,19 +81,26 @@
 // Outcomes are buffered for FlushInterval (1ms) and written in batches, one
 // statement per kind of outcome (complete, fail, snooze, dead-letter,
 // release); two batches may be written at once, and while they are, the
-// next batch grows, so batch size follows load. Every statement is guarded
-// by locked_by = this worker, so an outcome never overwrites the state a new
-// owner gave the job. If the database cannot be reached, writes are retried
-// with backoff until the jobs' leases would have expired; then they are
-// given up, and the jobs are reaped and run again.
+// next batch grows, so batch size follows load. Every statement is fenced
+// by the claim of the run it speaks for (the job's id and Job.ClaimID, and
+// locked_by = this worker), so the outcome of a run that lost its lease
+// never overwrites the state of the job's next run, even when this same
+// process claimed it again. If the database cannot be reached, writes are
+// retried with backoff until the runs are known lost, their leases ran out
+// or three leases passed; then they are given up, and the jobs are reaped
+// and run again.
 //
 // One heartbeat statement per HeartbeatInterval (Lease/3) extends the leases
-// of all of the process's claimed jobs whose outcome is not yet written. A
-// job missing from its result was reaped and may run elsewhere: its
-// handler's context is cancelled (cause [ErrLeaseLost]) and whatever the
-// handler returns is dropped. If heartbeats fail for a whole lease, the
-// worker gives its jobs up the same way, since another process may have
-// reaped them.
+// of all of the process's claimed runs whose outcome is not yet written. A
+// run missing from its result was reaped and may run again elsewhere or
+// here: its handler's context is cancelled (cause [ErrLeaseLost]) and
+// whatever the handler returns is dropped. A handler whose lease is about to
+// run out by the local clock (a tenth of a lease before) without the
+// database having renewed it is cancelled the same way, before any other
+// process may reap the job. A job claimed
+// again while a lost run of it is still in its handler in this process
+// waits for that handler to return, so two runs of a job never overlap
+// here.
 //
 // # Transactional handlers
 //
@@ -102,7 +109,10 @@
 // the completion commit together: its database effects happen exactly once,
 // even across crashes and lost leases (a run that lost its lease finds the
 // job no longer its own and rolls back). If the handler fails or panics, the
-// transaction is rolled back and the failure recorded separately.
+// transaction is rolled back and the failure recorded separately. If the
+// handler succeeded but the completion cannot be written (a missing history
+// partition, a broken connection, a failed commit), the transaction is
+// rolled back and the job runs again without spending an attempt.
 //
 // # Serial keys
 //
@@ -126,7 +136,11 @@
 // at most MaxConns-3 of them do so at once (others wait for a turn in their
 // slot), so that claims, heartbeats and outcome writes always find a
 // connection. Size the pgxpool for that. LISTEN uses one extra connection
-// outside the pool.
+// outside the pool, made from the pool's ConnConfig.
+//
+// Open the pool with [outbox.ParsePoolConfig]: its connect and ping
+// timeouts and TCP keepalive make a worker notice, within seconds, a server
+// it can no longer reach, where pgx's own defaults take minutes.
 //
 // # Maintenance
 //

@@ -4,21 +4,23 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/docketq/docket/outbox"
 )
 
-// heartbeat extends the leases of all of this process's in-flight jobs with
-// one statement per interval. Jobs missing from the result were reaped
-// (this process was too slow or cut off) and may run elsewhere: their
-// handlers are cancelled and their outcomes dropped. If the database cannot
-// be reached, jobs whose lease has run out by the local clock are given up
-// the same way, since another process may have reaped them.
+// heartbeat extends the leases of all of this process's in-flight runs with
+// one statement per interval, each matched by its claim. Runs missing from
+// the result were reaped (this process was too slow or cut off) and may run
+// again elsewhere or here: their handlers are cancelled and their outcomes
+// dropped. When the database cannot be reached, watchLeases gives up the
+// runs whose lease runs out.
 func (w *Worker) heartbeat(stop <-chan struct{}) {
 	defer w.wg.Done()
 	t := time.NewTicker(w.hbInterval)
 	defer t.Stop()
 	var (
 		execs  []*task
-		ids    []int64
+		runs   []outbox.Run
 		owned  = map[int64]struct{}{}
 		failed bool
 	)
@@ -28,30 +30,23 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		w.register()
 		execs = w.inflight.snapshot(execs[:0])
 		if len(execs) == 0 {
 			continue
 		}
-		ids = ids[:0]
+		runs = runs[:0]
 		for _, e := range execs {
-			ids = append(ids, e.job.ID)
+			runs = append(runs, outbox.RunOf(e.job))
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(w.bgCtx, w.hbInterval)
-		got, err := w.ob.Heartbeat(ctx, w.db, w.id, ids, w.lease)
+		got, err := w.ob.Heartbeat(ctx, w.db, w.id, runs, w.lease)
 		cancel()
 		if err != nil {
 			if !failed {
 				w.log.Warn("heartbeat failed; will retry", slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
 			}
 			failed = true
-			now := time.Now()
-			for _, e := range execs {
-				if e.leaseExpired(now) {
-					w.lose(e, "lease expired while the database could not be reached")
-				}
-			}
 			clear(execs)
 			continue
 		}
@@ -70,7 +65,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 				continue
 			}
 			// Missing: finished meanwhile (its outcome was just written) or
-			// lost. A finished job is no longer in the in-flight set.
+			// lost. A finished run is no longer in the in-flight set.
 			if w.inflight.has(e) {
 				w.lose(e, "lease lost: the job was reaped")
 			}
@@ -79,7 +74,44 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	}
 }
 
-// lose marks a job as lost: a running handler is cancelled and whatever it
+// watchLeases is the lease's watchdog. A run whose lease is about to run
+// out by the local clock (the heartbeats that should have renewed it failed
+// or were slow: the database is unreachable, or this process was frozen)
+// may be reaped by another process at any moment, so its handler is
+// cancelled without waiting for the database. The local lease is counted
+// from before the statement that set it, so it ends no later than the
+// database's; the watchdog acts leaseMargin of a lease before that, which
+// a healthy heartbeat, renewing every third of a lease, never lets come. A
+// run whose handler has already returned keeps its pending outcome: if
+// nobody reaped the job, that outcome still lands, fenced by its claim.
+func (w *Worker) watchLeases(stop <-chan struct{}) {
+	defer w.wg.Done()
+	margin := time.Duration(float64(w.lease) * leaseMargin)
+	t := time.NewTicker(max(w.lease/20, 5*time.Millisecond))
+	defer t.Stop()
+	var execs []*task
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().Add(margin)
+		execs = w.inflight.snapshot(execs[:0])
+		for _, e := range execs {
+			if e.state.Load() == stRunning && e.leaseExpired(now) {
+				w.lose(e, "lease about to run out before the database confirmed it")
+			}
+		}
+		clear(execs)
+	}
+}
+
+// leaseMargin is how long, as a fraction of the lease, before its local end
+// the watchdog gives a run up.
+const leaseMargin = 0.1
+
+// lose marks a run as lost: a running handler is cancelled and whatever it
 // returns is dropped; a buffered outcome is skipped. Only runs that were
 // still running are logged.
 func (w *Worker) lose(e *task, why string) {

@@ -9,7 +9,6 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // OutcomeHook runs inside the transaction that writes the final outcome of
@@ -69,22 +68,22 @@ func hooked(o *outcome) bool {
 func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 	w := c.w
 	execs := make([]*task, len(batch))
-	var completeIDs []int64
+	var completeRuns []outbox.Run
 	var fails []outbox.Failure
 	var failed []*task
 	var deads []outbox.Dead
 	for i := range batch {
 		o := &batch[i]
 		execs[i] = o.ex
-		id := o.ex.job.ID
+		run := outbox.RunOf(o.ex.job)
 		switch o.what {
 		case oComplete:
-			completeIDs = append(completeIDs, id)
+			completeRuns = append(completeRuns, run)
 		case oFail:
-			fails = append(fails, outbox.Failure{ID: id, Error: o.err, Delay: o.delay})
+			fails = append(fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay})
 			failed = append(failed, o.ex)
 		case oDead:
-			deads = append(deads, outbox.Dead{ID: id, Reason: o.reason, Error: o.err})
+			deads = append(deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err})
 		}
 	}
 	byID := make(map[int64]*task, len(execs))
@@ -104,7 +103,7 @@ func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 		var written []int64
 		var retried []int64
 		err := pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-			done, err := w.ob.Complete(ctx, tx, w.id, completeIDs)
+			done, err := w.ob.Complete(ctx, tx, w.id, completeRuns, w.finishTime())
 			if err != nil {
 				return err
 			}
@@ -153,12 +152,9 @@ func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 			return nil
 		})
 		if err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23514" {
-				// Today's history partition may be missing: create it
-				// before the retry (in the transaction it aborted it).
-				_ = w.ob.EnsurePartitions(ctx, w.db, time.Now(), 1)
-			}
+			// A missing history partition aborted the transaction: create
+			// it through the pool before the retry.
+			_, _ = w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
 			return nil, err
 		}
 		for _, id := range retried {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,20 @@ func setup(t testing.TB, maxConns int32) *env {
 
 func setupOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	t.Helper()
-	ctx := t.Context()
+	e := migratedOn(t, pool, schema)
+	// Create the history partitions the workers would create, so that no
+	// worker runs partition DDL in the tests (a worker process frozen in the
+	// middle of it would block every completion).
+	if err := e.ob.EnsurePartitions(t.Context(), pool, time.Now(), partitionsAhead); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// migratedOn migrates schema and returns its env, without history
+// partitions, as `docket migrate up` leaves a new schema.
+func migratedOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
+	t.Helper()
 	ob, err := outbox.New(outbox.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +66,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	// Create the history partitions the workers would create, so that no
-	// worker runs partition DDL in the tests (a worker process frozen in the
-	// middle of it would block every completion).
-	if err := ob.EnsurePartitions(ctx, pool, time.Now(), partitionsAhead); err != nil {
+	if _, err := m.Up(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
 	return &env{t: t, pool: pool, schema: schema, ob: ob, logs: newLogBuffer(t)}
@@ -220,12 +228,17 @@ func queryCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 15*time.Second)
 }
 
-// waitFor polls cond until it holds or the timeout passes.
+// waitFor polls cond until it holds or the timeout passes. On a timeout it
+// logs this process's goroutines, grouped by stack, to show where an
+// in-process worker was stuck.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Logf("goroutines:\n%s", stacks.String())
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -202,10 +202,33 @@ func (w *Worker) upkeep(stop <-chan struct{}) {
 	}
 }
 
+// startPartitions creates the history partitions Start needs, trying a few
+// times: partition DDL gives up quickly when another session holds a lock
+// on the history table.
+func (w *Worker) startPartitions(ctx context.Context) error {
+	if !w.ob.History() {
+		return nil
+	}
+	var err error
+	for try := range 5 {
+		if try > 0 {
+			select {
+			case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err = w.ob.EnsurePartitions(ctx, w.db, w.clock(), partitionsAhead); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 func (w *Worker) partitions() {
 	ctx, cancel := context.WithTimeout(w.bgCtx, time.Minute)
 	defer cancel()
-	now := time.Now()
+	now := w.clock()
 	if err := w.ob.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
 		w.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
 	}

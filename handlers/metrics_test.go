@@ -134,6 +134,7 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 func TestPausedQueueIsNotClaimed(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
+	defer e.logJobsOnFailure()
 	var ran, claims atomic.Int64
 	reg := NewRegistry()
 	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error { ran.Add(1); return nil }, KindOpts{})
@@ -186,6 +187,7 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 func TestOnClaimSeesEveryClaimedJob(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
+	defer e.logJobsOnFailure()
 	reg := NewRegistry()
 	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error { return nil }, KindOpts{})
 	var claimed, calls atomic.Int64

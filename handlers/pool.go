@@ -188,6 +188,10 @@ func (p *pool) claimLoop() {
 			launch = max(launch, 1)
 		case <-poll.C:
 			launch = max(launch, 1)
+			// Re-armed here too, not only when a claim starts: a poll that
+			// finds no free slot or both claims in flight starts none, and
+			// the pool would then claim again only when woken.
+			poll.Reset(w.poll)
 		case <-p.freed:
 		case <-retry.C:
 		}

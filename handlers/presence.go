@@ -17,6 +17,23 @@ import (
 // for registerTTL heartbeat intervals.
 const registerTTL = 3
 
+// present keeps this process's row fresh, every heartbeat interval, apart
+// from the heartbeat itself so that a slow registration never delays a
+// lease's renewal.
+func (w *Worker) present(stop <-chan struct{}) {
+	defer w.wg.Done()
+	t := time.NewTicker(w.hbInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			w.register()
+		}
+	}
+}
+
 // register upserts this process's row; failures are logged once per streak.
 func (w *Worker) register() {
 	ctx, cancel := context.WithTimeout(w.bgCtx, max(w.hbInterval, time.Second))

@@ -33,6 +33,11 @@ const (
 	envConc    = "DOCKET_HANDLERS_TEST_CONCURRENCY"
 	envGrace   = "DOCKET_HANDLERS_TEST_SHUTDOWN_MS"
 	envSleep   = "DOCKET_HANDLERS_TEST_SLEEP_MS"
+	envFlush   = "DOCKET_HANDLERS_TEST_FLUSH_MS"
+	// envEffects, when set, is the connection string the handlers record
+	// their runs through, so that they can while the worker's own
+	// connections are cut (fence tests).
+	envEffects = "DOCKET_HANDLERS_TEST_EFFECTS_URL"
 )
 
 // Args of the process tests' kinds. Each records its run in the effects
@@ -145,6 +150,19 @@ func workerProcess() int {
 	me := id.String()
 	reg := NewRegistry()
 	registerProcessKinds(reg, pool, schema, &me, time.Duration(envInt(envSleep, 0))*time.Millisecond)
+	effects := pool
+	if u := os.Getenv(envEffects); u != "" {
+		ecfg, err := pgxpool.ParseConfig(u)
+		if err != nil {
+			return fail(err)
+		}
+		ecfg.MaxConns = 4
+		if effects, err = pgxpool.NewWithConfig(ctx, ecfg); err != nil {
+			return fail(err)
+		}
+		defer effects.Close()
+	}
+	registerFenceKinds(reg, effects, schema, me)
 	lease := time.Duration(envInt(envLease, 2000)) * time.Millisecond
 	w, err := NewWorker(Config{
 		DB: pool, Outbox: ob, Registry: reg, ID: id,
@@ -152,6 +170,7 @@ func workerProcess() int {
 		PollInterval:    100 * time.Millisecond,
 		Lease:           lease,
 		ShutdownTimeout: time.Duration(envInt(envGrace, 5000)) * time.Millisecond,
+		FlushInterval:   time.Duration(envInt(envFlush, 0)) * time.Millisecond,
 		Logger:          slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
@@ -220,6 +239,9 @@ func startProcess(t *testing.T, url, schema string, env ...string) *proc {
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			p.dumpGoroutines()
+		}
 		p.kill()
 		if t.Failed() {
 			t.Logf("worker process %s stderr:\n%s", p.id, p.stderr.String())
@@ -242,6 +264,23 @@ func (p *proc) signal(sig syscall.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// dumpGoroutines makes a running process print its goroutines to stderr
+// (the Go runtime does on SIGQUIT, then exits), to see where a failed test
+// left it.
+func (p *proc) dumpGoroutines() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxErrorLen bounds the error text recorded on a job.
@@ -35,6 +36,18 @@ func (w *Worker) run(e *task) {
 	}
 	// Whatever the handler left running with its context ends with the job.
 	defer e.cancel(errJobDone)
+	// An earlier run of this job that this process lost may still be in its
+	// handler: the two must not overlap.
+	waited, ok := w.executing.enter(e.ctx, e.job.ID)
+	if waited {
+		w.log.Warn("job claimed again while a lost run of it was still in its handler here; waited for that run to return",
+			JobAttrs(e.job)...)
+	}
+	if !ok {
+		w.finish(e, context.Cause(e.ctx), false)
+		return
+	}
+	defer w.executing.leave(e.job.ID)
 	if e.kind == nil {
 		// Cannot happen: the claim names only registered kinds.
 		w.log.Error("claimed a job of an unregistered kind; releasing it", JobAttrs(e.job)...)
@@ -143,13 +156,11 @@ func (w *Worker) runInTx(e *task) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
 	defer cancel()
-	ids, err := w.ob.Complete(ctx, tx, w.id, []int64{e.job.ID})
+	ids, err := w.ob.Complete(ctx, tx, w.id, []outbox.Run{outbox.RunOf(e.job)}, w.finishTime())
 	switch {
 	case err != nil:
 		rollback()
-		w.log.Warn("completing a transactional job failed; its writes are rolled back",
-			append(JobAttrs(e.job), slog.String("error", err.Error()))...)
-		w.comp.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
+		w.completionFailed(ctx, e, err)
 	case len(ids) == 0:
 		rollback()
 		e.state.Store(stLost)
@@ -166,15 +177,45 @@ func (w *Worker) runInTx(e *task) {
 			}
 		}
 		done = true
-		w.met.outcome(e.job.Kind, "completed")
 		if err := tx.Commit(ctx); err != nil {
-			// Unknown: if it did not commit, the job is still ours and
-			// running, and is reaped and run again after its lease.
-			w.log.Warn("commit of a transactional job failed; if it did not commit, the job runs again after its lease",
-				append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+			// Unknown whether it committed. If it did, the job is gone and
+			// whatever outcome follows matches nothing (it is fenced by the
+			// claim).
+			w.completionFailed(ctx, e, fmt.Errorf("commit: %w", err))
+			return
 		}
+		w.met.outcome(e.job.Kind, "completed")
 		w.inflight.remove(e)
 	}
+}
+
+// completionFailed handles a transactional job whose handler succeeded but
+// whose completion, written in its transaction, failed: its writes are
+// rolled back, so it must run again. When the cause was not the job's — a
+// missing history partition (created here; the job runs again at once) or a
+// connection that broke (it runs again after a poll interval, so that a
+// database that is away is not hammered) — the attempt is given back. An
+// error the server raised for the transaction itself (a serialization
+// failure at commit, a permission) counts as a failed attempt, so that a
+// completion that can never succeed ends in the dead-letter table instead
+// of looping.
+func (w *Worker) completionFailed(ctx context.Context, e *task, err error) {
+	missing, perr := w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
+	_, serverErr := errors.AsType[*pgconn.PgError](err)
+	if missing || !serverErr {
+		repaired := missing && perr == nil
+		w.log.Warn("completing a transactional job failed; its writes are rolled back and it runs again without spending an attempt",
+			append(JobAttrs(e.job), slog.Bool("history_partition_created", repaired), slog.String("error", err.Error()))...)
+		delay := w.poll
+		if repaired {
+			delay = 0
+		}
+		w.comp.add(outcome{ex: e, what: oSnooze, delay: delay})
+		return
+	}
+	w.log.Warn("completing a transactional job failed; its writes are rolled back",
+		append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+	w.comp.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
 }
 
 // snoozeSerial puts back a job whose serial key is held, without spending

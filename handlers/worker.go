@@ -167,10 +167,14 @@ type Worker struct {
 	notify                                                    bool
 	partitionEvery                                            time.Duration
 
-	inflight *inflight
-	comp     *completer
-	serial   serialHolds
-	connSem  chan struct{}
+	inflight  *inflight
+	executing *executing
+	comp      *completer
+	// now is the clock of partition upkeep and of finish times; nil means
+	// the real clock, and finish times from the database's clock.
+	now     func() time.Time
+	serial  serialHolds
+	connSem chan struct{}
 
 	// due tracking for the promoter: the earliest run_at this process set
 	// (retries, snoozes) and the earliest the database reported.
@@ -180,7 +184,7 @@ type Worker struct {
 
 	reapErrs, promoteErrs errStreak // used by the maintenance goroutine only
 	pausedErrs            errStreak // maintenance goroutine only
-	registerErrs          errStreak // heartbeat goroutine only
+	registerErrs          errStreak // presence goroutine only (and Start, before it runs)
 
 	// paused is the set of paused queues as last read (docket_queues);
 	// pools leave them out of their claims.
@@ -244,6 +248,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		notify:         !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0,
 		partitionEvery: time.Hour,
 		inflight:       newInflight(),
+		executing:      newExecuting(),
 		serial:         serialHolds{held: map[string]struct{}{}},
 		dueKick:        make(chan struct{}, 1),
 		byQueue:        map[string][]*pool{},
@@ -380,6 +385,23 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// clock returns the current time of partition upkeep.
+func (w *Worker) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// finishTime is the finish time recorded with a completion: zero, meaning
+// the database's clock, unless a test set the worker's clock.
+func (w *Worker) finishTime() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Time{}
+}
+
 // ID returns the worker's id, the value of locked_by on the jobs it runs.
 func (w *Worker) ID() uuid.UUID { return w.id }
 
@@ -397,6 +419,12 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if _, _, err := w.ob.NextScheduled(ctx, w.db); err != nil {
 		return fmt.Errorf("docket: start worker: %w", err)
+	}
+	// History partitions exist before the first completion, so that none
+	// has to wait for one to be created (and no transactional handler's
+	// completion fails for the lack of one).
+	if err := w.startPartitions(ctx); err != nil {
+		return fmt.Errorf("docket: start worker: create history partitions: %w", err)
 	}
 	if w.metricsAdr != "" {
 		srv, err := ServeMetrics(w.metricsAdr, w.gatherer)
@@ -429,8 +457,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.wg.Add(1)
 		go w.listen(conn)
 	}
-	w.wg.Add(3)
+	w.wg.Add(5)
 	go w.heartbeat(w.stopBG)
+	go w.watchLeases(w.stopBG)
+	go w.present(w.stopBG)
 	go w.maintain(w.stopBG)
 	go w.upkeep(w.stopBG)
 	for _, p := range w.pools {

@@ -112,7 +112,7 @@ func scanJobs(rows pgx.Rows) ([]*docket.Job, []int64, error) {
 		var seq int64
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&lockedAt, &leaseUntil, &j.LastError, &seq); err != nil {
+			&lockedAt, &leaseUntil, &j.LastError, &j.ClaimID, &seq); err != nil {
 			return nil, nil, err
 		}
 		j.Priority, j.Payload = int(priority), payload

@@ -39,7 +39,7 @@ func TestClaimSettings(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 		}
-		if done, err := c.Complete(ctx, db, params.Worker, []int64{jobs[0].ID}); err != nil || len(done) != 1 {
+		if done, err := c.Complete(ctx, db, params.Worker, []Run{RunOf(jobs[0])}, time.Time{}); err != nil || len(done) != 1 {
 			t.Fatalf("complete: %v, %v", done, err)
 		}
 	}

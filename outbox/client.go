@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,10 @@ type Client struct {
 	lastNotify map[string]time.Time
 
 	cursors *cursors
+
+	// migrated is set once the client has seen its jobs table exist
+	// (checkMigrated).
+	migrated atomic.Bool
 }
 
 var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)

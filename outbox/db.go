@@ -137,6 +137,7 @@ func sqlState(err error) string {
 // SQLSTATE codes Docket reacts to.
 const (
 	codeUndefinedTable = "42P01"
+	codeInvalidSchema  = "3F000" // the schema does not exist
 	codeNoPartition    = "23514" // check_violation: also "no partition of relation found for row"
 	codeUniqueConflict = "23505"
 	codeLockTimeout    = "55P03"

@@ -41,8 +41,10 @@
 // Claim, Heartbeat, Complete, Fail, Snooze, DeadLetter, Release, Reap and
 // Promote are each one statement over many jobs. Claim locks rows with
 // FOR NO KEY UPDATE SKIP LOCKED, so concurrent claimers never wait on each
-// other and never take the same job. Every outcome is guarded by the
-// worker's id: a worker that lost a job to the reaper changes nothing.
+// other and never take the same job. Each claim writes a claim id of its
+// own to the jobs it takes, and every heartbeat and outcome names the run it
+// is for (Run: job id and claim id): a run that lost its job to the reaper
+// changes nothing, even after the same worker claimed the job again.
 //
 // Jobs with a future run_at (first run, retry backoff, snooze) are in state
 // scheduled and invisible to Claim until Promote makes them ready; the

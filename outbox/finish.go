@@ -1,43 +1,108 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strconv"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-// Every outcome below is guarded by locked_by = worker and state = running:
-// a worker that lost a job (its lease expired and it was reaped or claimed
-// again) changes nothing, and the job is missing from the returned ids.
+// Every outcome below is fenced by the claim it speaks for: a job's id, the
+// claim id of its run and locked_by = worker must all match (see
+// queries.go). A run that lost its lease (reaped, maybe claimed again, even
+// by the same worker) changes nothing, and the job is missing from the
+// returned ids.
 
-// Complete finishes the worker's jobs ids: they move to history, or are
-// deleted when history is off. It returns the ids it finished.
-func (c *Client) Complete(ctx context.Context, db Pgx, worker uuid.UUID, ids []int64) ([]int64, error) {
-	if len(ids) == 0 {
+// Run names one claimed run of a job: the job's id and the claim it came
+// from. Outcomes and heartbeats act on runs, not on jobs.
+type Run struct {
+	ID      int64
+	ClaimID int64
+}
+
+// RunOf returns the run of a job returned by Claim.
+func RunOf(j *docket.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
+
+// runClaims returns the ids of runs, in order, and their claims as the
+// JSON object from job id to claim id that heartbeat, complete and release
+// match rows against (see queries.go). Of two runs of one job, the later
+// claim is kept: the earlier one is stale and would match nothing anyway.
+func runClaims(runs []Run) (ids []int64, claims []byte) {
+	sorted := slices.Clone(runs)
+	slices.SortFunc(sorted, func(a, b Run) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.ClaimID, b.ClaimID))
+	})
+	ids = make([]int64, 0, len(sorted))
+	claims = make([]byte, 0, 24*len(sorted)+2)
+	claims = append(claims, '{')
+	for i, r := range sorted {
+		if i+1 < len(sorted) && sorted[i+1].ID == r.ID {
+			continue // a later claim of the same job follows
+		}
+		if len(ids) > 0 {
+			claims = append(claims, ',')
+		}
+		ids = append(ids, r.ID)
+		claims = append(claims, '"')
+		claims = strconv.AppendInt(claims, r.ID, 10)
+		claims = append(claims, '"', ':')
+		claims = strconv.AppendInt(claims, r.ClaimID, 10)
+	}
+	return ids, append(claims, '}')
+}
+
+// Complete finishes the worker's runs: their jobs move to history, or are
+// deleted when history is off. finishedAt is recorded as the finish time;
+// zero means the database's clock when the statement runs. It returns the
+// ids it finished.
+//
+// Outside a transaction, a missing history partition is created and the
+// statement run again. In a caller's transaction the failed statement has
+// aborted the transaction: the error is returned (see RepairHistory).
+func (c *Client) Complete(ctx context.Context, db Pgx, worker uuid.UUID, runs []Run, finishedAt time.Time) ([]int64, error) {
+	if len(runs) == 0 {
 		return nil, nil
 	}
+	ids, claims := runClaims(runs)
 	if !c.history {
-		return c.ids(db, ctx, c.q.completeDelete, ids, worker)
+		return c.ids(db, ctx, c.q.completeDelete, ids, worker, claims)
 	}
-	done, err := c.ids(db, ctx, c.q.completeHistory, ids, worker)
-	if sqlState(err) == codeNoPartition {
-		// Today's history partition is missing (maintenance has not run yet):
-		// create it and try again. In a transaction the failed statement
-		// aborted it, so leave the retry to the caller.
-		if !isTx(db) {
-			if perr := c.EnsurePartitions(ctx, db, time.Now(), 1); perr == nil {
-				return c.ids(db, ctx, c.q.completeHistory, ids, worker)
-			}
+	var at *time.Time
+	if !finishedAt.IsZero() {
+		at = &finishedAt
+	}
+	done, err := c.ids(db, ctx, c.q.completeHistory, ids, worker, claims, at)
+	if !isTx(db) {
+		if missing, perr := c.RepairHistory(ctx, db, err, finishedAt); missing && perr == nil {
+			return c.ids(db, ctx, c.q.completeHistory, ids, worker, claims, at)
 		}
 	}
 	return done, err
 }
 
+// RepairHistory reports whether err says that the history partition for a
+// finished job was missing and, if so, creates the partitions around at
+// (the day before, that day and the next two; zero at means now) through
+// db, which must not be a transaction the error aborted, and returns the
+// error of that creation.
+func (c *Client) RepairHistory(ctx context.Context, db Pgx, err error, at time.Time) (missing bool, _ error) {
+	if sqlState(err) != codeNoPartition {
+		return false, nil
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return true, c.EnsurePartitions(ctx, db, at.AddDate(0, 0, -1), 3)
+}
+
 // Failure is one failed attempt of a job.
 type Failure struct {
-	ID int64
+	Run
 	// Error is recorded as the job's last error. It must not contain payload data.
 	Error string
 	// Delay is how long to wait before the next attempt (see Backoff).
@@ -58,12 +123,13 @@ func (c *Client) Fail(ctx context.Context, db Pgx, worker uuid.UUID, failures []
 		return res, nil
 	}
 	ids := make([]int64, len(failures))
+	claims := make([]int64, len(failures))
 	errs := make([]string, len(failures))
 	delays := make([]int64, len(failures))
 	for i, f := range failures {
-		ids[i], errs[i], delays[i] = f.ID, f.Error, f.Delay.Milliseconds()
+		ids[i], claims[i], errs[i], delays[i] = f.ID, f.ClaimID, f.Error, f.Delay.Milliseconds()
 	}
-	err := c.run(ctx, db, sqlIndexSettings, c.q.fail, []any{ids, worker, errs, delays}, func(rows pgx.Rows) error {
+	err := c.run(ctx, db, sqlIndexSettings, c.q.fail, []any{ids, worker, errs, delays, claims}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id int64
 			var dead bool
@@ -86,7 +152,7 @@ func (c *Client) Fail(ctx context.Context, db Pgx, worker uuid.UUID, failures []
 
 // Snoozed is one job to run again later without spending an attempt.
 type Snoozed struct {
-	ID    int64
+	Run
 	Delay time.Duration
 }
 
@@ -97,11 +163,12 @@ func (c *Client) Snooze(ctx context.Context, db Pgx, worker uuid.UUID, jobs []Sn
 		return nil, nil
 	}
 	ids := make([]int64, len(jobs))
+	claims := make([]int64, len(jobs))
 	delays := make([]int64, len(jobs))
 	for i, j := range jobs {
-		ids[i], delays[i] = j.ID, j.Delay.Milliseconds()
+		ids[i], claims[i], delays[i] = j.ID, j.ClaimID, j.Delay.Milliseconds()
 	}
-	return c.ids(db, ctx, c.q.snooze, ids, worker, delays)
+	return c.ids(db, ctx, c.q.snooze, ids, worker, delays, claims)
 }
 
 // Dead-letter reasons recorded in docket_jobs_dead.reason.
@@ -114,7 +181,7 @@ const (
 
 // Dead is one job to move to the dead-letter table at once.
 type Dead struct {
-	ID     int64
+	Run
 	Reason string // one of the Reason constants
 	Error  string
 }
@@ -126,19 +193,21 @@ func (c *Client) DeadLetter(ctx context.Context, db Pgx, worker uuid.UUID, jobs 
 		return nil, nil
 	}
 	ids := make([]int64, len(jobs))
+	claims := make([]int64, len(jobs))
 	reasons := make([]string, len(jobs))
 	errs := make([]string, len(jobs))
 	for i, j := range jobs {
-		ids[i], reasons[i], errs[i] = j.ID, j.Reason, j.Error
+		ids[i], claims[i], reasons[i], errs[i] = j.ID, j.ClaimID, j.Reason, j.Error
 	}
-	return c.ids(db, ctx, c.q.deadLetter, ids, worker, reasons, errs)
+	return c.ids(db, ctx, c.q.deadLetter, ids, worker, reasons, errs, claims)
 }
 
-// Release hands the worker's unfinished jobs back to ready at once (at
+// Release hands the worker's unfinished runs back to ready at once (at
 // shutdown), without counting the interrupted attempt.
-func (c *Client) Release(ctx context.Context, db Pgx, worker uuid.UUID, ids []int64) ([]int64, error) {
-	if len(ids) == 0 {
+func (c *Client) Release(ctx context.Context, db Pgx, worker uuid.UUID, runs []Run) ([]int64, error) {
+	if len(runs) == 0 {
 		return nil, nil
 	}
-	return c.ids(db, ctx, c.q.release, ids, worker)
+	ids, claims := runClaims(runs)
+	return c.ids(db, ctx, c.q.release, ids, worker, claims)
 }

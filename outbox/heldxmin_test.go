@@ -53,11 +53,11 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 			if len(claimed) == 0 {
 				break
 			}
-			ids := make([]int64, len(claimed))
+			runs := make([]Run, len(claimed))
 			for i, j := range claimed {
-				ids[i] = j.ID
+				runs[i] = RunOf(j)
 			}
-			if _, err := c.Complete(ctx, pool, w, ids); err != nil {
+			if _, err := c.Complete(ctx, pool, w, runs, time.Time{}); err != nil {
 				t.Fatal(err)
 			}
 			total += len(claimed)

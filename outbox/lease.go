@@ -8,15 +8,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Heartbeat extends the leases of the worker's running jobs ids by lease and
-// returns the ids it still owns. A job missing from the result was lost:
-// reaped after its lease expired and maybe claimed by another worker. Its
-// handler should be cancelled and its outcome dropped.
-func (c *Client) Heartbeat(ctx context.Context, db Pgx, worker uuid.UUID, ids []int64, lease time.Duration) ([]int64, error) {
-	if len(ids) == 0 {
+// Heartbeat extends the leases of the worker's runs by lease and returns the
+// ids of the jobs whose run it still holds. A job missing from the result
+// was lost: reaped after its lease expired and maybe claimed again, by
+// another worker or by this one under a new claim. That run's handler
+// should be cancelled and its outcome dropped.
+func (c *Client) Heartbeat(ctx context.Context, db Pgx, worker uuid.UUID, runs []Run, lease time.Duration) ([]int64, error) {
+	if len(runs) == 0 {
 		return nil, nil
 	}
-	return c.ids(db, ctx, c.q.heartbeat, ids, worker, lease.Milliseconds())
+	ids, claims := runClaims(runs)
+	return c.ids(db, ctx, c.q.heartbeat, ids, worker, lease.Milliseconds(), claims)
 }
 
 // ids runs a statement that returns one id column.

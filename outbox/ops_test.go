@@ -38,6 +38,24 @@ func (b *bundle) claim(t *testing.T, worker uuid.UUID, limit int, lease time.Dur
 	return jobs
 }
 
+// runsOf returns the runs of claimed jobs.
+func runsOf(jobs []*docket.Job) []outbox.Run {
+	runs := make([]outbox.Run, len(jobs))
+	for i, j := range jobs {
+		runs[i] = outbox.RunOf(j)
+	}
+	return runs
+}
+
+// byID returns the runs of claimed jobs by job id.
+func byID(jobs []*docket.Job) map[int64]outbox.Run {
+	m := make(map[int64]outbox.Run, len(jobs))
+	for _, j := range jobs {
+		m[j.ID] = outbox.RunOf(j)
+	}
+	return m
+}
+
 func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -62,18 +80,16 @@ func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
 				if len(jobs) == 0 {
 					return
 				}
-				ids := make([]int64, len(jobs))
 				mu.Lock()
-				for i, j := range jobs {
+				for _, j := range jobs {
 					seen[j.ID]++
-					ids[i] = j.ID
 					if j.Attempt != 1 {
 						t.Errorf("job %d attempt %d", j.ID, j.Attempt)
 					}
 				}
 				mu.Unlock()
-				if done, err := b.client.Complete(b.ctx, b.pool, worker, ids); err != nil || len(done) != len(ids) {
-					t.Errorf("complete: %d of %d, %v", len(done), len(ids), err)
+				if done, err := b.client.Complete(b.ctx, b.pool, worker, runsOf(jobs), time.Time{}); err != nil || len(done) != len(jobs) {
+					t.Errorf("complete: %d of %d, %v", len(done), len(jobs), err)
 					return
 				}
 			}
@@ -127,15 +143,15 @@ func TestHeartbeatAndLostJobs(t *testing.T) {
 	b.enqueueN(t, 3, outbox.Opts{})
 	owner, stranger := uuid.New(), uuid.New()
 	jobs := b.claim(t, owner, 3, time.Minute)
-	ids := []int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}
-	kept, err := b.client.Heartbeat(b.ctx, b.pool, stranger, ids, time.Hour)
+	runs := runsOf(jobs)
+	kept, err := b.client.Heartbeat(b.ctx, b.pool, stranger, runs, time.Hour)
 	if err != nil || len(kept) != 0 {
 		t.Fatalf("stranger heartbeat kept %v (%v)", kept, err)
 	}
 	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE lease_until > now() + interval '5 minutes'`); n != 0 {
 		t.Fatal("stranger's heartbeat extended a lease")
 	}
-	kept, err = b.client.Heartbeat(b.ctx, b.pool, owner, ids, time.Hour)
+	kept, err = b.client.Heartbeat(b.ctx, b.pool, owner, runs, time.Hour)
 	if err != nil || len(kept) != 3 {
 		t.Fatalf("owner heartbeat kept %v (%v)", kept, err)
 	}
@@ -180,22 +196,8 @@ func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
 	if j := again[1]; j.ID != ids[0] || j.Attempt != 2 || j.LastError == "" {
 		t.Fatalf("requeued job reclaimed as %+v", j)
 	}
-	// The old worker's late outcomes change nothing.
-	if done, _ := b.client.Complete(b.ctx, b.pool, old, ids); len(done) != 0 {
-		t.Fatalf("late complete finished %v", done)
-	}
-	if r, _ := b.client.Fail(b.ctx, b.pool, old, []outbox.Failure{{ID: ids[0], Error: "late"}}); len(r.Dead)+len(r.Retried) != 0 {
-		t.Fatalf("late fail did %+v", r)
-	}
-	if got, _ := b.client.Snooze(b.ctx, b.pool, old, []outbox.Snoozed{{ID: ids[0]}}); len(got) != 0 {
-		t.Fatal("late snooze applied")
-	}
-	if got, _ := b.client.Release(b.ctx, b.pool, old, ids); len(got) != 0 {
-		t.Fatal("late release applied")
-	}
-	if got, _ := b.client.DeadLetter(b.ctx, b.pool, old, []outbox.Dead{{ID: ids[0], Reason: outbox.ReasonCancelled}}); len(got) != 0 {
-		t.Fatal("late cancel applied")
-	}
+	// The old worker's late statements change nothing.
+	b.requireStale(t, old, runsOf(jobs))
 	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND locked_by = $2 AND state = 'running'`, ids[0], fresh); n != 1 {
 		t.Fatal("new owner's state was overwritten")
 	}
@@ -204,15 +206,131 @@ func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
 	}
 }
 
+// requireStale checks that every statement on a running job, for worker's
+// runs stale, changes nothing.
+func (b *bundle) requireStale(t *testing.T, worker uuid.UUID, stale []outbox.Run) {
+	t.Helper()
+	if kept, _ := b.client.Heartbeat(b.ctx, b.pool, worker, stale, time.Hour); len(kept) != 0 {
+		t.Fatalf("stale heartbeat kept %v", kept)
+	}
+	if done, _ := b.client.Complete(b.ctx, b.pool, worker, stale, time.Time{}); len(done) != 0 {
+		t.Fatalf("stale complete finished %v", done)
+	}
+	if r, _ := b.client.Fail(b.ctx, b.pool, worker, []outbox.Failure{{Run: stale[0], Error: "late"}}); len(r.Dead)+len(r.Retried) != 0 {
+		t.Fatalf("stale fail did %+v", r)
+	}
+	if got, _ := b.client.Snooze(b.ctx, b.pool, worker, []outbox.Snoozed{{Run: stale[0]}}); len(got) != 0 {
+		t.Fatal("stale snooze applied")
+	}
+	if got, _ := b.client.Release(b.ctx, b.pool, worker, stale); len(got) != 0 {
+		t.Fatal("stale release applied")
+	}
+	if got, _ := b.client.DeadLetter(b.ctx, b.pool, worker, []outbox.Dead{{Run: stale[0], Reason: outbox.ReasonCancelled}}); len(got) != 0 {
+		t.Fatal("stale dead-letter applied")
+	}
+}
+
+// TestSameWorkerReclaimFencesStaleRun: a worker whose run was reaped claims
+// the job again; every statement on behalf of the first run then changes
+// nothing, though locked_by is the same, and the second run's own
+// statements still land.
+func TestSameWorkerReclaimFencesStaleRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 3, outbox.Opts{})
+	w := uuid.New()
+	first := b.claim(t, w, 3, time.Millisecond)
+	if len(first) != 3 {
+		t.Fatalf("claimed %d", len(first))
+	}
+	for _, j := range first[1:] {
+		if j.ClaimID == 0 || j.ClaimID != first[0].ClaimID {
+			t.Fatalf("jobs of one claim have claim ids %d and %d, want one non-zero id", first[0].ClaimID, j.ClaimID)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	if r, err := b.client.Reap(b.ctx, b.pool, 100); err != nil || r.Requeued != 3 {
+		t.Fatalf("reap %+v %v", r, err)
+	}
+	second := b.claim(t, w, 3, time.Minute)
+	if len(second) != 3 || second[0].ClaimID == first[0].ClaimID {
+		t.Fatalf("reclaimed %d jobs under claim %d, want 3 under a new claim", len(second), second[0].ClaimID)
+	}
+	stale := runsOf(first)
+	b.requireStale(t, w, stale)
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE state = 'running' AND attempts = 2 AND claim_id = $1`, second[0].ClaimID); n != 3 {
+		t.Fatalf("%d jobs still running under the second claim, want 3", n)
+	}
+	// Both runs' outcomes in one statement: only the current one lands.
+	current := runsOf(second)
+	if kept, err := b.client.Heartbeat(b.ctx, b.pool, w, append(stale, current...), time.Hour); err != nil || len(kept) != 3 {
+		t.Fatalf("heartbeat of both runs kept %v (%v), want the 3 current", kept, err)
+	}
+	done, err := b.client.Complete(b.ctx, b.pool, w, append(stale, current...), time.Time{})
+	if err != nil || len(done) != 3 {
+		t.Fatalf("complete of both runs finished %v (%v), want the 3 current", done, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")+` WHERE attempts = 2`); n != 3 {
+		t.Fatalf("%d jobs in history with attempt 2, want 3", n)
+	}
+}
+
+// TestCompleteRecordsFinishTime: finished_at is when the completion ran (or
+// the time given), not when its transaction began.
+func TestCompleteRecordsFinishTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 2, outbox.Opts{})
+	w := uuid.New()
+	jobs := b.claim(t, w, 2, time.Minute)
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx)
+	var began time.Time
+	if err := tx.QueryRow(b.ctx, `SELECT now()`).Scan(&began); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if done, err := b.client.Complete(b.ctx, tx, w, runsOf(jobs[:1]), time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete in tx: %v %v", done, err)
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if err := b.client.EnsurePartitions(b.ctx, b.pool, at, 0); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := b.client.Complete(b.ctx, b.pool, w, runsOf(jobs[1:]), at); err != nil || len(done) != 1 {
+		t.Fatalf("complete at a given time: %v %v", done, err)
+	}
+	var first, second time.Time
+	q := `SELECT finished_at FROM ` + b.table("docket_jobs_done") + ` WHERE id = $1`
+	if err := b.pool.QueryRow(b.ctx, q, jobs[0].ID).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pool.QueryRow(b.ctx, q, jobs[1].ID).Scan(&second); err != nil {
+		t.Fatal(err)
+	}
+	if first.Sub(began) < 40*time.Millisecond {
+		t.Fatalf("finished_at %v is the transaction's start %v, not the completion's time", first, began)
+	}
+	if !second.Equal(at) {
+		t.Fatalf("finished_at %v, want the given %v", second, at)
+	}
+}
+
 func TestFailRetryAndExhaust(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 2})
 	w := uuid.New()
-	b.claim(t, w, 2, time.Minute)
+	first := byID(b.claim(t, w, 2, time.Minute))
 	res, err := b.client.Fail(b.ctx, b.pool, w, []outbox.Failure{
-		{ID: ids[0], Error: "boom", Delay: time.Hour},
-		{ID: ids[1], Error: "boom", Delay: 0},
+		{Run: first[ids[0]], Error: "boom", Delay: time.Hour},
+		{Run: first[ids[1]], Error: "boom", Delay: 0},
 	})
 	if err != nil || len(res.Retried) != 2 || len(res.Dead) != 0 {
 		t.Fatalf("first failure: %+v %v", res, err)
@@ -224,7 +342,7 @@ func TestFailRetryAndExhaust(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].ID != ids[1] || jobs[0].Attempt != 2 {
 		t.Fatalf("retry claim: %+v", jobs)
 	}
-	res, err = b.client.Fail(b.ctx, b.pool, w, []outbox.Failure{{ID: ids[1], Error: "boom again"}})
+	res, err = b.client.Fail(b.ctx, b.pool, w, []outbox.Failure{{Run: outbox.RunOf(jobs[0]), Error: "boom again"}})
 	if err != nil || len(res.Dead) != 1 {
 		t.Fatalf("exhausting failure: %+v %v", res, err)
 	}
@@ -238,14 +356,14 @@ func TestSnoozeCancelReleasePromote(t *testing.T) {
 	b := setup(t)
 	ids := b.enqueueN(t, 3, outbox.Opts{})
 	w := uuid.New()
-	b.claim(t, w, 3, time.Minute)
-	if got, err := b.client.Snooze(b.ctx, b.pool, w, []outbox.Snoozed{{ID: ids[0], Delay: 50 * time.Millisecond}}); err != nil || len(got) != 1 {
+	runs := byID(b.claim(t, w, 3, time.Minute))
+	if got, err := b.client.Snooze(b.ctx, b.pool, w, []outbox.Snoozed{{Run: runs[ids[0]], Delay: 50 * time.Millisecond}}); err != nil || len(got) != 1 {
 		t.Fatalf("snooze %v %v", got, err)
 	}
-	if got, err := b.client.DeadLetter(b.ctx, b.pool, w, []outbox.Dead{{ID: ids[1], Reason: outbox.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
+	if got, err := b.client.DeadLetter(b.ctx, b.pool, w, []outbox.Dead{{Run: runs[ids[1]], Reason: outbox.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
 		t.Fatalf("cancel %v %v", got, err)
 	}
-	if got, err := b.client.Release(b.ctx, b.pool, w, []int64{ids[2]}); err != nil || len(got) != 1 {
+	if got, err := b.client.Release(b.ctx, b.pool, w, []outbox.Run{runs[ids[2]]}); err != nil || len(got) != 1 {
 		t.Fatalf("release %v %v", got, err)
 	}
 	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND attempts = 0`, ids[2]); n != 1 {
@@ -456,9 +574,8 @@ func TestCompleteCreatesMissingPartition(t *testing.T) {
 	}
 	ids := b.enqueueN(t, 1, outbox.Opts{})
 	w := uuid.New()
-	b.claim(t, w, 1, time.Minute)
-	done, err := b.client.Complete(b.ctx, b.pool, w, ids)
-	if err != nil || len(done) != 1 {
+	done, err := b.client.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 1, time.Minute)), time.Time{})
+	if err != nil || len(done) != 1 || done[0] != ids[0] {
 		t.Fatalf("complete without partition: %v %v", done, err)
 	}
 }
@@ -466,10 +583,9 @@ func TestCompleteCreatesMissingPartition(t *testing.T) {
 func TestHistoryOff(t *testing.T) {
 	t.Parallel()
 	b := setup(t, outbox.Config{DisableHistory: true})
-	ids := b.enqueueN(t, 5, outbox.Opts{})
+	b.enqueueN(t, 5, outbox.Opts{})
 	w := uuid.New()
-	b.claim(t, w, 5, time.Minute)
-	if done, err := b.client.Complete(b.ctx, b.pool, w, ids); err != nil || len(done) != 5 {
+	if done, err := b.client.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 5, time.Minute)), time.Time{}); err != nil || len(done) != 5 {
 		t.Fatalf("%v %v", done, err)
 	}
 	if n := b.count(t, `SELECT (SELECT count(*) FROM `+b.table("docket_jobs")+`) + (SELECT count(*) FROM `+b.table("docket_jobs_done")+`)`); n != 0 {

@@ -58,7 +58,7 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 	}
 	w := uuid.New()
 	params := outbox.ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute}
-	ids := make([]int64, 0, 100)
+	runs := make([]outbox.Run, 0, 100)
 	// timed runs fn with the timer on only for the half being measured.
 	timed := func(on bool, fn func()) {
 		if !on {
@@ -81,13 +81,13 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 			if err != nil || len(jobs) != 100 {
 				b.Fatalf("claimed %d: %v", len(jobs), err)
 			}
-			ids = ids[:0]
+			runs = runs[:0]
 			for _, j := range jobs {
-				ids = append(ids, j.ID)
+				runs = append(runs, outbox.RunOf(j))
 			}
 		})
 		timed(!timeClaim, func() {
-			if _, err := s.client.Complete(s.ctx, s.pool, w, ids); err != nil {
+			if _, err := s.client.Complete(s.ctx, s.pool, w, runs, time.Time{}); err != nil {
 				b.Fatal(err)
 			}
 		})

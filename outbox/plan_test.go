@@ -91,10 +91,29 @@ func assertIndexPlan(t *testing.T, what string, plan planNode, indexes ...string
 	}
 }
 
+// noTime is a null finish time: the completion takes the database clock.
+var noTime *time.Time
+
+// claims is the claims of runs of jobs 1, 2 and 3, as heartbeat, complete
+// and release take them.
+const claims = `{"1": 7, "2": 7, "3": 8}`
+
+// assertNoJoin fails if plan joins anything: the statements on a
+// worker's runs read docket_jobs by id alone (see queries.go).
+func assertNoJoin(t *testing.T, what string, plan planNode) {
+	t.Helper()
+	plan.walk(func(n planNode) {
+		if strings.Contains(n.NodeType, "Join") || n.NodeType == "Nested Loop" {
+			t.Errorf("%s: %s in the plan", what, n.NodeType)
+		}
+	})
+}
+
 // TestHotPathPlans checks that each hot-path statement uses the index it
 // was written for, with 100,000 scheduled and 10,000 ready jobs, with fresh
 // statistics and with statistics gathered while the table was empty (the
 // case that can turn a claim into a hash join over a full scan), for
+
 // custom and generic cached plans.
 func TestHotPathPlans(t *testing.T) {
 	t.Parallel()
@@ -134,9 +153,15 @@ func TestHotPathPlans(t *testing.T) {
 			assertIndexPlan(t, "capped claim's untenanted jobs, "+what, capped, "docket_jobs_claim_idx")
 			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.q.promote, 100), "docket_jobs_scheduled_idx")
 			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.q.reap, 100, "x"), "docket_jobs_running_idx")
-			assertIndexPlan(t, "heartbeat, "+what, explain(t, ctx, pool, mode, c.q.heartbeat, ids, w, lease), "docket_jobs_pkey")
-			assertIndexPlan(t, "complete, "+what, explain(t, ctx, pool, mode, c.q.completeHistory, ids, w), "docket_jobs_pkey")
-			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.q.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}), "docket_jobs_pkey")
+			for name, plan := range map[string]planNode{
+				"heartbeat": explain(t, ctx, pool, mode, c.q.heartbeat, ids, w, lease, claims),
+				"complete":  explain(t, ctx, pool, mode, c.q.completeHistory, ids, w, claims, noTime),
+				"release":   explain(t, ctx, pool, mode, c.q.release, ids, w, claims),
+			} {
+				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
+				assertNoJoin(t, name+", "+what, plan)
+			}
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.q.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
 		}
 	}
 }
@@ -225,13 +250,13 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		{"claim", sqlClaimSettings, c.q.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
 		{"capped", sqlClaimSettings, c.q.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
 		{"sweep", sqlIndexSettings, c.q.stragglers, []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
-		{"heartbeat", sqlIndexSettings, c.q.heartbeat, []any{ids, w, lease}},
-		{"complete", sqlIndexSettings, c.q.completeHistory, []any{ids, w}},
-		{"delete", sqlIndexSettings, c.q.completeDelete, []any{ids, w}},
-		{"fail", sqlIndexSettings, c.q.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}}},
-		{"snooze", sqlIndexSettings, c.q.snooze, []any{ids, w, []int64{0, 0, 0}}},
-		{"deadletter", sqlIndexSettings, c.q.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}}},
-		{"release", sqlIndexSettings, c.q.release, []any{ids, w}},
+		{"heartbeat", sqlIndexSettings, c.q.heartbeat, []any{ids, w, lease, claims}},
+		{"complete", sqlIndexSettings, c.q.completeHistory, []any{ids, w, claims, noTime}},
+		{"delete", sqlIndexSettings, c.q.completeDelete, []any{ids, w, claims}},
+		{"fail", sqlIndexSettings, c.q.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
+		{"snooze", sqlIndexSettings, c.q.snooze, []any{ids, w, []int64{0, 0, 0}, ids}},
+		{"deadletter", sqlIndexSettings, c.q.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
+		{"release", sqlIndexSettings, c.q.release, []any{ids, w, claims}},
 		{"reap", sqlIndexSettings, c.q.reap, []any{100, "x"}},
 		{"promote", sqlIndexSettings, c.q.promote, []any{100}},
 		{"next", sqlIndexSettings, c.q.nextScheduled, nil},

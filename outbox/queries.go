@@ -4,16 +4,29 @@ package outbox
 // shape of the hot table can change in one place. {{schema}} is replaced by
 // the client's quoted schema when the client is created.
 //
-// Statements on a worker's own jobs are guarded by locked_by = worker alone:
-// a check constraint keeps locked_by set exactly while a job runs, and
-// leaving state out of the WHERE keeps them on the primary key instead of
-// the running-jobs index, whose dead entries pile up while a long
-// transaction holds back vacuum.
+// Statements on a worker's running jobs (heartbeat and every outcome) are
+// fenced by the claim they speak for: they match a job's id together with
+// the claim_id its claim wrote (one number per claim statement, from
+// docket_claims_seq), and locked_by = worker. A run that lost its lease
+// changes nothing, even when the same process has claimed the job again
+// since: that claim wrote a new claim_id. A check constraint keeps locked_by
+// set exactly while a job runs, so state need not be matched; leaving it out
+// keeps these statements on the primary key instead of the running-jobs
+// index, whose dead entries pile up while a long transaction holds back
+// vacuum.
+//
+// Heartbeat, complete and release take the claims as a JSON object from
+// job id to claim id (runClaims) and read the table by id = ANY($1) alone,
+// in primary-key order, with the claim as a filter: a join with the runs
+// instead let cached generic plans rescan the runs for every row (seconds
+// for a batch of thousands) or lock rows out of key order (deadlocks between
+// concurrent batches). The outcomes that carry a value per job (fail,
+// snooze, dead-letter) still join with their rows.
 
 // jobColumns is what a claim returns, in the order scanJob reads it.
 const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max_attempts,
 	COALESCE(unique_key, '') AS unique_key, tenant, COALESCE(serial_key, '') AS serial_key,
-	payload, meta, locked_at, lease_until, COALESCE(last_error, '') AS last_error`
+	payload, meta, locked_at, lease_until, COALESCE(last_error, '') AS last_error, claim_id`
 
 // deadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
 // columns reason and err) into the dead-letter table.
@@ -25,11 +38,15 @@ SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_
 FROM gone
 RETURNING id`
 
-// claimUpdate marks the rows of CTE "c" running and returns them in claim order.
-const claimUpdate = `, u AS (
+// claimUpdate marks the rows of CTE "c" running under one new claim id
+// and returns them in claim order.
+const claimUpdate = `, k AS (
+	SELECT nextval('{{schema}}.docket_claims_seq') AS next_claim
+), u AS (
 	UPDATE {{schema}}.docket_jobs
 	SET state = 'running', attempts = attempts + 1, locked_by = $4, locked_at = now(),
-		lease_until = now() + $5::bigint * interval '1 millisecond'
+		lease_until = now() + $5::bigint * interval '1 millisecond', claim_id = k.next_claim
+	FROM k
 	WHERE id = ANY(ARRAY(SELECT id FROM c))
 	RETURNING ` + jobColumns + `, ready_seq
 )
@@ -222,35 +239,43 @@ CROSS JOIN LATERAL (
 	LIMIT $3
 )` + claimUpdate
 
-	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs
+	// sqlHeartbeat extends the leases of runs ($1 ids, $4 their claims, see
+	// runClaims) of worker $2 by $3 ms. A lease that ran out but was not
+	// reaped yet is extended too: the claim is still the run's, nobody else
+	// took it.
+	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs j
 SET lease_until = now() + $3::bigint * interval '1 millisecond'
-WHERE id = ANY($1::bigint[]) AND locked_by = $2
-RETURNING id`
+WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($4::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+RETURNING j.id`
 
+	// sqlCompleteHistory moves runs ($1 ids, $3 their claims, see
+	// runClaims) of worker $2 to history, finished at $4, or when the
+	// statement runs if $4 is null (not at the start of its transaction: a
+	// transactional handler's transaction began before its handler ran).
 	sqlCompleteHistory = `WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs
-	WHERE id = ANY($1::bigint[]) AND locked_by = $2
-	RETURNING *
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+	RETURNING j.*
 )
 INSERT INTO {{schema}}.docket_jobs_done
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
 	 created_at, run_at, started_at, finished_at, payload, meta)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, locked_at, now(), payload, meta
+	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta
 FROM d
 RETURNING id`
 
-	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs
-WHERE id = ANY($1::bigint[]) AND locked_by = $2
-RETURNING id`
+	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs j
+WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+RETURNING j.id`
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
 	// ready/scheduled after their delay; exhausted ones move to dead.
 	sqlFail = `WITH i AS (
-	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[]) AS i(id, err, delay_ms)
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS i(id, err, delay_ms, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
-	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
 	RETURNING j.*, 'exhausted'::text AS reason, i.err
 ), dead AS (` + deadInsert + `
 ), retried AS (
@@ -259,7 +284,7 @@ RETURNING id`
 		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + nextReadySeq + `,
 		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
 	FROM i
-	WHERE j.id = i.id AND j.locked_by = $2 AND j.attempts < j.max_attempts
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts < j.max_attempts
 	RETURNING j.id
 )
 SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
@@ -269,25 +294,25 @@ SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
 SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
 	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + nextReadySeq + `,
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
-FROM unnest($1::bigint[], $3::bigint[]) AS i(id, delay_ms)
-WHERE j.id = i.id AND j.locked_by = $2
+FROM unnest($1::bigint[], $3::bigint[], $4::bigint[]) AS i(id, delay_ms, claim_id)
+WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
 RETURNING j.id`
 
 	sqlDeadLetter = `WITH i AS (
-	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[]) AS i(id, reason, err)
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[], $5::bigint[]) AS i(id, reason, err, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
-	WHERE j.id = i.id AND j.locked_by = $2
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
 	RETURNING j.*, i.reason, i.err
 )
 ` + deadInsert
 
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
-	sqlRelease = `UPDATE {{schema}}.docket_jobs
-SET state = 'ready', ready_seq = ` + nextReadySeq + `, attempts = attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
-WHERE id = ANY($1::bigint[]) AND locked_by = $2
-RETURNING id`
+	sqlRelease = `UPDATE {{schema}}.docket_jobs j
+SET state = 'ready', ready_seq = ` + nextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+RETURNING j.id`
 
 	// sqlReap returns running jobs whose lease expired to ready, or moves
 	// them to dead when that was their last attempt. The lost attempt counts:

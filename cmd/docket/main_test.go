@@ -43,7 +43,7 @@ func TestMigrateVerbs(t *testing.T) {
 	if code, out, _ = docket(t, "migrate", "list", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "001      core") {
 		t.Fatalf("list: %d %q", code, out)
 	}
-	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 5_one_sequence") || strings.Contains(out, "4_tenant_index") {
+	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 6_claim_id") || strings.Contains(out, "5_one_sequence") {
 		t.Fatalf("down one step: %d %q", code, out)
 	}
 	if code, out, _ = docket(t, "migrate", "down", "--version", "0", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 1_core") {

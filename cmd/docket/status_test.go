@@ -46,7 +46,7 @@ func opsSetup(t *testing.T) (url, schema string, dead []int64) {
 	}
 	var d []outbox.Dead
 	for _, j := range jobs {
-		d = append(d, outbox.Dead{ID: j.ID, Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
+		d = append(d, outbox.Dead{Run: outbox.RunOf(j), Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
 		dead = append(dead, j.ID)
 	}
 	if _, err := c.DeadLetter(ctx, pool, w, d); err != nil {

@@ -55,7 +55,9 @@ type Job struct {
 	// Claim expiry; heartbeats extend it, the reaper acts on it.
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Error of the previous attempt, if any.
-	LastError    *string `json:"last_error,omitempty"`
+	LastError *string `json:"last_error,omitempty"`
+	// The claim that last took the job; outcomes of a run are matched against it.
+	ClaimID      *int64 `json:"claim_id,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -68,7 +70,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
 		case job.FieldPayload, job.FieldMeta:
 			values[i] = new([]byte)
-		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldReadySeq:
+		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldReadySeq, job.FieldClaimID:
 			values[i] = new(sql.NullInt64)
 		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -213,6 +215,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.LastError = new(string)
 				*_m.LastError = value.String
 			}
+		case job.FieldClaimID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field claim_id", values[i])
+			} else if value.Valid {
+				_m.ClaimID = new(int64)
+				*_m.ClaimID = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -313,6 +322,11 @@ func (_m *Job) String() string {
 	if v := _m.LastError; v != nil {
 		builder.WriteString("last_error=")
 		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.ClaimID; v != nil {
+		builder.WriteString("claim_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteByte(')')
 	return builder.String()

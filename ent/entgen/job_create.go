@@ -218,6 +218,20 @@ func (_c *JobCreate) SetNillableLastError(v *string) *JobCreate {
 	return _c
 }
 
+// SetClaimID sets the "claim_id" field.
+func (_c *JobCreate) SetClaimID(v int64) *JobCreate {
+	_c.mutation.SetClaimID(v)
+	return _c
+}
+
+// SetNillableClaimID sets the "claim_id" field if the given value is not nil.
+func (_c *JobCreate) SetNillableClaimID(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetClaimID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v int64) *JobCreate {
 	_c.mutation.SetID(v)
@@ -424,6 +438,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LastError(); ok {
 		_spec.SetField(job.FieldLastError, field.TypeString, value)
 		_node.LastError = &value
+	}
+	if value, ok := _c.mutation.ClaimID(); ok {
+		_spec.SetField(job.FieldClaimID, field.TypeInt64, value)
+		_node.ClaimID = &value
 	}
 	return _node, _spec
 }

@@ -329,6 +329,33 @@ func (_u *JobUpdate) ClearLastError() *JobUpdate {
 	return _u
 }
 
+// SetClaimID sets the "claim_id" field.
+func (_u *JobUpdate) SetClaimID(v int64) *JobUpdate {
+	_u.mutation.ResetClaimID()
+	_u.mutation.SetClaimID(v)
+	return _u
+}
+
+// SetNillableClaimID sets the "claim_id" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableClaimID(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetClaimID(*v)
+	}
+	return _u
+}
+
+// AddClaimID adds value to the "claim_id" field.
+func (_u *JobUpdate) AddClaimID(v int64) *JobUpdate {
+	_u.mutation.AddClaimID(v)
+	return _u
+}
+
+// ClearClaimID clears the value of the "claim_id" field.
+func (_u *JobUpdate) ClearClaimID() *JobUpdate {
+	_u.mutation.ClearClaimID()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -471,6 +498,15 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.LastErrorCleared() {
 		_spec.ClearField(job.FieldLastError, field.TypeString)
+	}
+	if value, ok := _u.mutation.ClaimID(); ok {
+		_spec.SetField(job.FieldClaimID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedClaimID(); ok {
+		_spec.AddField(job.FieldClaimID, field.TypeInt64, value)
+	}
+	if _u.mutation.ClaimIDCleared() {
+		_spec.ClearField(job.FieldClaimID, field.TypeInt64)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -790,6 +826,33 @@ func (_u *JobUpdateOne) ClearLastError() *JobUpdateOne {
 	return _u
 }
 
+// SetClaimID sets the "claim_id" field.
+func (_u *JobUpdateOne) SetClaimID(v int64) *JobUpdateOne {
+	_u.mutation.ResetClaimID()
+	_u.mutation.SetClaimID(v)
+	return _u
+}
+
+// SetNillableClaimID sets the "claim_id" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableClaimID(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetClaimID(*v)
+	}
+	return _u
+}
+
+// AddClaimID adds value to the "claim_id" field.
+func (_u *JobUpdateOne) AddClaimID(v int64) *JobUpdateOne {
+	_u.mutation.AddClaimID(v)
+	return _u
+}
+
+// ClearClaimID clears the value of the "claim_id" field.
+func (_u *JobUpdateOne) ClearClaimID() *JobUpdateOne {
+	_u.mutation.ClearClaimID()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -962,6 +1025,15 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.LastErrorCleared() {
 		_spec.ClearField(job.FieldLastError, field.TypeString)
+	}
+	if value, ok := _u.mutation.ClaimID(); ok {
+		_spec.SetField(job.FieldClaimID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedClaimID(); ok {
+		_spec.AddField(job.FieldClaimID, field.TypeInt64, value)
+	}
+	if _u.mutation.ClaimIDCleared() {
+		_spec.ClearField(job.FieldClaimID, field.TypeInt64)
 	}
 	_node = &Job{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -2580,6 +2580,8 @@ type JobMutation struct {
 	locked_at       *time.Time
 	lease_until     *time.Time
 	last_error      *string
+	claim_id        *int64
+	addclaim_id     *int64
 	clearedFields   map[string]struct{}
 	done            bool
 	oldValue        func(context.Context) (*Job, error)
@@ -3524,6 +3526,76 @@ func (m *JobMutation) ResetLastError() {
 	delete(m.clearedFields, job.FieldLastError)
 }
 
+// SetClaimID sets the "claim_id" field.
+func (m *JobMutation) SetClaimID(i int64) {
+	m.claim_id = &i
+	m.addclaim_id = nil
+}
+
+// ClaimID returns the value of the "claim_id" field in the mutation.
+func (m *JobMutation) ClaimID() (r int64, exists bool) {
+	v := m.claim_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClaimID returns the old "claim_id" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldClaimID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClaimID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClaimID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClaimID: %w", err)
+	}
+	return oldValue.ClaimID, nil
+}
+
+// AddClaimID adds i to the "claim_id" field.
+func (m *JobMutation) AddClaimID(i int64) {
+	if m.addclaim_id != nil {
+		*m.addclaim_id += i
+	} else {
+		m.addclaim_id = &i
+	}
+}
+
+// AddedClaimID returns the value that was added to the "claim_id" field in this mutation.
+func (m *JobMutation) AddedClaimID() (r int64, exists bool) {
+	v := m.addclaim_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearClaimID clears the value of the "claim_id" field.
+func (m *JobMutation) ClearClaimID() {
+	m.claim_id = nil
+	m.addclaim_id = nil
+	m.clearedFields[job.FieldClaimID] = struct{}{}
+}
+
+// ClaimIDCleared returns if the "claim_id" field was cleared in this mutation.
+func (m *JobMutation) ClaimIDCleared() bool {
+	_, ok := m.clearedFields[job.FieldClaimID]
+	return ok
+}
+
+// ResetClaimID resets all changes to the "claim_id" field.
+func (m *JobMutation) ResetClaimID() {
+	m.claim_id = nil
+	m.addclaim_id = nil
+	delete(m.clearedFields, job.FieldClaimID)
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -3558,7 +3630,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 19)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -3613,6 +3685,9 @@ func (m *JobMutation) Fields() []string {
 	if m.last_error != nil {
 		fields = append(fields, job.FieldLastError)
 	}
+	if m.claim_id != nil {
+		fields = append(fields, job.FieldClaimID)
+	}
 	return fields
 }
 
@@ -3657,6 +3732,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.LeaseUntil()
 	case job.FieldLastError:
 		return m.LastError()
+	case job.FieldClaimID:
+		return m.ClaimID()
 	}
 	return nil, false
 }
@@ -3702,6 +3779,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldLeaseUntil(ctx)
 	case job.FieldLastError:
 		return m.OldLastError(ctx)
+	case job.FieldClaimID:
+		return m.OldClaimID(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -3837,6 +3916,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLastError(v)
 		return nil
+	case job.FieldClaimID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClaimID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -3857,6 +3943,9 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addready_seq != nil {
 		fields = append(fields, job.FieldReadySeq)
 	}
+	if m.addclaim_id != nil {
+		fields = append(fields, job.FieldClaimID)
+	}
 	return fields
 }
 
@@ -3873,6 +3962,8 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedMaxAttempts()
 	case job.FieldReadySeq:
 		return m.AddedReadySeq()
+	case job.FieldClaimID:
+		return m.AddedClaimID()
 	}
 	return nil, false
 }
@@ -3910,6 +4001,13 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddReadySeq(v)
 		return nil
+	case job.FieldClaimID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddClaimID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job numeric field %s", name)
 }
@@ -3938,6 +4036,9 @@ func (m *JobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(job.FieldLastError) {
 		fields = append(fields, job.FieldLastError)
+	}
+	if m.FieldCleared(job.FieldClaimID) {
+		fields = append(fields, job.FieldClaimID)
 	}
 	return fields
 }
@@ -3973,6 +4074,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldLastError:
 		m.ClearLastError()
+		return nil
+	case job.FieldClaimID:
+		m.ClearClaimID()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -4035,6 +4139,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldLastError:
 		m.ResetLastError()
+		return nil
+	case job.FieldClaimID:
+		m.ResetClaimID()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

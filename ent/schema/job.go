@@ -35,6 +35,8 @@ func (Job) Fields() []ent.Field {
 			Comment("Claim expiry; heartbeats extend it, the reaper acts on it."),
 		field.String("last_error").SchemaType(text).Optional().Nillable().
 			Comment("Error of the previous attempt, if any."),
+		field.Int64("claim_id").Optional().Nillable().
+			Comment("The claim that last took the job; outcomes of a run are matched against it."),
 	}
 }
 

@@ -49,6 +49,8 @@ const (
 	FieldLeaseUntil = "lease_until"
 	// FieldLastError holds the string denoting the last_error field in the database.
 	FieldLastError = "last_error"
+	// FieldClaimID holds the string denoting the claim_id field in the database.
+	FieldClaimID = "claim_id"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -74,6 +76,7 @@ var Columns = []string{
 	FieldLockedAt,
 	FieldLeaseUntil,
 	FieldLastError,
+	FieldClaimID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -210,4 +213,9 @@ func ByLeaseUntil(opts ...sql.OrderTermOption) OrderOption {
 // ByLastError orders the results by the last_error field.
 func ByLastError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastError, opts...).ToFunc()
+}
+
+// ByClaimID orders the results by the claim_id field.
+func ByClaimID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldClaimID, opts...).ToFunc()
 }

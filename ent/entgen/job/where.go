@@ -130,6 +130,11 @@ func LastError(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldLastError, v))
 }
 
+// ClaimID applies equality check predicate on the "claim_id" field. It's identical to ClaimIDEQ.
+func ClaimID(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldClaimID, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldQueue, v))
@@ -968,6 +973,56 @@ func LastErrorEqualFold(v string) predicate.Job {
 // LastErrorContainsFold applies the ContainsFold predicate on the "last_error" field.
 func LastErrorContainsFold(v string) predicate.Job {
 	return predicate.Job(sql.FieldContainsFold(FieldLastError, v))
+}
+
+// ClaimIDEQ applies the EQ predicate on the "claim_id" field.
+func ClaimIDEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldClaimID, v))
+}
+
+// ClaimIDNEQ applies the NEQ predicate on the "claim_id" field.
+func ClaimIDNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldClaimID, v))
+}
+
+// ClaimIDIn applies the In predicate on the "claim_id" field.
+func ClaimIDIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldClaimID, vs...))
+}
+
+// ClaimIDNotIn applies the NotIn predicate on the "claim_id" field.
+func ClaimIDNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldClaimID, vs...))
+}
+
+// ClaimIDGT applies the GT predicate on the "claim_id" field.
+func ClaimIDGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldClaimID, v))
+}
+
+// ClaimIDGTE applies the GTE predicate on the "claim_id" field.
+func ClaimIDGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldClaimID, v))
+}
+
+// ClaimIDLT applies the LT predicate on the "claim_id" field.
+func ClaimIDLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldClaimID, v))
+}
+
+// ClaimIDLTE applies the LTE predicate on the "claim_id" field.
+func ClaimIDLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldClaimID, v))
+}
+
+// ClaimIDIsNil applies the IsNil predicate on the "claim_id" field.
+func ClaimIDIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldClaimID))
+}
+
+// ClaimIDNotNil applies the NotNil predicate on the "claim_id" field.
+func ClaimIDNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldClaimID))
 }
 
 // And groups predicates with the AND operator between them.
