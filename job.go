@@ -1,54 +1,28 @@
 package docket
 
-import (
-	"encoding/json"
-	"time"
-)
+import "github.com/docketq/docket/internal/core"
 
 // Args is the payload of a job. Kind names the job type; it is stored with
 // every job and selects the handler, so it must stay stable across deploys.
 // Args values are encoded to JSON when enqueued.
-type Args interface {
-	Kind() string
-}
-
-// State is where a job is in its life inside the jobs table.
-type State string
-
-const (
-	// StateScheduled is a job whose run_at is in the future (first run,
-	// retry backoff or snooze). It becomes ready when it is due.
-	StateScheduled State = "scheduled"
-	// StateReady is a due job waiting to be claimed.
-	StateReady State = "ready"
-	// StateRunning is a job claimed by a worker holding a lease on it.
-	StateRunning State = "running"
-)
+type Args = core.Args
 
 // Job is a claimed job as the worker runtime and handlers see it. Payload is
 // the raw JSON of the job's Args; it may carry personal data and is never
-// logged by Docket.
-type Job struct {
-	ID          int64
-	Queue       string
-	Kind        string
-	Priority    int
-	RunAt       time.Time
-	CreatedAt   time.Time
-	Attempt     int // 1 on the first run; counts runs, not counting snoozes
-	MaxAttempts int
-	UniqueKey   string // empty when the job has none
-	Tenant      string // empty when the job has none
-	SerialKey   string // empty when the job has none
-	Payload     json.RawMessage
-	Meta        map[string]string
-	LockedAt    time.Time
-	LeaseUntil  time.Time
-	LastError   string // error of the previous attempt, if any
-	// ClaimID identifies the claim this run came from: one number per claim
-	// statement, never reused. Every write about the run (heartbeat,
-	// outcome) is matched against it, so a run that lost its lease changes
-	// nothing after the job was claimed again. Zero for a job that no
-	// worker claimed.
-	ClaimID int64
-}
+// logged by Docket. ClaimID identifies the claim a run came from; every
+// write about the run is matched against it.
+type Job = core.Job
+
+// State is where a job is in its life inside the jobs table.
+type State = core.State
+
+// The states of a live job.
+const (
+	// StateScheduled is a job whose run_at is in the future (first run,
+	// retry backoff or snooze). It becomes ready when it is due.
+	StateScheduled = core.StateScheduled
+	// StateReady is a due job waiting to be claimed.
+	StateReady = core.StateReady
+	// StateRunning is a job claimed by a worker holding a lease on it.
+	StateRunning = core.StateRunning
+)

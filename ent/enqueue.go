@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 )
 

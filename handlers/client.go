@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 )
 
 func newTask(id int64) *task {

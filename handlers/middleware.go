@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 )
 
 // Work is one run of a job as middleware sees it: the job (with its raw

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 )
 
 // TestCursorLooksBackAfterShortClaimsAndEveryInterval checks when a claim

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"

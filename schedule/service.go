@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
