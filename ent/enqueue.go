@@ -21,11 +21,12 @@ type Tx interface {
 	Rollback() error
 }
 
-// Enqueuer writes jobs: *outbox.Client, or *handlers.Client to apply the
-// defaults kinds were registered with.
+// Enqueuer writes jobs through database/sql: *outbox.Client (or
+// docket.Client.Outbox()). Its Config.Kinds decides the defaults applied
+// and the kinds accepted, as on every other enqueue path.
 type Enqueuer interface {
-	Enqueue(ctx context.Context, db outbox.DB, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error)
-	EnqueueMany(ctx context.Context, db outbox.DB, items []outbox.Item) ([]outbox.Enqueued, error)
+	EnqueueSQL(ctx context.Context, db outbox.SQLDB, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error)
+	EnqueueManySQL(ctx context.Context, db outbox.SQLDB, items []outbox.Item) ([]outbox.Enqueued, error)
 }
 
 // ErrNilTx is returned by Enqueue and EnqueueMany for a nil transaction.
@@ -34,7 +35,8 @@ var ErrNilTx = errors.New("docket: nil Ent transaction")
 // Enqueue writes one job inside the Ent transaction tx: the job commits or
 // rolls back with the Ent writes made in tx. It behaves exactly like
 // outbox.Client.Enqueue with a pgx transaction: invalid args or options
-// return an outbox.ErrInvalidJob error; a unique key held by an in-flight
+// return an outbox.ErrInvalidJob error, a kind the client's registry does
+// not know an outbox.ErrUnknownKind error; a unique key held by an in-flight
 // job inserts nothing and reports that job's id with Duplicate set. The
 // payload is sent as JSON text, so it is stored as a jsonb object, not as
 // bytea.
@@ -47,7 +49,7 @@ func Enqueue(ctx context.Context, c Enqueuer, tx Tx, args docket.Args, opts outb
 	if tx == nil {
 		return outbox.Enqueued{}, ErrNilTx
 	}
-	return c.Enqueue(ctx, tx, args, opts)
+	return c.EnqueueSQL(ctx, tx, args, opts)
 }
 
 // EnqueueMany writes many jobs inside the Ent transaction tx and returns one
@@ -58,7 +60,7 @@ func EnqueueMany(ctx context.Context, c Enqueuer, tx Tx, items []outbox.Item) ([
 	if tx == nil {
 		return nil, ErrNilTx
 	}
-	return c.EnqueueMany(ctx, tx, items)
+	return c.EnqueueManySQL(ctx, tx, items)
 }
 
 // TxStarter is an Ent client: its Tx method begins a transaction of the

@@ -66,7 +66,7 @@ func Hook[M TxMutation[T], T Tx](c Enqueuer, jobs JobsFunc[M]) entgo.Hook {
 				return nil, err
 			}
 			for _, it := range items {
-				if _, err := c.Enqueue(ctx, tx, it.Args, it.Opts); err != nil {
+				if _, err := c.EnqueueSQL(ctx, tx, it.Args, it.Opts); err != nil {
 					return nil, fmt.Errorf("docket: %s %s: enqueue %s: %w", m.Op(), m.Type(), kindOf(it), err)
 				}
 			}

@@ -38,15 +38,18 @@ func TestSharedPoolAndModels(t *testing.T) {
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[failing]) error {
 		return handlers.Cancel(errors.New("carrier rejected the label"))
 	}, handlers.KindOpts{})
-	dc := handlers.NewClient(b.ob, reg)
+	dc, err := outbox.New(outbox.Config{Schema: b.ob.Schema(), Kinds: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var res outbox.Enqueued
-	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
+	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
 		if res, err = createWithJob(ctx, b, tx, "T1"); err != nil {
 			return err
 		}
-		// A handlers.Client is an Enqueuer too.
+		// An outbox client with the registry as its Kinds is an Enqueuer too.
 		_, err = docketent.Enqueue(ctx, dc, tx, failing{}, outbox.Opts{})
 		return err
 	})

@@ -66,26 +66,29 @@ func ExampleWorker() {
 }
 
 // Enqueue in the same transaction as the order, with the kind's registered
-// queue and attempts.
-func ExampleClient_Enqueue() {
+// queue and attempts: the registry is the outbox client's Kinds (as
+// docket.NewClient sets it up).
+func ExampleRegistry_EnqueueDefaults() {
 	ctx := context.Background()
 	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	ob, _ := outbox.New(outbox.Config{})
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(ctx context.Context, job *handlers.Job[SendReceipt]) error { return nil },
 		handlers.KindOpts{Queue: "mail", MaxAttempts: 10})
-	client := handlers.NewClient(ob, reg)
+	ob, err := outbox.New(outbox.Config{Kinds: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var orderID int64
 		if err := tx.QueryRow(ctx, `INSERT INTO orders DEFAULT VALUES RETURNING id`).Scan(&orderID); err != nil {
 			return err
 		}
-		_, err := client.Enqueue(ctx, tx, SendReceipt{OrderID: orderID}, outbox.Opts{})
+		_, err := ob.Enqueue(ctx, tx, SendReceipt{OrderID: orderID}, outbox.Opts{})
 		return err
 	})
 	if err != nil {

@@ -91,8 +91,13 @@ func TestExhaustedAttemptsDeadLetter(t *testing.T) {
 	// Enqueued without the kind's defaults (max_attempts 25): the worker
 	// still enforces the kind's MaxAttempts.
 	plain := e.enqueue(testArgs{}, outbox.Opts{})
-	// Enqueued through handlers.Client: max_attempts 3 is written.
-	res, err := NewClient(e.ob, reg).Enqueue(t.Context(), e.pool, testArgs{}, outbox.Opts{})
+	// Enqueued with the registry as the outbox's Kinds: max_attempts 3 is
+	// written.
+	withKinds, err := outbox.New(outbox.Config{Schema: e.ob.Schema(), Kinds: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := withKinds.Enqueue(t.Context(), e.pool, testArgs{}, outbox.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,14 +40,23 @@ type HandlerFunc[T docket.Args] func(ctx context.Context, job *Job[T]) error
 type TxHandlerFunc[T docket.Args] func(ctx context.Context, tx pgx.Tx, job *Job[T]) error
 
 // KindOpts are the per-kind options given at registration. The zero value
-// means: queue "default", 25 attempts, no timeout, [outbox.Backoff].
+// means: queue "default", priority 0, 25 attempts, no timeout,
+// [outbox.Backoff].
+//
+// Queue, Priority and MaxAttempts are enqueue defaults: an outbox client
+// whose Config.Kinds is the registry (as docket.NewClient sets it) writes
+// them when neither the enqueue options nor the args' own Opts set them.
 type KindOpts struct {
-	// Queue is the queue that [Client] enqueues the kind into when the
+	// Queue is the queue jobs of the kind are enqueued into when the
 	// enqueue options name none. Empty means "default". Which pools run the
 	// kind depends only on the queue each job is in.
 	Queue string
-	// MaxAttempts is how many runs a job of this kind gets: [Client] writes
-	// it on enqueue when the options leave it zero, and the worker
+	// Priority is the priority jobs of the kind are enqueued with when the
+	// enqueue options set none, in outbox.MinPriority..outbox.MaxPriority.
+	// Zero means 0.
+	Priority int
+	// MaxAttempts is how many runs a job of this kind gets: it is written
+	// on enqueue when the options leave it zero, and the worker
 	// dead-letters a failure on this attempt even if the job was enqueued
 	// with more. Zero means the job's own limit (25 unless set). Negative is
 	// an error.
@@ -139,6 +148,9 @@ func add[T docket.Args](r *Registry, opts KindOpts, tx bool, h func(context.Cont
 	if err := checkName("queue", opts.Queue, true); err != nil {
 		return fmt.Errorf("%w: kind %s: %w", ErrInvalidKind, name, err)
 	}
+	if opts.Priority < outbox.MinPriority || opts.Priority > outbox.MaxPriority {
+		return fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidKind, name, opts.Priority, outbox.MinPriority, outbox.MaxPriority)
+	}
 	if opts.MaxAttempts < 0 {
 		return fmt.Errorf("%w: kind %s: negative MaxAttempts", ErrInvalidKind, name)
 	}
@@ -182,6 +194,37 @@ func (r *Registry) Kinds() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// EnqueueDefaults returns the Queue, Priority and MaxAttempts kind was
+// registered with, and false for a kind not registered. It makes the
+// registry an [outbox.Kinds], so every enqueue of an outbox client
+// configured with it applies the kind's defaults and rejects unknown kinds.
+func (r *Registry) EnqueueDefaults(kind string) (outbox.Opts, bool) {
+	k := r.lookup(kind)
+	if k == nil {
+		return outbox.Opts{}, false
+	}
+	return outbox.Opts{Queue: k.opts.Queue, Priority: k.opts.Priority, MaxAttempts: k.opts.MaxAttempts}, true
+}
+
+var _ outbox.Kinds = (*Registry)(nil)
+
+// Queues returns the queues the registered kinds are enqueued into by
+// default ("default" for kinds without one), sorted and without repeats.
+func (r *Registry) Queues() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for _, k := range r.kinds {
+		q := k.opts.Queue
+		if q == "" {
+			q = outbox.DefaultQueue
+		}
+		out = append(out, q)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (r *Registry) lookup(name string) *kind {

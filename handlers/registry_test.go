@@ -45,6 +45,7 @@ func TestRegistry(t *testing.T) {
 		"bad queue":        Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{Queue: "a b"}),
 		"neg attempts":     Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{MaxAttempts: -1}),
 		"neg timeout":      Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{Timeout: -time.Second}),
+		"priority 11":      Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{Priority: 11}),
 		"Kind() panics":    Register(r, func(context.Context, *Job[*ptrArgs]) error { return nil }, KindOpts{}),
 		"long queue name":  Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{Queue: strings.Repeat("q", outbox.MaxNameLen+1)}),
 		"control in queue": Register(r, func(context.Context, *Job[tenantArgs]) error { return nil }, KindOpts{Queue: "q\n"}),
@@ -152,15 +153,27 @@ type ownOptsArgs struct{}
 func (ownOptsArgs) Kind() string      { return "own" }
 func (ownOptsArgs) Opts() outbox.Opts { return outbox.Opts{Queue: "own-queue"} }
 
-func TestClientAppliesKindDefaults(t *testing.T) {
+// The registry as an outbox client's Kinds: every enqueue gets the kind's
+// registered defaults (outbox applies them; see outbox's kinds tests for
+// each enqueue path).
+func TestRegistryKindDefaultsOnEnqueue(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4)
 	reg := NewRegistry()
-	MustRegister(reg, func(context.Context, *Job[mailArgs]) error { return nil }, KindOpts{Queue: "mail", MaxAttempts: 3})
+	MustRegister(reg, func(context.Context, *Job[mailArgs]) error { return nil }, KindOpts{Queue: "mail", Priority: 2, MaxAttempts: 3})
 	MustRegister(reg, func(context.Context, *Job[ownOptsArgs]) error { return nil }, KindOpts{Queue: "reg-queue", MaxAttempts: 4})
-	c := NewClient(e.ob, reg)
-	if c.Outbox() != e.ob {
-		t.Error("Outbox()")
+	c, err := outbox.New(outbox.Config{Schema: e.ob.Schema(), Kinds: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def, ok := reg.EnqueueDefaults("mail"); !ok || def.Queue != "mail" || def.Priority != 2 || def.MaxAttempts != 3 {
+		t.Errorf("EnqueueDefaults(mail) = %+v, %v", def, ok)
+	}
+	if _, ok := reg.EnqueueDefaults("other"); ok {
+		t.Error("EnqueueDefaults of an unregistered kind reports it registered")
+	}
+	if got := reg.Queues(); !slices.Equal(got, []string{"mail", "reg-queue"}) {
+		t.Errorf("Queues() = %v", got)
 	}
 	row := func(id int64) (q string, max int) {
 		t.Helper()
@@ -186,11 +199,13 @@ func TestClientAppliesKindDefaults(t *testing.T) {
 		{"registered defaults", enq(mailArgs{}, outbox.Opts{}), "mail", 3},
 		{"explicit opts win", enq(mailArgs{}, outbox.Opts{Queue: "other", MaxAttempts: 9}), "other", 9},
 		{"args' own opts win", enq(ownOptsArgs{}, outbox.Opts{}), "own-queue", 4},
-		{"unregistered kind", enq(otherArgs{}, outbox.Opts{}), "default", outbox.DefaultMaxAttempts},
 	} {
 		if q, m := row(tc.id); q != tc.q || m != tc.attempt {
 			t.Errorf("%s: queue %q max_attempts %d, want %q %d", tc.name, q, m, tc.q, tc.attempt)
 		}
+	}
+	if _, err := c.Enqueue(t.Context(), e.pool, otherArgs{}, outbox.Opts{}); !errors.Is(err, outbox.ErrUnknownKind) {
+		t.Errorf("unregistered kind: %v, want ErrUnknownKind", err)
 	}
 	items := []outbox.Item{{Args: mailArgs{}}, {Args: mailArgs{}, Opts: outbox.Opts{Queue: "x"}}}
 	res, err := c.EnqueueMany(t.Context(), e.pool, items)

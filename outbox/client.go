@@ -31,6 +31,14 @@ type Config struct {
 	// same queue sent by this Client. Zero means 2ms; -1 disables NOTIFY
 	// entirely, leaving workers to their poll interval.
 	NotifyDebounce time.Duration
+
+	// Kinds, when set, gives the enqueue defaults of registered kinds
+	// (*handlers.Registry implements it): every enqueue applies a kind's
+	// queue, priority and max attempts where neither the options nor the
+	// args' own Opts set them, and rejects a kind Kinds does not know with
+	// ErrUnknownKind. Nil means any kind is enqueued with the built-in
+	// defaults, as a service that enqueues kinds another service runs needs.
+	Kinds Kinds
 }
 
 // Client reads and writes Docket's tables in one schema. It holds no
@@ -42,6 +50,7 @@ type Client struct {
 	q        queries
 	op       opQueries
 	debounce time.Duration
+	kinds    Kinds // Config.Kinds; nil: any kind, built-in defaults
 
 	mu         sync.Mutex
 	lastNotify map[string]time.Time
@@ -83,6 +92,7 @@ func New(cfg Config) (*Client, error) {
 		q:          renderQueries(schema),
 		op:         renderOpQueries(schema),
 		debounce:   debounce,
+		kinds:      cfg.Kinds,
 		lastNotify: make(map[string]time.Time),
 	}, nil
 }

@@ -10,23 +10,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// DB is what Docket reads and writes through: a pgx.Tx, *pgx.Conn or
-// *pgxpool.Pool (anything with pgx's Exec, Query and QueryRow), or a
-// database/sql *sql.Tx, *sql.DB, *sql.Conn — or anything else with
-// ExecContext and QueryContext, such as an Ent transaction built with the
-// sql/execquery feature. Pass the caller's transaction to enqueue atomically
-// with the caller's own writes.
-type DB any
-
-// Pgx is the pgx side of DB: pgx.Tx, *pgx.Conn and *pgxpool.Pool satisfy it.
-// The queue operations used by workers take a Pgx.
+// Pgx is a pgx database handle: pgx.Tx, *pgx.Conn and *pgxpool.Pool satisfy
+// it. Enqueue, EnqueueMany and the operator and worker operations take one;
+// pass the caller's pgx.Tx to write atomically with the caller's own writes.
 type Pgx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// SQLDB is the database/sql side of DB.
+// SQLDB is a database/sql handle: *sql.Tx, *sql.DB and *sql.Conn satisfy
+// it, and so does an Ent transaction built with the sql/execquery feature
+// (use package ent for that). EnqueueSQL and EnqueueManySQL take one; pass
+// the caller's *sql.Tx to write atomically with the caller's own writes.
 type SQLDB interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -45,21 +41,6 @@ type conn interface {
 	query(ctx context.Context, sql string, args []any, each func(scan func(dest ...any) error) error) error
 	// copier returns the COPY capability, or nil when the DB has none.
 	copier() copier
-}
-
-// ErrUnsupportedDB is returned when a DB is neither pgx- nor database/sql-shaped.
-var ErrUnsupportedDB = errors.New("docket: unsupported DB: want pgx.Tx, *pgx.Conn, *pgxpool.Pool, *sql.Tx, *sql.DB, or a value with ExecContext and QueryContext")
-
-func toConn(db DB) (conn, error) {
-	switch d := db.(type) {
-	case nil:
-		return nil, ErrUnsupportedDB
-	case Pgx:
-		return pgxConn{d}, nil
-	case SQLDB:
-		return sqlConn{d}, nil
-	}
-	return nil, fmt.Errorf("%w (got %T)", ErrUnsupportedDB, db)
 }
 
 type pgxConn struct{ db Pgx }

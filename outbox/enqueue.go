@@ -77,10 +77,29 @@ var (
 )
 
 // OptsProvider is implemented by Args types that carry their own default
-// options. Non-zero fields of the Opts passed to Enqueue override them.
+// options (a unique key derived from the args, a queue). Non-zero fields of
+// the Opts passed to Enqueue override them; they override the kind's
+// registered defaults (Kinds).
 type OptsProvider interface {
 	Opts() Opts
 }
+
+// Kinds gives the enqueue defaults of registered job kinds;
+// *handlers.Registry implements it. Set as Config.Kinds, it makes every
+// enqueue path of the Client apply a kind's defaults and reject kinds it
+// does not know.
+type Kinds interface {
+	// EnqueueDefaults returns the queue, priority and max attempts that
+	// jobs of kind get when neither the enqueue options nor the args' own
+	// Opts set them (other fields are ignored; zero fields mean the
+	// built-in defaults), and false when kind is not registered.
+	EnqueueDefaults(kind string) (Opts, bool)
+}
+
+// ErrUnknownKind is returned, wrapped with the kind's name, by every enqueue
+// of a Client whose Config.Kinds does not know the job's kind. Nothing is
+// sent to the database, so a caller's transaction stays usable.
+var ErrUnknownKind = errors.New("docket: unknown job kind")
 
 // Enqueued reports the outcome of one enqueue.
 type Enqueued struct {
@@ -119,13 +138,28 @@ type job struct {
 	move                  bool
 }
 
-func prepare(args docket.Args, opts Opts) (job, error) {
+// prepare validates and encodes one job. It is the one place where a job's
+// options are resolved, for every enqueue path: non-zero fields of opts win
+// over the args' own Opts (OptsProvider), which win over the queue,
+// priority and max attempts kinds registered for the kind, which win over
+// the built-in defaults (queue "default", priority 0, 25 attempts). With
+// kinds set, a kind it does not know is rejected with ErrUnknownKind.
+func prepare(kinds Kinds, args docket.Args, opts Opts) (job, error) {
 	if args == nil {
 		return job{}, fmt.Errorf("%w: nil args", ErrInvalidJob)
 	}
-	if p, ok := args.(OptsProvider); ok {
-		opts = merge(p.Opts(), opts)
+	var base Opts
+	if kinds != nil {
+		def, ok := kinds.EnqueueDefaults(args.Kind())
+		if !ok {
+			return job{}, fmt.Errorf("%w: %q (register a handler for it, or enqueue through a client without a registry)", ErrUnknownKind, args.Kind())
+		}
+		base = Opts{Queue: def.Queue, Priority: def.Priority, MaxAttempts: def.MaxAttempts}
 	}
+	if p, ok := args.(OptsProvider); ok {
+		base = merge(base, p.Opts())
+	}
+	opts = merge(base, opts)
 	j := job{
 		kind: args.Kind(), queue: opts.Queue, tenant: opts.Tenant, priority: opts.Priority,
 		maxAttempts: opts.MaxAttempts, uniqueKey: opts.UniqueKey, serialKey: opts.SerialKey,
@@ -209,7 +243,7 @@ func prepare(args docket.Args, opts Opts) (job, error) {
 // enqueue later, such as a schedule's template, and rejects it when it is
 // given rather than at every enqueue.
 func Validate(args docket.Args, opts Opts) error {
-	_, err := prepare(args, opts)
+	_, err := prepare(nil, args, opts)
 	return err
 }
 
@@ -332,16 +366,26 @@ func (c *Client) wrapErr(err error) error {
 //     meta key or meta value that is not valid UTF-8 or holds a NUL byte;
 //   - a priority, max attempts, RunAt or Delay outside what Opts documents.
 //
+// With Config.Kinds set, a kind it does not know returns an ErrUnknownKind
+// error, also having sent nothing.
+//
 // When Docket's tables or their schema do not exist, Enqueue returns an
 // ErrNotMigrated error. It asks with a statement that cannot fail, so this
 // too leaves a caller's transaction usable; the first positive answer is
 // kept for the life of the Client.
-func (c *Client) Enqueue(ctx context.Context, db DB, args docket.Args, opts Opts) (Enqueued, error) {
-	j, err := prepare(args, opts)
-	if err != nil {
-		return Enqueued{}, err
-	}
-	cn, err := toConn(db)
+func (c *Client) Enqueue(ctx context.Context, db Pgx, args docket.Args, opts Opts) (Enqueued, error) {
+	return c.enqueue(ctx, pgxConn{db}, args, opts)
+}
+
+// EnqueueSQL is Enqueue through database/sql: pass the caller's *sql.Tx to
+// commit the job with the caller's writes. The payload is sent as JSON text,
+// so it is stored as a jsonb object, not as bytea.
+func (c *Client) EnqueueSQL(ctx context.Context, db SQLDB, args docket.Args, opts Opts) (Enqueued, error) {
+	return c.enqueue(ctx, sqlConn{db}, args, opts)
+}
+
+func (c *Client) enqueue(ctx context.Context, cn conn, args docket.Args, opts Opts) (Enqueued, error) {
+	j, err := prepare(c.kinds, args, opts)
 	if err != nil {
 		return Enqueued{}, err
 	}
@@ -450,21 +494,64 @@ func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 }
 
 // EnqueueMany writes many jobs in one call and returns one result per item,
-// in order. Jobs without unique key or schedule go in with one COPY when db
-// is pgx; the rest with one set-based insert. A taken unique key never fails
-// the batch: that item reports the existing job's id as a Duplicate (also
-// when two items of the batch share a key: the first wins). With a pool or
-// *sql.DB the whole batch is written in one transaction.
+// in order. Jobs without unique key or schedule go in with one COPY; the
+// rest with one set-based insert. A taken unique key never fails the batch:
+// that item reports the existing job's id as a Duplicate (also when two
+// items of the batch share a key: the first wins). Pass the caller's pgx.Tx
+// to commit the jobs with the caller's writes; with a pool or connection
+// the whole batch is written in one transaction of its own.
 //
 // Any invalid item (as Enqueue rejects it, or with MoveOnDuplicate) fails
-// the call with an ErrInvalidJob error naming the item's index, before
+// the call with an ErrInvalidJob error naming the item's index, and an
+// item of a kind Config.Kinds does not know with ErrUnknownKind, before
 // anything is sent, so a caller's transaction stays usable. Missing tables
 // or schema return ErrNotMigrated, also without aborting a caller's
 // transaction (see Enqueue).
-func (c *Client) EnqueueMany(ctx context.Context, db DB, items []Item) ([]Enqueued, error) {
+func (c *Client) EnqueueMany(ctx context.Context, db Pgx, items []Item) ([]Enqueued, error) {
+	return c.enqueueMany(ctx, pgxConn{db}, func(fn func(conn) error) error {
+		switch d := db.(type) {
+		case pgx.Tx:
+			return fn(pgxConn{d})
+		case TxBeginner:
+			return pgx.BeginFunc(ctx, d, func(tx pgx.Tx) error { return fn(pgxConn{tx}) })
+		}
+		return fn(pgxConn{db})
+	}, items)
+}
+
+// sqlTxBeginner is what *sql.DB and *sql.Conn have to start a transaction.
+type sqlTxBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// EnqueueManySQL is EnqueueMany through database/sql: the jobs go in with
+// one set-based insert (COPY is pgx-only). Pass the caller's *sql.Tx to
+// commit them with the caller's writes; with a *sql.DB or *sql.Conn the
+// batch is written in a transaction of its own.
+func (c *Client) EnqueueManySQL(ctx context.Context, db SQLDB, items []Item) ([]Enqueued, error) {
+	return c.enqueueMany(ctx, sqlConn{db}, func(fn func(conn) error) error {
+		b, ok := db.(sqlTxBeginner)
+		if !ok {
+			return fn(sqlConn{db})
+		}
+		tx, err := b.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(sqlConn{tx}); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}, items)
+}
+
+// enqueueMany validates items, then writes them through inTx, which runs
+// its function in the caller's transaction or in one of its own.
+func (c *Client) enqueueMany(ctx context.Context, cn conn, inTx func(func(conn) error) error, items []Item) ([]Enqueued, error) {
 	jobs := make([]job, len(items))
 	for i, it := range items {
-		j, err := prepare(it.Args, it.Opts)
+		j, err := prepare(c.kinds, it.Args, it.Opts)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
@@ -476,15 +563,11 @@ func (c *Client) EnqueueMany(ctx context.Context, db DB, items []Item) ([]Enqueu
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	cn, err := toConn(db)
-	if err != nil {
-		return nil, err
-	}
 	if err := c.checkMigrated(ctx, cn); err != nil {
 		return nil, err
 	}
 	var out []Enqueued
-	err = withTx(ctx, db, func(cn conn) error {
+	err := inTx(func(cn conn) error {
 		var err error
 		out, err = c.insertMany(ctx, cn, jobs)
 		return err
@@ -614,32 +697,6 @@ func rawOrNil(b []byte) any {
 		return nil
 	}
 	return json.RawMessage(b)
-}
-
-// withTx runs fn in a transaction when db can start one on its own (a pool,
-// a connection, *sql.DB); a caller's transaction is used as it is.
-func withTx(ctx context.Context, db DB, fn func(conn) error) error {
-	switch d := db.(type) {
-	case pgx.Tx:
-		return fn(pgxConn{d})
-	case TxBeginner:
-		return pgx.BeginFunc(ctx, d, func(tx pgx.Tx) error { return fn(pgxConn{tx}) })
-	case *sql.DB:
-		tx, err := d.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if err := fn(sqlConn{tx}); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		return tx.Commit()
-	}
-	cn, err := toConn(db)
-	if err != nil {
-		return err
-	}
-	return fn(cn)
 }
 
 // RemoveQueued deletes the scheduled or ready job that holds uniqueKey, so

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ var drivers = []string{"pgx", "database/sql"}
 // begin starts a transaction over driver, writes order id in it, and
 // returns it with its commit. The transaction is rolled back at cleanup if
 // the test did not commit it.
-func (c *caller) begin(t *testing.T, driver string, id int) (outbox.DB, func() error) {
+func (c *caller) begin(t *testing.T, driver string, id int) (handle, func() error) {
 	t.Helper()
 	insert := `INSERT INTO ` + c.orders + ` VALUES ($1)`
 	switch driver {
@@ -98,18 +99,46 @@ func (c *caller) commitKeeps(t *testing.T, commit func() error, id int) {
 	}
 }
 
+// handle is a pgx (outbox.Pgx) or database/sql (outbox.SQLDB) handle, for
+// tests that run one case over both drivers.
+type handle any
+
+// enqueueVia calls Enqueue or EnqueueSQL, as db is a pgx or database/sql
+// handle.
+func enqueueVia(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error) {
+	switch d := db.(type) {
+	case outbox.Pgx:
+		return c.Enqueue(ctx, d, args, opts)
+	case outbox.SQLDB:
+		return c.EnqueueSQL(ctx, d, args, opts)
+	}
+	panic(fmt.Sprintf("not a database handle: %T", db))
+}
+
+// enqueueManyVia calls EnqueueMany or EnqueueManySQL, as db is a pgx or
+// database/sql handle.
+func enqueueManyVia(ctx context.Context, c *outbox.Client, db handle, items []outbox.Item) ([]outbox.Enqueued, error) {
+	switch d := db.(type) {
+	case outbox.Pgx:
+		return c.EnqueueMany(ctx, d, items)
+	case outbox.SQLDB:
+		return c.EnqueueManySQL(ctx, d, items)
+	}
+	panic(fmt.Sprintf("not a database handle: %T", db))
+}
+
 // enqueuers are the two ways in; EnqueueMany gets a valid item first, so
 // that a batch fails as a whole.
 var enqueuers = []struct {
 	name string
-	call func(ctx context.Context, c *outbox.Client, db outbox.DB, args docket.Args, opts outbox.Opts) error
+	call func(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) error
 }{
-	{"Enqueue", func(ctx context.Context, c *outbox.Client, db outbox.DB, args docket.Args, opts outbox.Opts) error {
-		_, err := c.Enqueue(ctx, db, args, opts)
+	{"Enqueue", func(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) error {
+		_, err := enqueueVia(ctx, c, db, args, opts)
 		return err
 	}},
-	{"EnqueueMany", func(ctx context.Context, c *outbox.Client, db outbox.DB, args docket.Args, opts outbox.Opts) error {
-		_, err := c.EnqueueMany(ctx, db, []outbox.Item{{Args: noop{}}, {Args: args, Opts: opts}})
+	{"EnqueueMany", func(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) error {
+		_, err := enqueueManyVia(ctx, c, db, []outbox.Item{{Args: noop{}}, {Args: args, Opts: opts}})
 		return err
 	}},
 }
@@ -293,7 +322,7 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 	var ids []int64
 	for i, driver := range drivers {
 		db, commit := c.begin(t, driver, i)
-		res, err := b.client.Enqueue(b.ctx, db, args, outbox.Opts{})
+		res, err := enqueueVia(b.ctx, b.client, db, args, outbox.Opts{})
 		if err != nil {
 			t.Fatalf("Enqueue over %s: %v", driver, err)
 		}
@@ -305,7 +334,7 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out2, err := b.client.EnqueueMany(b.ctx, c.db, []outbox.Item{{Args: args}})
+	out2, err := b.client.EnqueueManySQL(b.ctx, c.db, []outbox.Item{{Args: args}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,16 @@ type Schedule struct {
 	// Args is the payload of every run; its Kind() is the run's kind.
 	// Required. It is encoded to JSON at registration.
 	Args docket.Args
-	// Queue of the runs; empty means "default".
+	// Queue of the runs; empty means the queue the kind was registered
+	// with (handlers.KindOpts), else "default", as for any enqueue.
 	Queue string
-	// Priority of the runs, -10..10.
+	// Priority of the runs, -10..10; zero means the kind's registered
+	// priority, if any.
 	Priority int
 	// Tenant and SerialKey of the runs (see outbox.Opts); empty means none.
 	Tenant, SerialKey string
-	// MaxAttempts of each run; zero means the outbox default (25).
+	// MaxAttempts of each run; zero means the kind's registered max
+	// attempts, else the outbox default (25).
 	MaxAttempts int
 	// Window spreads the runs of many schedules with the same spec: each
 	// run is enqueued at its fire time plus an offset in [0, Window) taken

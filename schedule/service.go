@@ -26,6 +26,10 @@ var (
 	ErrNotFound = errors.New("docket: schedule not found")
 	// ErrInvalidConfig: New was given an invalid Config.
 	ErrInvalidConfig = errors.New("docket: invalid schedule service config")
+	// ErrNoHandler: a schedule's kind has no handler in the worker that
+	// runs the schedules (docket.NewClient), so no one would run it or
+	// write its next run. Nothing of the schedules is registered.
+	ErrNoHandler = errors.New("docket: schedule's kind has no handler")
 )
 
 // Defaults of Config's zero values.
@@ -77,6 +81,7 @@ type Service struct {
 	log      *slog.Logger
 
 	mu      sync.Mutex
+	kinds   map[string]bool // kinds with the hook attached; nil: not wired to a worker
 	started bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -130,13 +135,16 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 		if err != nil {
 			return err
 		}
+		if err := s.checkKind(sc.Name, c.kind); err != nil {
+			return err
+		}
 		if seen[sc.Name] {
 			return fmt.Errorf("%w: schedule %q: registered twice in one call", ErrInvalidSchedule, sc.Name)
 		}
 		seen[sc.Name] = true
 		rows = append(rows, map[string]any{
 			"name": sc.Name, "spec": sc.Spec, "time_zone": sc.TimeZone, "kind": c.kind,
-			"queue": orDefault(sc.Queue, outbox.DefaultQueue), "priority": sc.Priority,
+			"queue": sc.Queue, "priority": sc.Priority,
 			"tenant": sc.Tenant, "serial_key": sc.SerialKey, "max_attempts": sc.MaxAttempts,
 			"payload": json.RawMessage(c.payload), "spread_ms": sc.Window.Milliseconds(),
 			"misfire": string(c.misfire), "paused": sc.Paused,
@@ -163,11 +171,15 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	return err
 }
 
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
+// checkKind rejects a schedule whose kind the worker it is wired to would
+// not run with the schedule hook, which writes each run's successor.
+func (s *Service) checkKind(name, kind string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kinds != nil && !s.kinds[kind] {
+		return fmt.Errorf("%w: schedule %q: kind %s (give the client a schedule of this kind in Config.Schedules and register its handler)", ErrNoHandler, name, kind)
 	}
-	return s
+	return nil
 }
 
 func cmpString(a, b string) int {
@@ -300,9 +312,9 @@ func (s *Service) planLost(r *row, now time.Time) time.Time {
 // run's meta equals the schedule row's.
 func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
 
-// Hook returns the outcome hook that inserts a schedule's next run in the
-// transaction that completes or dead-letters its current run. Set it for
-// every kind that schedules enqueue (Attach does). Jobs without schedule
+// hook returns the outcome hook that inserts a schedule's next run in the
+// transaction that completes or dead-letters its current run. It is set for
+// every kind that schedules enqueue (attach). Jobs without schedule
 // meta, and runs enqueued by Trigger, pass through untouched.
 //
 // For a run of fire time F it locks the schedule's row; unless the row
@@ -313,7 +325,7 @@ func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC()
 // schedule:<name> at fire time plus the schedule's spread offset; and
 // records F as last_fire and the new time as next_fire. A paused schedule
 // gets no next run.
-func (s *Service) Hook() handlers.OutcomeHook {
+func (s *Service) hook() handlers.OutcomeHook {
 	return func(ctx context.Context, tx pgx.Tx, done, dead []*docket.Job) error {
 		for _, jobs := range [][]*docket.Job{done, dead} {
 			for _, j := range jobs {
@@ -377,25 +389,34 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 	return err
 }
 
-// Attach sets the service's Hook for each kind in reg (see
-// handlers.SetOutcomeHook): the kinds your schedules enqueue.
-func (s *Service) Attach(reg *handlers.Registry, kinds ...string) error {
+// attach sets the service's hook for each kind in reg (see
+// handlers.SetOutcomeHook), and from then on Register accepts schedules of
+// these kinds only.
+func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
 	for _, k := range kinds {
-		if err := handlers.SetOutcomeHook(reg, k, s.Hook()); err != nil {
+		if err := handlers.SetOutcomeHook(reg, k, s.hook()); err != nil {
 			return err
 		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kinds == nil {
+		s.kinds = map[string]bool{}
+	}
+	for _, k := range kinds {
+		s.kinds[k] = true
 	}
 	return nil
 }
 
-// Middleware returns worker middleware that skips (completes without
+// middleware returns worker middleware that skips (completes without
 // calling the handler) a schedule run whose schedule is paused or removed,
 // and, under the Skip policy, a run that starts more than Grace after its
 // time on its first attempt. The skipped run's completion still passes
-// through the Hook, which schedules the next run (none when paused or
+// through the hook, which schedules the next run (none when paused or
 // removed). Other jobs, retries and runs enqueued by Trigger run as usual.
 // It costs one primary-key lookup per schedule run.
-func (s *Service) Middleware() handlers.Middleware {
+func (s *Service) middleware() handlers.Middleware {
 	return func(next handlers.Work) handlers.Work {
 		return func(ctx context.Context, job *docket.Job) error {
 			name, fire, ok := runOf(job)
@@ -425,11 +446,11 @@ func (s *Service) Middleware() handlers.Middleware {
 	}
 }
 
-// Start runs Reconcile at once and then every ReconcileInterval in the
-// background (not at all when it is -1), until Stop or until ctx ends.
-// Errors are logged and retried at the next interval. Start on a started
-// service does nothing.
-func (s *Service) Start(ctx context.Context) error {
+// startReconciler runs Reconcile at once and then every ReconcileInterval in the
+// background (not at all when it is -1), until stopReconciler or until ctx
+// ends. Errors are logged and retried at the next interval. On a started
+// service it does nothing.
+func (s *Service) startReconciler(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started || s.interval < 0 {
@@ -471,9 +492,9 @@ func (s *Service) loop(ctx context.Context, stop, done chan struct{}) {
 	}
 }
 
-// Stop ends the loop started by Start and waits for it, or for ctx.
-// Stop without Start, or twice, returns nil.
-func (s *Service) Stop(ctx context.Context) error {
+// stopReconciler ends the loop started by startReconciler and waits for
+// it, or for ctx. Without a start, or twice, it returns nil.
+func (s *Service) stopReconciler(ctx context.Context) error {
 	s.mu.Lock()
 	stop, done := s.stop, s.done
 	if s.started {

@@ -101,7 +101,11 @@ func printSchedules(out io.Writer, list []schedule.Info) {
 		if s.TimeZone != "" {
 			spec += " (" + s.TimeZone + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, spec, s.Kind, s.Queue, state,
+		queue := s.Queue
+		if queue == "" {
+			queue = "-" // the kind's registered queue, else default
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, spec, s.Kind, queue, state,
 			fmtTime(s.NextFire), fmtTime(s.LastFire), fmtTime(s.RegisteredAt))
 	}
 	tw.Flush()

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
@@ -81,15 +82,7 @@ func run(ctx context.Context) error {
 	if _, err := m.Up(ctx, pool); err != nil {
 		return err
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
-	if err != nil {
-		return err
-	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, Logger: logger, ReconcileInterval: time.Second})
-	if err != nil {
-		return err
-	}
 
 	// The handler: one report per tenant per fire time.
 	type run struct {
@@ -105,12 +98,10 @@ func run(ctx context.Context) error {
 		mu.Unlock()
 		return nil
 	}, handlers.KindOpts{Queue: "reports"})
-	// The next run is inserted in the transaction that completes this one.
-	if err := svc.Attach(reg, TenantReport{}.Kind()); err != nil {
-		return err
-	}
 
-	// Every process registers the same schedules at start: an upsert.
+	// Every process gives the same schedules: Start registers them (an
+	// upsert), and the client writes each next run in the transaction that
+	// completes the current one.
 	tenants := []string{"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka", "tyrell", "cyberdyne"}
 	var all []schedule.Schedule
 	for _, t := range tenants {
@@ -119,28 +110,24 @@ func run(ctx context.Context) error {
 			Spec:   "@every 2s",     // "@hourly" in production
 			Window: 2 * time.Second, // 10 * time.Minute in production
 			Args:   TenantReport{Tenant: t},
-			Queue:  "reports",
 			Tenant: t,
 		})
 	}
-	if err := svc.Register(ctx, all...); err != nil {
-		return err
-	}
-	if err := svc.Start(ctx); err != nil {
-		return err
-	}
-	defer svc.Stop(context.Background())
-
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: pool, Outbox: ob, Registry: reg, Logger: logger,
-		Pools:        []handlers.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
-		PollInterval: 100 * time.Millisecond,
-		Middleware:   []handlers.Middleware{svc.Middleware()},
+	client, err := docket.NewClient(pool, docket.Config{
+		Outbox:    outbox.Config{Schema: schema},
+		Registry:  reg,
+		Schedules: all,
+		Scheduler: schedule.Config{ReconcileInterval: time.Second},
+		Worker: handlers.Config{
+			Logger:       logger,
+			Pools:        []handlers.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
+			PollInterval: 100 * time.Millisecond,
+		},
 	})
 	if err != nil {
 		return err
 	}
-	if err := w.Start(ctx); err != nil {
+	if err := client.Start(ctx); err != nil {
 		return err
 	}
 	fmt.Printf("running %d tenant report schedules (@every 2s, spread over 2s) for 7 seconds...\n", len(all))
@@ -148,7 +135,7 @@ func run(ctx context.Context) error {
 	case <-time.After(7 * time.Second):
 	case <-ctx.Done():
 	}
-	if err := w.Stop(context.Background()); err != nil {
+	if err := client.Stop(context.Background()); err != nil {
 		return err
 	}
 
@@ -169,7 +156,7 @@ func run(ctx context.Context) error {
 		fmt.Println()
 		total += len(runs[t])
 	}
-	list, err := svc.List(context.Background())
+	list, err := client.Schedules().List(context.Background())
 	if err != nil {
 		return err
 	}

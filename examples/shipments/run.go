@@ -72,16 +72,17 @@ func run(ctx context.Context, out, log io.Writer, n int) error {
 	if err := client.Schema.Create(ctx); err != nil {
 		return err
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
-	if err != nil {
-		return err
-	}
 	reg := handlers.NewRegistry()
 	wk := newWorkers(client)
 	wk.register(reg)
-	docket := handlers.NewClient(ob, reg)
-	client.Shipment.Use(notifyOnCreate(docket))
-	svc := &Service{client: client, docket: docket}
+	// With the registry as its Kinds, every enqueue gets the kind's
+	// registered queue and attempts, and unknown kinds are refused.
+	ob, err := outbox.New(outbox.Config{Schema: schema, Kinds: reg})
+	if err != nil {
+		return err
+	}
+	client.Shipment.Use(notifyOnCreate(ob))
+	svc := &Service{client: client, docket: ob}
 
 	for _, name := range tenants {
 		if err := client.Tenant.Create().SetName(name).Exec(ctx); err != nil {

@@ -1,0 +1,245 @@
+package docket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/schedwire"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config configures a Client. The zero value is an enqueue-only client for
+// Docket's tables in schema "public".
+type Config struct {
+	// Outbox configures enqueue: the schema that holds Docket's tables,
+	// history, NOTIFY. Its Kinds must be nil: NewClient sets it to Registry
+	// (when given), so that every enqueue applies the kinds' registered
+	// defaults and rejects kinds without a handler.
+	Outbox outbox.Config
+
+	// Registry holds the handlers this process runs. Nil makes an
+	// enqueue-only client (a web service that enqueues kinds another
+	// service runs): it accepts any kind, with the built-in defaults, and
+	// Start and Stop do nothing.
+	Registry *handlers.Registry
+
+	// Worker tunes the worker runtime (pools, poll interval, lease,
+	// shutdown timeout, middleware, logger, metrics). Its DB, Outbox and
+	// Registry must be nil: NewClient sets them. Empty Pools means one pool
+	// of handlers.DefaultConcurrency slots serving "default" and every
+	// queue the registered kinds and Schedules name. Ignored without a
+	// Registry.
+	Worker handlers.Config
+
+	// Schedules are the recurring jobs this process keeps: Start registers
+	// them (an idempotent upsert; every process may give the same list),
+	// and the client writes each run's successor with its outcome, skips
+	// late runs under the Skip misfire policy and restores lost runs, from
+	// Start to Stop. Every schedule's kind must have a handler in Registry,
+	// or NewClient fails with schedule.ErrNoHandler. Schedules registered
+	// later through Schedules().Register must be of these kinds too.
+	Schedules []schedule.Schedule
+
+	// Scheduler tunes the schedules (misfire grace, reconcile interval,
+	// clock, logger). Its DB and Outbox must be nil: NewClient sets them.
+	// A nil Logger means Worker.Logger.
+	Scheduler schedule.Config
+}
+
+// ErrInvalidConfig wraps every error of NewClient about its Config.
+var ErrInvalidConfig = errors.New("docket: invalid client config")
+
+// Client is Docket's front door: one handle to enqueue jobs, run their
+// handlers and keep recurring schedules, built from one pool and one
+// Config. Start and Stop run the worker and the schedules together.
+//
+// Every enqueue, through the client or through Outbox() (pgx, database/sql,
+// package ent), applies the same defaults and rejects the same kinds.
+// Operator operations are on Outbox() (status, pause, dead letters) and
+// Schedules() (list, pause, trigger). A Client is safe for concurrent use.
+type Client struct {
+	ob     *outbox.Client
+	worker *handlers.Worker // nil: enqueue-only
+	sched  *schedule.Service
+	wire   schedwire.Engine
+	cfg    []schedule.Schedule
+
+	mu      sync.Mutex
+	started bool
+}
+
+// NewClient returns a client that works through pool; it does not touch
+// the database. It returns an error wrapping ErrInvalidConfig for fields
+// NewClient sets itself (Outbox.Kinds, Worker.DB/Outbox/Registry,
+// Scheduler.DB/Outbox) or a nil pool; schedule.ErrNoHandler, naming the
+// schedule, for a schedule whose kind has no handler in Registry (or
+// Schedules without a Registry); and the errors of outbox.New,
+// handlers.NewWorker and schedule.New, wrapped.
+func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalidConfig)
+	}
+	if cfg.Outbox.Kinds != nil || cfg.Worker.DB != nil || cfg.Worker.Outbox != nil || cfg.Worker.Registry != nil ||
+		cfg.Scheduler.DB != nil || cfg.Scheduler.Outbox != nil {
+		return nil, fmt.Errorf("%w: leave Outbox.Kinds, Worker.DB, Worker.Outbox, Worker.Registry, Scheduler.DB and Scheduler.Outbox unset: NewClient sets them", ErrInvalidConfig)
+	}
+	kinds := scheduleKinds(cfg.Schedules)
+	for _, s := range cfg.Schedules {
+		if s.Args == nil {
+			continue // schedule.Register reports it with the schedule's name
+		}
+		if cfg.Registry == nil {
+			return nil, fmt.Errorf("%w: schedule %q: kind %s: a client without a Registry runs no schedules", schedule.ErrNoHandler, s.Name, s.Args.Kind())
+		}
+		if _, ok := cfg.Registry.EnqueueDefaults(s.Args.Kind()); !ok {
+			return nil, fmt.Errorf("%w: schedule %q: kind %s is not registered", schedule.ErrNoHandler, s.Name, s.Args.Kind())
+		}
+	}
+
+	ocfg := cfg.Outbox
+	if cfg.Registry != nil {
+		ocfg.Kinds = cfg.Registry
+	}
+	ob, err := outbox.New(ocfg)
+	if err != nil {
+		return nil, fmt.Errorf("docket: new client: %w", err)
+	}
+	scfg := cfg.Scheduler
+	scfg.DB, scfg.Outbox = pool, ob
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Worker.Logger
+	}
+	sched, err := schedule.New(scfg)
+	if err != nil {
+		return nil, fmt.Errorf("docket: new client: %w", err)
+	}
+	c := &Client{ob: ob, sched: sched, wire: schedwire.Of(sched), cfg: slices.Clone(cfg.Schedules)}
+	// Also with no kinds: then Schedules().Register rejects every schedule
+	// instead of registering one no worker of this client would advance.
+	if err := c.wire.Attach(cfg.Registry, kinds); err != nil {
+		return nil, fmt.Errorf("docket: new client: schedules: %w", err)
+	}
+	if cfg.Registry == nil {
+		return c, nil
+	}
+	wcfg := cfg.Worker
+	wcfg.DB, wcfg.Outbox, wcfg.Registry = pool, ob, cfg.Registry
+	if len(wcfg.Pools) == 0 {
+		wcfg.Pools = []handlers.PoolConfig{{Name: "default", Queues: servedQueues(cfg.Registry, cfg.Schedules)}}
+	}
+	if len(kinds) > 0 {
+		// Outermost, so that a skipped run reaches no other middleware.
+		wcfg.Middleware = append([]handlers.Middleware{c.wire.Middleware}, wcfg.Middleware...)
+	}
+	if c.worker, err = handlers.NewWorker(wcfg); err != nil {
+		return nil, fmt.Errorf("docket: new client: %w", err)
+	}
+	return c, nil
+}
+
+// scheduleKinds returns the kinds of schedules, sorted, without repeats.
+func scheduleKinds(schedules []schedule.Schedule) []string {
+	var kinds []string
+	for _, s := range schedules {
+		if s.Args != nil {
+			kinds = append(kinds, s.Args.Kind())
+		}
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// servedQueues is what the default pool claims from: "default", the
+// registered kinds' queues and the schedules' queues.
+func servedQueues(reg *handlers.Registry, schedules []schedule.Schedule) []string {
+	qs := append([]string{outbox.DefaultQueue}, reg.Queues()...)
+	for _, s := range schedules {
+		if s.Queue != "" {
+			qs = append(qs, s.Queue)
+		}
+	}
+	slices.Sort(qs)
+	return slices.Compact(qs)
+}
+
+// Start registers Config.Schedules, starts the worker and the schedules'
+// reconciler, and returns; they run until Stop or until ctx ends. It fails
+// with outbox.ErrNotMigrated before `docket migrate up`, with the
+// errors of schedule.Service.Register for invalid schedules (nothing of
+// them is written), and with handlers.ErrStarted when called twice. On an
+// enqueue-only client it does nothing. A failed Start may be retried.
+func (c *Client) Start(ctx context.Context) error {
+	if c.worker == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return handlers.ErrStarted
+	}
+	if len(c.cfg) > 0 {
+		if err := c.sched.Register(ctx, c.cfg...); err != nil {
+			return fmt.Errorf("docket: start: %w", err)
+		}
+	}
+	if err := c.worker.Start(ctx); err != nil {
+		return err
+	}
+	if len(c.cfg) > 0 {
+		if err := c.wire.Start(ctx); err != nil {
+			_ = c.worker.Stop(context.WithoutCancel(ctx))
+			return fmt.Errorf("docket: start: schedules: %w", err)
+		}
+	}
+	c.started = true
+	return nil
+}
+
+// Stop stops the schedules' reconciler, then shuts the worker down
+// gracefully (see handlers.Worker.Stop): in-flight jobs get until
+// Worker.ShutdownTimeout or ctx's deadline to finish. It is idempotent and
+// does nothing on an enqueue-only client or one never started.
+func (c *Client) Stop(ctx context.Context) error {
+	if c.worker == nil {
+		return nil
+	}
+	err := c.wire.Stop(ctx)
+	if werr := c.worker.Stop(ctx); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// Enqueue writes one job through db, the caller's pgx.Tx (to commit the job
+// with the caller's writes) or a pool or connection. It is
+// outbox.Client.Enqueue of Outbox(): database/sql callers use
+// Outbox().EnqueueSQL, Ent callers package ent.
+func (c *Client) Enqueue(ctx context.Context, db outbox.Pgx, args Args, opts outbox.Opts) (outbox.Enqueued, error) {
+	return c.ob.Enqueue(ctx, db, args, opts)
+}
+
+// EnqueueMany writes many jobs in one call (COPY where it can): it is
+// outbox.Client.EnqueueMany of Outbox().
+func (c *Client) EnqueueMany(ctx context.Context, db outbox.Pgx, items []outbox.Item) ([]outbox.Enqueued, error) {
+	return c.ob.EnqueueMany(ctx, db, items)
+}
+
+// Outbox returns the outbox client: enqueue through database/sql
+// (EnqueueSQL, EnqueueManySQL) and Ent, and the operator operations
+// (status, pause and resume of queues, dead letters, cancel and retry).
+func (c *Client) Outbox() *outbox.Client { return c.ob }
+
+// Schedules returns the schedule operations: List, Stale, Pause, Resume,
+// Remove, Trigger, Reconcile, and Register for schedules added at run time
+// (of the kinds of Config.Schedules).
+func (c *Client) Schedules() *schedule.Service { return c.sched }
+
+// Worker returns the worker runtime (its ID, metrics address), or nil for
+// an enqueue-only client.
+func (c *Client) Worker() *handlers.Worker { return c.worker }
