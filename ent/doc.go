@@ -25,7 +25,8 @@
 //	pool, _ := pgxpool.New(ctx, url)
 //	drv := entsql.OpenDB(dialect.Postgres, stdlib.OpenDBFromPool(pool))
 //	client := ent.NewClient(ent.Driver(drv))
-//	worker, _ := handlers.NewWorker(handlers.Config{DB: pool, ...})
+//	dc, _ := docket.NewClient(pool, docket.Config{Registry: reg})
+//	docketClient := dc.Outbox() // what this package's functions take
 //
 // # Enqueue in a transaction
 //
@@ -37,12 +38,14 @@
 //		if err != nil {
 //			return err
 //		}
-//		_, err = docketent.Enqueue(ctx, docket, tx, TrackShipment{ID: s.ID},
+//		_, err = docketent.Enqueue(ctx, docketClient, tx, TrackShipment{ID: s.ID},
 //			outbox.Opts{UniqueKey: fmt.Sprint("track:", s.ID)})
 //		return err
 //	})
 //
-// Both commit or neither does. [WithTx] rolls back on an error or a panic.
+// Both commit or neither does. The job gets its kind's registered defaults,
+// as on every enqueue path, and a client with a registry refuses a kind
+// without a handler (outbox.ErrUnknownKind), writing nothing. [WithTx] rolls back on an error or a panic.
 // Unique keys behave exactly as through pgx: a key held by an in-flight job
 // inserts nothing and reports that job's id with Duplicate set. Payloads are
 // sent as JSON text, so database/sql stores them as jsonb objects, not as
@@ -54,7 +57,7 @@
 // mutation it is attached to, after the mutation succeeds (so a created
 // entity's id is known):
 //
-//	client.Shipment.Use(hook.On(docketent.Hook(docket,
+//	client.Shipment.Use(hook.On(docketent.Hook(docketClient,
 //		func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]outbox.Item, error) {
 //			s := v.(*ent.Shipment)
 //			return []outbox.Item{{Args: Notify{ShipmentID: s.ID}}}, nil

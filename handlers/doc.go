@@ -20,8 +20,14 @@
 // and retry policy. [Register] returns an error for a taken kind or invalid
 // options; [MustRegister] panics instead. A worker claims only kinds it has
 // a handler for, so services sharing one database can run different kinds
-// in the same queue. [Client] enqueues with the kind's registered queue and
-// attempts when the options leave them unset.
+// in the same queue. The registry is also the enqueue side's source of
+// defaults ([Registry.EnqueueDefaults]): docket.NewClient gives it to the
+// outbox client, so every enqueue gets the kind's registered queue,
+// priority and attempts when the options leave them unset, and a kind
+// without a handler is refused.
+//
+// Most programs build the worker through docket.NewClient, which also runs
+// recurring schedules; [NewWorker] is the same runtime without them.
 //
 // # Outcomes
 //

@@ -3,20 +3,33 @@
 //
 // A [Schedule] is a unique name, a cron spec, a job template (args, queue,
 // priority, tenant, serial key, attempts), a spread window, a misfire policy
-// and a paused flag. [Service.Register] upserts schedules by name into
+// and a paused flag. Registration upserts schedules by name into
 // docket_schedules (migration 002): every process may register the same set
 // at start. Each schedule has at most one pending run: a job with unique key
 // "schedule:<name>" and meta {"schedule": name, "fire": fire time}.
 //
-// Wiring, in every worker process:
+// # Wiring
 //
-//	svc, _ := schedule.New(schedule.Config{DB: pool, Outbox: ob})
-//	_ = svc.Register(ctx, schedule.Schedule{Name: "report:acme", Spec: "@hourly",
-//		Window: 10 * time.Minute, Args: Report{Tenant: "acme"}})
-//	_ = svc.Attach(reg, Report{}.Kind())               // next run at completion
-//	cfg.Middleware = append(cfg.Middleware, svc.Middleware()) // skip late runs
-//	_ = svc.Start(ctx)                                 // reconciler
-//	defer svc.Stop(context.Background())
+// Schedules are configuration of the client that runs their handlers:
+//
+//	client, _ := docket.NewClient(pool, docket.Config{
+//		Registry: reg, // has a handler for Report
+//		Schedules: []schedule.Schedule{{Name: "report:acme", Spec: "@hourly",
+//			Window: 10 * time.Minute, Args: Report{Tenant: "acme"}}},
+//	})
+//	_ = client.Start(ctx) // registers, then runs worker and reconciler
+//	defer client.Stop(context.Background())
+//
+// The client attaches the outcome hook that writes each next run to the
+// schedules' kinds, adds the middleware that skips late runs, and runs the
+// reconciler from Start to Stop; none of these is a step to remember. A
+// schedule whose kind has no handler fails docket.NewClient with
+// [ErrNoHandler]; so does a later [Service.Register] through
+// client.Schedules() of a kind not among Config.Schedules'.
+//
+// A [Service] made with [New] is for operations alone: [Service.List],
+// [Service.Stale], [Service.Pause], [Service.Resume], [Service.Remove],
+// [Service.Trigger] and [Service.Reconcile], as `docket schedules` uses it.
 //
 // # Spec syntax
 //
@@ -33,7 +46,7 @@
 //
 // # Next run at completion
 //
-// [Service.Hook] is a handlers.OutcomeHook: the worker calls it inside the
+// The outcome hook (a handlers.OutcomeHook) runs in the worker inside the
 // transaction that completes or dead-letters a run (also a transactional
 // handler's own transaction). It locks the schedule's row and, only if the
 // row still expects this run's fire time, enqueues the next run and records
@@ -43,7 +56,7 @@
 // one fire time insert one run. A run enqueued by [Service.Trigger] has no
 // fire time and leaves the timetable alone.
 //
-// [Service.Reconcile] (every minute after [Service.Start]) gives every
+// [Service.Reconcile] (every minute while the client runs) gives every
 // active schedule without a pending run one: schedules whose run was deleted
 // by hand, dead-lettered by the reaper (lease expired on its last attempt:
 // no worker writes that outcome, so no hook runs) or that were just resumed.
@@ -61,7 +74,7 @@
 // # Misfire
 //
 // A run is late when it starts more than Config.Grace (1 minute) after its
-// fire time plus offset. With [Skip] (the default) the [Service.Middleware]
+// fire time plus offset. With [Skip] (the default) the client's middleware
 // completes a late run without calling the handler, and the next run is at
 // the first fire time ahead. With [RunOnce] the late run executes: one
 // catch-up for any number of missed fire times, followed by the first fire
@@ -97,7 +110,7 @@
 //   - Pause stops new runs and Remove deletes the schedule; both withdraw
 //     the pending run in the same transaction unless it is already running.
 //     A late pending run under Skip is completed without running by the
-//     Middleware; without it, Skip behaves like RunOnce for that run.
+//     client's middleware.
 //   - A spec or template changed by a new registration applies from the
 //     next run; the pending run keeps its time and payload. Schedules that
 //     no process registers any more are listed by [Service.Stale] (and

@@ -17,8 +17,8 @@ type Misfire string
 const (
 	// Skip drops missed fire times: the next run is at the first fire time
 	// still ahead. A pending run found late (past its time by more than the
-	// grace period) is not executed when the worker uses the service's
-	// Middleware. The zero value of Misfire means Skip.
+	// grace period) is completed without being executed (by the middleware
+	// docket.NewClient adds). The zero value of Misfire means Skip.
 	Skip Misfire = "skip"
 	// RunOnce catches up with a single run for any number of missed fire
 	// times, then continues at the first fire time still ahead.

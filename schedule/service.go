@@ -43,17 +43,18 @@ const (
 // batchSize bounds the schedules written or reconciled per transaction.
 const batchSize = 500
 
-// Config configures a Service. DB and Outbox are required; every other zero
-// value means the documented default.
+// Config configures a Service. DB and Outbox are required for New (and set
+// by docket.NewClient, which takes the rest as Config.Scheduler); every
+// other zero value means the documented default.
 type Config struct {
 	// DB is the pool the service reads and writes through.
 	DB *pgxpool.Pool
 	// Outbox is the client for the schema that holds Docket's tables; runs
 	// are enqueued through it.
 	Outbox *outbox.Client
-	// ReconcileInterval is how often Start's loop re-creates lost pending
-	// runs. Zero means 1 minute; -1 disables the loop (call Reconcile
-	// yourself).
+	// ReconcileInterval is how often a running docket.Client re-creates
+	// lost pending runs. Zero means 1 minute; -1 disables the loop (call
+	// Reconcile yourself).
 	ReconcileInterval time.Duration
 	// Grace is how late a run may start before it counts as a misfire.
 	// Zero means 1 minute.
@@ -66,11 +67,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Service registers schedules, inserts each schedule's next run when the
-// current one finishes (Hook), skips runs that are paused, removed or late
-// under the Skip policy (Middleware), and re-creates lost runs (Reconcile,
-// Start). Every process may run one at once. Create it with New; its
-// methods are safe for concurrent use.
+// Service registers schedules and offers their operator operations (List,
+// Stale, Pause, Resume, Remove, Trigger, Reconcile). Wired into a worker by
+// docket.NewClient, it also inserts each schedule's next run when the
+// current one finishes, skips runs that are paused, removed or late under
+// the Skip policy, and re-creates lost runs periodically. Every process may
+// run one at once. Create it with New (for operations alone) or get the
+// client's with docket.Client.Schedules; its methods are safe for
+// concurrent use.
 type Service struct {
 	db       *pgxpool.Pool
 	ob       *outbox.Client
@@ -125,8 +129,13 @@ func (s *Service) now() time.Time { return s.clock() }
 // and payload). Every schedule is validated first: if one is invalid
 // (ErrInvalidSpec, ErrInvalidSchedule, naming it; its runs' job as
 // outbox.Validate checks it, also wrapping outbox.ErrInvalidJob) or two
-// share a name, nothing is written. Before `docket migrate up` has created
-// the schedules table it returns an error wrapping outbox.ErrNotMigrated.
+// share a name, nothing is written; so it is, with an error wrapping
+// ErrNoHandler, when the service belongs to a docket.Client and a
+// schedule's kind is not among its Config.Schedules' (no worker of the
+// client would write its runs' successors). A kind the client's registry
+// does not know fails with outbox.ErrUnknownKind. Before `docket migrate
+// up` has created the schedules table it returns an error wrapping
+// outbox.ErrNotMigrated.
 func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	rows := make([]map[string]any, 0, len(schedules))
 	seen := map[string]bool{}
@@ -675,7 +684,8 @@ func (s *Service) setOne(ctx context.Context, db outbox.Pgx, sql, name string) e
 
 // Trigger enqueues a run of the schedule now, outside its timetable: the
 // run has no fire time and no unique key, so the regular pending run is
-// left as it is and the Hook does not advance the schedule when it ends.
+// left as it is and the outcome hook does not advance the schedule when it
+// ends.
 // It runs even when the schedule is paused. It returns the job's id, or an
 // error wrapping ErrNotFound for an unknown name.
 func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	docketq "github.com/docketq/docket" // the CLI's tests have a docket func
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
@@ -78,7 +79,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 type demo struct {
 	pool   *pgxpool.Pool
-	client *outbox.Client
+	client *docketq.Client
 	out    io.Writer
 	errOut io.Writer
 	orders int
@@ -101,18 +102,6 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(d.errOut, "docket demo: migrated schema %s\n", demoSchema)
-	if d.client, err = outbox.New(outbox.Config{Schema: demoSchema}); err != nil {
-		return err
-	}
-	if _, err := d.pool.Exec(ctx, `CREATE TABLE `+demoSchema+`.orders (id bigint PRIMARY KEY, tenant text NOT NULL, total_cents int NOT NULL)`); err != nil {
-		return err
-	}
-	total, dup, err := d.enqueue(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(d.errOut, "docket demo: created %d orders and %d jobs in the same transactions (duplicate receipt enqueue reported existing job %d)\n", d.orders, total, dup)
-
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[sendReceipt]) error {
 		d.done.Add(1)
@@ -143,23 +132,36 @@ func (d *demo) run(ctx context.Context) error {
 		return nil
 	}, handlers.KindOpts{})
 
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: d.pool, Outbox: d.client, Registry: reg,
-		Pools:  []handlers.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	// One client enqueues with the kinds' registered defaults and runs
+	// their handlers.
+	if d.client, err = docketq.NewClient(d.pool, docketq.Config{
+		Outbox:   outbox.Config{Schema: demoSchema},
+		Registry: reg,
+		Worker: handlers.Config{
+			Pools:  []handlers.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+	}); err != nil {
+		return err
+	}
+	if _, err := d.pool.Exec(ctx, `CREATE TABLE `+demoSchema+`.orders (id bigint PRIMARY KEY, tenant text NOT NULL, total_cents int NOT NULL)`); err != nil {
+		return err
+	}
+	total, dup, err := d.enqueue(ctx)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(d.errOut, "docket demo: created %d orders and %d jobs in the same transactions (duplicate receipt enqueue reported existing job %d)\n", d.orders, total, dup)
+
 	start := time.Now()
-	if err := w.Start(ctx); err != nil {
+	if err := d.client.Start(ctx); err != nil {
 		return err
 	}
 	// Every job ends in history or the dead-letter table; wait for that.
 	waitErr := d.progress(ctx, total)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if err := w.Stop(stopCtx); err != nil {
+	if err := d.client.Stop(stopCtx); err != nil {
 		return fmt.Errorf("worker shutdown: %w", err)
 	}
 	if waitErr != nil {
@@ -197,7 +199,7 @@ func (d *demo) enqueue(ctx context.Context) (jobs int, dupID int64, err error) {
 	}
 	more := []outbox.Item{
 		{Args: flakyCharge{OrderID: 2}},
-		{Args: brokenExport{OrderID: 3}, Opts: outbox.Opts{MaxAttempts: 2}},
+		{Args: brokenExport{OrderID: 3}}, // 2 attempts: its kind's default
 		{Args: ledgerPost{Tenant: "acme", N: 1}, Opts: outbox.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
 		{Args: ledgerPost{Tenant: "acme", N: 2}, Opts: outbox.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
 	}
