@@ -132,8 +132,7 @@ func (s *Service) now() time.Time { return s.clock() }
 // share a name, nothing is written; so it is, with an error wrapping
 // ErrNoHandler, when the service belongs to a docket.Client and a
 // schedule's kind is not among its Config.Schedules' (no worker of the
-// client would write its runs' successors). A kind the client's registry
-// does not know fails with outbox.ErrUnknownKind. Before `docket migrate
+// client would write its runs' successors). Before `docket migrate
 // up` has created the schedules table it returns an error wrapping
 // outbox.ErrNotMigrated.
 func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
