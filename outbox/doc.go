@@ -15,11 +15,18 @@
 //
 // # Enqueue
 //
-// Client.Enqueue and Client.EnqueueMany take a DB: a pgx transaction,
-// connection or pool, or a database/sql transaction or database — anything
-// with ExecContext and QueryContext, which is how an Ent transaction calls
-// in. Pass the transaction that writes your domain rows and the job commits
-// or rolls back with them.
+// Client.Enqueue and Client.EnqueueMany take a pgx transaction, connection
+// or pool (Pgx); Client.EnqueueSQL and Client.EnqueueManySQL a database/sql
+// transaction, database or connection (SQLDB), which is also how package
+// ent writes in an Ent transaction. Any other value does not compile. Pass
+// the transaction that writes your domain rows and the job commits or rolls
+// back with them.
+//
+// Every path resolves a job's options in one place: non-zero Opts, then the
+// args' own Opts (OptsProvider), then the kind's registered defaults
+// (Config.Kinds, which *handlers.Registry implements), then the built-in
+// defaults. With Config.Kinds set, a kind it does not know is refused with
+// ErrUnknownKind before anything is sent.
 //
 // A unique key makes enqueue idempotent: while a job with that key is in
 // flight, a second enqueue inserts nothing and reports the existing job's id
