@@ -81,6 +81,10 @@ type Client struct {
 // schedule, for a schedule whose kind has no handler in Registry (or
 // Schedules without a Registry); and the errors of outbox.New,
 // handlers.NewWorker and schedule.New, wrapped.
+//
+// NewClient sets the schedules' outcome hook on their kinds in Registry
+// (handlers.SetOutcomeHook), so a registry serves at most one client with
+// schedules.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidConfig)
