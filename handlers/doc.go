@@ -153,8 +153,10 @@
 // Every worker process also looks after the queue; each step is cheap,
 // idempotent and skips rows another process is working on:
 //
-//   - expired leases are reaped every PollInterval ([outbox.Client.Reap]):
-//     back to ready, or dead when that was their last attempt;
+//   - expired leases are reaped at start and every PollInterval, less often
+//     when rounds grow slow (a round waits 25 times its own duration)
+//     ([outbox.Client.Reap]): back to ready, or dead when that was their
+//     last attempt; the pools are woken when jobs came back;
 //   - scheduled jobs (future run_at, retries with backoff, snoozes) become
 //     claimable only when promoted ([outbox.Client.Promote]). Promotion runs
 //     every PollInterval and also when the earliest scheduled job is due, as
@@ -162,7 +164,20 @@
 //     own retries and snoozes; pools of the promoted queues are woken, here
 //     and, through NOTIFY, in other processes;
 //   - history partitions exist for today and the next three days, and those
-//     older than HistoryRetention (7 days) are dropped, at start and hourly.
+//     older than HistoryRetention (7 days) are dropped, before Start
+//     returns and then hourly.
+//
+// Inside the worker, each of these duties is a small service with its own
+// goroutine, timer and error logging (reaper.go, promoter.go,
+// partitions.go), as are the heartbeat and its lease watchdog
+// (heartbeat.go), the LISTEN connection (notify.go), the worker's row in
+// docket_workers (presence.go) and the paused queues (pauses.go). They share
+// one lifecycle (service.go): Start starts them in order before the pools
+// claim, Stop stops them in reverse order once every outcome is written.
+// Every outcome — plain handlers' batches, transactional handlers'
+// completions in their own transaction, and outcome hooks — is written by
+// one writer (finish.go), which is also the one place that creates a
+// history partition a transaction found missing.
 //
 // # Shutdown
 //

@@ -12,10 +12,17 @@ import (
 // one statement per interval, each matched by its claim. Runs missing from
 // the result were reaped (this process was too slow or cut off) and may run
 // again elsewhere or here: their handlers are cancelled and their outcomes
-// dropped. When the database cannot be reached, watchLeases gives up the
+// dropped. When the database cannot be reached, the leaseWatch gives up the
 // runs whose lease runs out.
-func (w *Worker) heartbeat(stop <-chan struct{}) {
-	defer w.wg.Done()
+type heartbeat struct {
+	loop
+	w *Worker
+}
+
+func (h *heartbeat) start(ctx context.Context) { h.run(ctx, h.beats) }
+
+func (h *heartbeat) beats(bg context.Context) {
+	w := h.w
 	t := time.NewTicker(w.hbInterval)
 	defer t.Stop()
 	var (
@@ -26,7 +33,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	)
 	for {
 		select {
-		case <-stop:
+		case <-bg.Done():
 			return
 		case <-t.C:
 		}
@@ -39,7 +46,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 			runs = append(runs, outbox.RunOf(e.job))
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(w.bgCtx, w.hbInterval)
+		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
 		got, err := w.ob.Heartbeat(ctx, w.db, w.id, runs, w.lease)
 		cancel()
 		if err != nil {
@@ -74,7 +81,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	}
 }
 
-// watchLeases is the lease's watchdog. A run whose lease is about to run
+// leaseWatch is the lease's watchdog. A run whose lease is about to run
 // out by the local clock (the heartbeats that should have renewed it failed
 // or were slow: the database is unreachable, or this process was frozen)
 // may be reaped by another process at any moment, so its handler is
@@ -84,15 +91,22 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 // a healthy heartbeat, renewing every third of a lease, never lets come. A
 // run whose handler has already returned keeps its pending outcome: if
 // nobody reaped the job, that outcome still lands, fenced by its claim.
-func (w *Worker) watchLeases(stop <-chan struct{}) {
-	defer w.wg.Done()
+type leaseWatch struct {
+	loop
+	w *Worker
+}
+
+func (l *leaseWatch) start(ctx context.Context) { l.run(ctx, l.watch) }
+
+func (l *leaseWatch) watch(ctx context.Context) {
+	w := l.w
 	margin := time.Duration(float64(w.lease) * leaseMargin)
 	t := time.NewTicker(max(w.lease/20, 5*time.Millisecond))
 	defer t.Stop()
 	var execs []*task
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -61,111 +59,4 @@ func hooked(o *outcome) bool {
 		return false
 	}
 	return o.what == oComplete || o.what == oDead || o.what == oFail
-}
-
-// writeHooked writes the outcomes of hooked kinds in one transaction
-// together with what their hooks write, retrying like every outcome write.
-func (c *completer) writeHooked(stop context.Context, batch []outcome) {
-	w := c.w
-	execs := make([]*task, len(batch))
-	var completeRuns []outbox.Run
-	var fails []outbox.Failure
-	var failed []*task
-	var deads []outbox.Dead
-	for i := range batch {
-		o := &batch[i]
-		execs[i] = o.ex
-		run := outbox.RunOf(o.ex.job)
-		switch o.what {
-		case oComplete:
-			completeRuns = append(completeRuns, run)
-		case oFail:
-			fails = append(fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay})
-			failed = append(failed, o.ex)
-		case oDead:
-			deads = append(deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err})
-		}
-	}
-	byID := make(map[int64]*task, len(execs))
-	for _, e := range execs {
-		byID[e.job.ID] = e
-	}
-	var due time.Duration = -1
-	readyNow := map[int64]bool{}
-	for _, f := range fails {
-		if f.Delay <= 0 {
-			readyNow[f.ID] = true
-		} else if due < 0 || f.Delay < due {
-			due = f.Delay
-		}
-	}
-	c.write(stop, "hooked outcomes", execs, func(ctx context.Context) ([]int64, error) {
-		var written []int64
-		var retried []int64
-		err := pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-			done, err := w.ob.Complete(ctx, tx, w.id, completeRuns, w.finishTime())
-			if err != nil {
-				return err
-			}
-			res, err := w.ob.Fail(ctx, tx, w.id, fails)
-			if err != nil {
-				return err
-			}
-			dead, err := w.ob.DeadLetter(ctx, tx, w.id, deads)
-			if err != nil {
-				return err
-			}
-			dead = append(dead, res.Dead...)
-			// One hook call per kind, with that kind's jobs.
-			type pair struct{ done, dead []*docket.Job }
-			perKind := map[*kindRun]*pair{}
-			var order []*kindRun
-			get := func(id int64) *pair {
-				e := byID[id]
-				p := perKind[e.kind]
-				if p == nil {
-					p = &pair{}
-					perKind[e.kind] = p
-					order = append(order, e.kind)
-				}
-				return p
-			}
-			for _, id := range done {
-				p := get(id)
-				p.done = append(p.done, byID[id].job)
-			}
-			for _, id := range dead {
-				p := get(id)
-				p.dead = append(p.dead, byID[id].job)
-			}
-			for _, k := range order {
-				p := perKind[k]
-				if err := k.hook(ctx, tx, p.done, p.dead); err != nil {
-					return fmt.Errorf("outcome hook of kind %s: %w", k.name, err)
-				}
-			}
-			written = append(append(done, dead...), res.Retried...)
-			retried = res.Retried
-			if len(res.Dead) > 0 {
-				c.logDead(failed, res.Dead)
-			}
-			return nil
-		})
-		if err != nil {
-			// A missing history partition aborted the transaction: create
-			// it through the pool before the retry.
-			_, _ = w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
-			return nil, err
-		}
-		for _, id := range retried {
-			if readyNow[id] {
-				// Ready at once: nobody announces it, so wake its pool.
-				byID[id].pool.signal()
-			}
-		}
-		return written, nil
-	})
-	if due >= 0 {
-		w.noteDue(due)
-	}
 }

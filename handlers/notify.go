@@ -14,8 +14,29 @@ import (
 // without the socket noticing must not leave the worker deaf for long.
 const listenCheck = 30 * time.Second
 
-// connectListener opens the dedicated LISTEN connection.
-func (w *Worker) connectListener(ctx context.Context) (*pgx.Conn, error) {
+// listener LISTENs on a dedicated connection and wakes the pools of the
+// queues named in notifications. The worker runs one unless notifications
+// are off.
+type listener struct {
+	loop
+	w *Worker
+}
+
+// start makes the first LISTEN before Start returns, so that jobs enqueued
+// after it are announced; if it fails, the listener keeps trying.
+func (l *listener) start(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, err := l.connect(cctx)
+	cancel()
+	if err != nil {
+		l.w.log.Warn("LISTEN failed; polling until it succeeds", slog.String("error", err.Error()))
+	}
+	l.run(ctx, func(ctx context.Context) { l.listen(ctx, conn) })
+}
+
+// connect opens the dedicated LISTEN connection.
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	w := l.w
 	conn, err := pgx.ConnectConfig(ctx, w.db.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, err
@@ -37,16 +58,15 @@ func closeConn(conn *pgx.Conn) {
 // connection is lost it reconnects with backoff; meanwhile the pools poll.
 // After reconnecting it wakes every pool, since notifications sent while it
 // was away are lost.
-func (w *Worker) listen(conn *pgx.Conn) {
-	defer w.wg.Done()
-	ctx := w.bgCtx
+func (l *listener) listen(ctx context.Context, conn *pgx.Conn) {
+	w := l.w
 	wait := 100 * time.Millisecond
 	down := conn == nil
 	for {
 		if conn == nil {
 			var err error
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			conn, err = w.connectListener(cctx)
+			conn, err = l.connect(cctx)
 			cancel()
 			if err != nil {
 				if ctx.Err() != nil {

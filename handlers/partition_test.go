@@ -73,7 +73,7 @@ func startPartWorker(t *testing.T, e *env, reg *Registry, lease time.Duration, n
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.now = now
+	w.fin.now, w.partitions.now = now, now
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func (p *pool) claimLoop() {
 // interrupted by Stop, so that no job it took goes untracked.
 func (p *pool) claim(limit int) (int, error) {
 	w := p.w
-	queues := p.activeQueues()
+	queues := w.pauses.active(p.cfg.Queues)
 	if len(queues) == 0 {
 		return 0, nil // every queue of the pool is paused
 	}

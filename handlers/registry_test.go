@@ -123,7 +123,7 @@ func TestNewWorkerValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.poll != DefaultPollInterval || w.lease != DefaultLease || w.hbInterval != DefaultLease/3 ||
-		w.shutdown != DefaultShutdownTimeout || w.retention != DefaultHistoryRetention || w.ID().String() == "" {
+		w.shutdown != DefaultShutdownTimeout || w.partitions.retention != DefaultHistoryRetention || w.ID().String() == "" {
 		t.Errorf("defaults not applied: %+v", w)
 	}
 	if len(w.pools) != 1 || w.pools[0].cfg.Concurrency != DefaultConcurrency || w.pools[0].cfg.Queues[0] != "default" {

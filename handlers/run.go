@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxErrorLen bounds the error text recorded on a job.
@@ -27,7 +25,7 @@ func (w *Worker) run(e *task) {
 	if w.stopping.Load() {
 		// Claimed but not started when shutdown began: hand it back now.
 		if e.state.CompareAndSwap(stRunning, stReleased) {
-			w.comp.add(outcome{ex: e, what: oRelease})
+			w.fin.add(outcome{ex: e, what: oRelease})
 		}
 		return
 	}
@@ -52,7 +50,7 @@ func (w *Worker) run(e *task) {
 		// Cannot happen: the claim names only registered kinds.
 		w.log.Error("claimed a job of an unregistered kind; releasing it", JobAttrs(e.job)...)
 		if e.state.CompareAndSwap(stRunning, stReleased) {
-			w.comp.add(outcome{ex: e, what: oRelease})
+			w.fin.add(outcome{ex: e, what: oRelease})
 		}
 		return
 	}
@@ -156,66 +154,8 @@ func (w *Worker) runInTx(e *task) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
 	defer cancel()
-	ids, err := w.ob.Complete(ctx, tx, w.id, []outbox.Run{outbox.RunOf(e.job)}, w.finishTime())
-	switch {
-	case err != nil:
-		rollback()
-		w.completionFailed(ctx, e, err)
-	case len(ids) == 0:
-		rollback()
-		e.state.Store(stLost)
-		w.inflight.remove(e)
-		w.dropped(e)
-	default:
-		if h := e.kind.hook; h != nil {
-			if err := h(ctx, tx, []*docket.Job{e.job}, nil); err != nil {
-				rollback()
-				w.log.Warn("the outcome hook of a transactional job failed; its writes are rolled back",
-					append(JobAttrs(e.job), slog.String("error", err.Error()))...)
-				w.comp.add(w.failure(e, fmt.Errorf("outcome hook: %w", err)))
-				return
-			}
-		}
-		done = true
-		if err := tx.Commit(ctx); err != nil {
-			// Unknown whether it committed. If it did, the job is gone and
-			// whatever outcome follows matches nothing (it is fenced by the
-			// claim).
-			w.completionFailed(ctx, e, fmt.Errorf("commit: %w", err))
-			return
-		}
-		w.met.outcome(e.job.Kind, "completed")
-		w.inflight.remove(e)
-	}
-}
-
-// completionFailed handles a transactional job whose handler succeeded but
-// whose completion, written in its transaction, failed: its writes are
-// rolled back, so it must run again. When the cause was not the job's — a
-// missing history partition (created here; the job runs again at once) or a
-// connection that broke (it runs again after a poll interval, so that a
-// database that is away is not hammered) — the attempt is given back. An
-// error the server raised for the transaction itself (a serialization
-// failure at commit, a permission) counts as a failed attempt, so that a
-// completion that can never succeed ends in the dead-letter table instead
-// of looping.
-func (w *Worker) completionFailed(ctx context.Context, e *task, err error) {
-	missing, perr := w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
-	_, serverErr := errors.AsType[*pgconn.PgError](err)
-	if missing || !serverErr {
-		repaired := missing && perr == nil
-		w.log.Warn("completing a transactional job failed; its writes are rolled back and it runs again without spending an attempt",
-			append(JobAttrs(e.job), slog.Bool("history_partition_created", repaired), slog.String("error", err.Error()))...)
-		delay := w.poll
-		if repaired {
-			delay = 0
-		}
-		w.comp.add(outcome{ex: e, what: oSnooze, delay: delay})
-		return
-	}
-	w.log.Warn("completing a transactional job failed; its writes are rolled back",
-		append(JobAttrs(e.job), slog.String("error", err.Error()))...)
-	w.comp.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
+	done = true // completeInTx commits or rolls back
+	w.fin.completeInTx(ctx, tx, e)
 }
 
 // snoozeSerial puts back a job whose serial key is held, without spending
@@ -223,7 +163,7 @@ func (w *Worker) completionFailed(ctx context.Context, e *task, err error) {
 func (w *Worker) snoozeSerial(e *task) {
 	d := w.serialRetry/2 + rand.N(w.serialRetry/2+1)
 	if e.state.CompareAndSwap(stRunning, stFinishing) {
-		w.comp.add(outcome{ex: e, what: oSnooze, delay: d})
+		w.fin.add(outcome{ex: e, what: oSnooze, delay: d})
 	}
 }
 
@@ -240,7 +180,7 @@ func (w *Worker) finish(e *task, err error, timedOut bool) {
 		return
 	}
 	w.met.outcome(e.job.Kind, outcomeName(o))
-	w.comp.add(o)
+	w.fin.add(o)
 }
 
 func (w *Worker) dropped(e *task) {

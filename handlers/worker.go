@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -163,36 +162,24 @@ type Worker struct {
 	pools   []*pool
 	byQueue map[string][]*pool
 
-	poll, lease, hbInterval, shutdown, retention, serialRetry time.Duration
-	notify                                                    bool
-	partitionEvery                                            time.Duration
+	poll, lease, hbInterval, shutdown, serialRetry time.Duration
 
 	inflight  *inflight
 	executing *executing
-	comp      *completer
-	// now is the clock of partition upkeep and of finish times; nil means
-	// the real clock, and finish times from the database's clock.
-	now     func() time.Time
-	serial  serialHolds
-	connSem chan struct{}
+	fin       *finisher // writes every outcome
+	serial    serialHolds
+	connSem   chan struct{}
 
-	// due tracking for the promoter: the earliest run_at this process set
-	// (retries, snoozes) and the earliest the database reported.
-	dueMu    sync.Mutex
-	localDue time.Time
-	dueKick  chan struct{}
+	// services run beside the pools from Start to Stop (see service); the
+	// ones the rest of the worker talks to are named too.
+	services   []service
+	promoter   *promoter   // told of due times by the finisher
+	pauses     *pauses     // read by the claims
+	presence   *presence   // deregistered at the end of Stop
+	partitions *partitions // prepared in Start
 
-	reapErrs, promoteErrs errStreak // used by the maintenance goroutine only
-	pausedErrs            errStreak // maintenance goroutine only
-	registerErrs          errStreak // presence goroutine only (and Start, before it runs)
-
-	// paused is the set of paused queues as last read (docket_queues);
-	// pools leave them out of their claims.
-	paused   atomic.Pointer[map[string]bool]
 	claimLat claimWindow
 	onClaim  func(time.Duration, int) // Config.OnClaim; nil when unset
-	host     string
-	pid      int
 
 	met        *workerMetrics // nil: metrics off
 	gatherer   prometheus.Gatherer
@@ -205,11 +192,7 @@ type Worker struct {
 
 	stopping   atomic.Bool
 	stopClaims chan struct{}   // closed when Stop begins
-	stopBG     chan struct{}   // closed when the outcomes are written
-	bgCtx      context.Context // cancelled with stopBG
-	bgCancel   context.CancelFunc
 	handlerCtx context.Context // parent of handlers' contexts: Start's values, never cancelled
-	wg         sync.WaitGroup  // background goroutines
 	claimWG    sync.WaitGroup  // claim loops
 	slotWG     sync.WaitGroup  // handler slots
 }
@@ -235,25 +218,20 @@ func NewWorker(cfg Config) (*Worker, error) {
 		}
 	}
 	w := &Worker{
-		db:             cfg.DB,
-		ob:             cfg.Outbox,
-		id:             cfg.ID,
-		log:            cfg.Logger,
-		poll:           orDefault(cfg.PollInterval, DefaultPollInterval),
-		lease:          orDefault(cfg.Lease, DefaultLease),
-		onClaim:        cfg.OnClaim,
-		shutdown:       orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
-		retention:      orDefault(cfg.HistoryRetention, DefaultHistoryRetention),
-		serialRetry:    orDefault(cfg.SerialRetry, DefaultSerialRetry),
-		notify:         !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0,
-		partitionEvery: time.Hour,
-		inflight:       newInflight(),
-		executing:      newExecuting(),
-		serial:         serialHolds{held: map[string]struct{}{}},
-		dueKick:        make(chan struct{}, 1),
-		byQueue:        map[string][]*pool{},
-		stopClaims:     make(chan struct{}),
-		stopBG:         make(chan struct{}),
+		db:          cfg.DB,
+		ob:          cfg.Outbox,
+		id:          cfg.ID,
+		log:         cfg.Logger,
+		poll:        orDefault(cfg.PollInterval, DefaultPollInterval),
+		lease:       orDefault(cfg.Lease, DefaultLease),
+		onClaim:     cfg.OnClaim,
+		shutdown:    orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+		serialRetry: orDefault(cfg.SerialRetry, DefaultSerialRetry),
+		inflight:    newInflight(),
+		executing:   newExecuting(),
+		serial:      serialHolds{held: map[string]struct{}{}},
+		byQueue:     map[string][]*pool{},
+		stopClaims:  make(chan struct{}),
 	}
 	w.hbInterval = orDefault(cfg.HeartbeatInterval, w.lease/3)
 	if w.hbInterval >= w.lease {
@@ -325,13 +303,21 @@ func NewWorker(cfg Config) (*Worker, error) {
 		}
 	}
 	w.connSem = make(chan struct{}, max(1, int(cfg.DB.Config().MaxConns)-3))
-	w.comp = newCompleter(w, orDefault(cfg.FlushInterval, DefaultFlushInterval))
-	w.paused.Store(&map[string]bool{})
-	w.host, _ = os.Hostname()
-	w.pid = os.Getpid()
+	w.fin = newFinisher(w, orDefault(cfg.FlushInterval, DefaultFlushInterval))
 	if err := w.setupMetrics(cfg); err != nil {
 		return bad("metrics: %v", err)
 	}
+	w.promoter = newPromoter(w)
+	w.pauses = newPauses(w)
+	w.presence = newPresence(w)
+	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
+	if !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0 {
+		w.services = append(w.services, &listener{w: w})
+	}
+	// The paused queues and this process's row are read and written before
+	// the pools' first claim, since the services start before the pools.
+	w.services = append(w.services, &heartbeat{w: w}, &leaseWatch{w: w}, w.presence, w.pauses,
+		&reaper{w: w}, w.promoter, w.partitions)
 	return w, nil
 }
 
@@ -385,23 +371,6 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// clock returns the current time of partition upkeep.
-func (w *Worker) clock() time.Time {
-	if w.now != nil {
-		return w.now()
-	}
-	return time.Now()
-}
-
-// finishTime is the finish time recorded with a completion: zero, meaning
-// the database's clock, unless a test set the worker's clock.
-func (w *Worker) finishTime() time.Time {
-	if w.now != nil {
-		return w.now()
-	}
-	return time.Time{}
-}
-
 // ID returns the worker's id, the value of locked_by on the jobs it runs.
 func (w *Worker) ID() uuid.UUID { return w.id }
 
@@ -423,7 +392,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	// History partitions exist before the first completion, so that none
 	// has to wait for one to be created (and no transactional handler's
 	// completion fails for the lack of one).
-	if err := w.startPartitions(ctx); err != nil {
+	if err := w.partitions.prepare(ctx); err != nil {
 		return fmt.Errorf("docket: start worker: create history partitions: %w", err)
 	}
 	if w.metricsAdr != "" {
@@ -435,34 +404,13 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.handlerCtx = context.WithoutCancel(ctx)
-	w.bgCtx, w.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if w.met != nil {
 		w.met.attach(w)
 	}
-	// Read the paused queues before the first claim, and say which kinds
-	// this process serves.
-	w.refreshPaused()
-	w.register()
-
-	w.comp.start()
-	if w.notify {
-		// The first LISTEN is made here so that jobs enqueued after Start
-		// returns are announced; if it fails the listener keeps trying.
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		conn, err := w.connectListener(lctx)
-		cancel()
-		if err != nil {
-			w.log.Warn("LISTEN failed; polling until it succeeds", slog.String("error", err.Error()))
-		}
-		w.wg.Add(1)
-		go w.listen(conn)
+	w.fin.start()
+	for _, s := range w.services {
+		s.start(ctx)
 	}
-	w.wg.Add(5)
-	go w.heartbeat(w.stopBG)
-	go w.watchLeases(w.stopBG)
-	go w.present(w.stopBG)
-	go w.maintain(w.stopBG)
-	go w.upkeep(w.stopBG)
 	for _, p := range w.pools {
 		p.start()
 	}
@@ -531,7 +479,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 			for _, e := range w.inflight.snapshot(nil) {
 				if e.state.CompareAndSwap(stRunning, stReleased) {
 					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", JobAttrs(e.job)...)
-					w.comp.add(outcome{ex: e, what: oRelease})
+					w.fin.add(outcome{ex: e, what: oRelease})
 				}
 			}
 		}
@@ -540,14 +488,16 @@ func (w *Worker) Stop(ctx context.Context) error {
 	// the deadline is spent: a job left running waits out its lease.
 	fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), later(deadline, time.Now().Add(time.Second)))
 	defer cancel()
-	w.comp.close(fctx)
-	close(w.stopBG)
-	w.bgCancel()
-	w.wg.Wait()
+	w.fin.close(fctx)
+	// The heartbeat kept the leases of the outcomes written above: the
+	// services stop only now.
+	for _, s := range slices.Backward(w.services) {
+		s.stop()
+	}
 	for _, p := range w.pools {
 		p.rewake.Stop()
 	}
-	w.deregister(fctx)
+	w.presence.deregister(fctx)
 	if w.met != nil {
 		w.met.detach(w)
 	}

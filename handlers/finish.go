@@ -2,11 +2,16 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // What a finished run asks for.
@@ -39,13 +44,21 @@ const (
 	flushers = 2
 )
 
-// completer buffers outcomes briefly and writes them in batches: one
-// statement per kind of outcome per flush, each fenced by the claim of the
-// run it speaks for, so a run this process lost changes nothing, even when
-// this process has claimed the job again since.
-type completer struct {
+// finisher is the one place that writes finished runs. Plain handlers'
+// outcomes are buffered briefly and written in batches: one statement per
+// kind of outcome per flush. Final outcomes of kinds with an outcome hook
+// are written in a transaction of their own per flush, with the hooks'
+// writes (commitFinals), and a transactional handler's completion is
+// written in the handler's transaction, with its kind's hook, the same way
+// (completeInTx). Every statement is fenced by the claim of the run it
+// speaks for, so a run this process lost changes nothing, even when this
+// process has claimed the job again since.
+type finisher struct {
 	w        *Worker
 	interval time.Duration
+	// now is the clock of finish times; nil means the database's clock.
+	// Tests set it together with the partitions' clock.
+	now func() time.Time
 
 	mu  sync.Mutex
 	buf []outcome
@@ -57,11 +70,20 @@ type completer struct {
 	wg      sync.WaitGroup
 }
 
-func newCompleter(w *Worker, interval time.Duration) *completer {
-	return &completer{w: w, interval: interval, kick: make(chan struct{}, 1), done: make(chan struct{})}
+func newFinisher(w *Worker, interval time.Duration) *finisher {
+	return &finisher{w: w, interval: interval, kick: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (c *completer) start() {
+// finishTime is the finish time recorded with a completion: zero, meaning
+// the database's clock, unless a test set the clock.
+func (c *finisher) finishTime() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Time{}
+}
+
+func (c *finisher) start() {
 	c.wg.Add(flushers)
 	for range flushers {
 		go c.loop()
@@ -70,7 +92,7 @@ func (c *completer) start() {
 
 // add queues an outcome. The task's state must already be stFinishing or
 // stReleased.
-func (c *completer) add(o outcome) {
+func (c *finisher) add(o outcome) {
 	c.mu.Lock()
 	c.buf = append(c.buf, o)
 	n := len(c.buf)
@@ -85,13 +107,13 @@ func (c *completer) add(o outcome) {
 
 // close writes everything pending, retrying failed writes until ctx ends,
 // and returns when the flushers have exited.
-func (c *completer) close(ctx context.Context) {
+func (c *finisher) close(ctx context.Context) {
 	c.stopCtx = ctx
 	close(c.done)
 	c.wg.Wait()
 }
 
-func (c *completer) loop() {
+func (c *finisher) loop() {
 	defer c.wg.Done()
 	var spare []outcome
 	f := &flushScratch{}
@@ -135,7 +157,7 @@ func (c *completer) loop() {
 
 // ctx is what bounds a flush's retries: nothing while running (write gives
 // up when the leases expire), the stop deadline once closing.
-func (c *completer) ctx() context.Context {
+func (c *finisher) ctx() context.Context {
 	select {
 	case <-c.done:
 		return c.stopCtx
@@ -144,7 +166,7 @@ func (c *completer) ctx() context.Context {
 	}
 }
 
-func (c *completer) pending() int {
+func (c *finisher) pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.buf)
@@ -153,7 +175,7 @@ func (c *completer) pending() int {
 // take swaps the buffer with spare, the caller's previous batch, and
 // returns what was buffered. The caller owns the returned slice until it
 // passes it back as spare; when nothing is buffered, nothing is swapped.
-func (c *completer) take(spare []outcome) []outcome {
+func (c *finisher) take(spare []outcome) []outcome {
 	clear(spare)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -203,7 +225,7 @@ func (f *flushScratch) reset() {
 // flush writes one batch. stop is the final drain's deadline, or
 // Background while running (retries then end when the jobs' leases would
 // have expired anyway).
-func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome) {
+func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome) {
 	w := c.w
 	f.reset()
 	var due time.Duration = -1
@@ -245,7 +267,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	ob, db, me := w.ob, w.db, w.id
 	if len(f.complete) > 0 {
 		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
-			return ob.Complete(ctx, db, me, f.completeRuns, w.finishTime())
+			return ob.Complete(ctx, db, me, f.completeRuns, c.finishTime())
 		})
 	}
 	if len(f.failed) > 0 {
@@ -279,7 +301,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 		c.writeHooked(stop, f.hooked)
 	}
 	if due >= 0 {
-		w.noteDue(due)
+		w.promoter.noteDue(due)
 	}
 	for _, p := range f.wake {
 		p.signal()
@@ -295,7 +317,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 // maxWriteLeases leases, or the final drain's deadline passed. A late write
 // is harmless: the statement is fenced by each run's claim. Runs missing
 // from the result were lost; their outcome is dropped.
-func (c *completer) write(stop context.Context, what string, execs []*task, op func(context.Context) ([]int64, error)) {
+func (c *finisher) write(stop context.Context, what string, execs []*task, op func(context.Context) ([]int64, error)) {
 	w := c.w
 	wait := 20 * time.Millisecond
 	bound := time.Now().Add(maxWriteLeases * w.lease)
@@ -356,7 +378,7 @@ func stillPending(execs []*task, now time.Time) (current, leased bool) {
 	return current, leased
 }
 
-func (c *completer) logLost(what string, execs []*task, ids []int64) {
+func (c *finisher) logLost(what string, execs []*task, ids []int64) {
 	got := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		got[id] = true
@@ -370,7 +392,7 @@ func (c *completer) logLost(what string, execs []*task, ids []int64) {
 	}
 }
 
-func (c *completer) logDead(execs []*task, dead []int64) {
+func (c *finisher) logDead(execs []*task, dead []int64) {
 	byID := make(map[int64]*task, len(execs))
 	for _, e := range execs {
 		byID[e.job.ID] = e
@@ -381,4 +403,223 @@ func (c *completer) logDead(execs []*task, dead []int64) {
 				append(JobAttrs(e.job), slog.Int("max_attempts", e.job.MaxAttempts))...)
 		}
 	}
+}
+
+// finals are final outcomes written in one transaction together with what
+// the outcome hooks of their kinds write (and, for a transactional handler,
+// with the handler's own writes).
+type finals struct {
+	tasks    []*task
+	complete []outbox.Run
+	fails    []outbox.Failure
+	failed   []*task // the tasks of fails, in order
+	deads    []outbox.Dead
+}
+
+// finalsWritten is what commitFinals wrote, or learnt when it failed.
+type finalsWritten struct {
+	ids     []int64 // runs whose outcome was written
+	retried []int64 // of ids, failed attempts to be retried
+	// partitionMissing reports that the history partition for the
+	// completions was missing; partitionCreated that it was created since.
+	partitionMissing, partitionCreated bool
+}
+
+// hookError is an error an outcome hook returned.
+type hookError struct {
+	kind string
+	err  error
+}
+
+func (e *hookError) Error() string { return "outcome hook of kind " + e.kind + ": " + e.err.Error() }
+func (e *hookError) Unwrap() error { return e.err }
+
+// commitFinals writes fin in tx, calls the outcome hook of each kind with
+// its jobs whose outcome was written, and commits. It rolls tx back instead
+// when nothing was written (every run was lost: a transactional handler's
+// writes must not outlive its run) or when anything failed. A failure for
+// a missing history partition creates the partition through the pool: this
+// is the worker's only repair of history partitions (outside a transaction
+// outbox.Complete makes its own).
+func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (res finalsWritten, err error) {
+	w := c.w
+	rollback := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // a broken connection is discarded by the pool
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		rollback()
+		// The failed statement aborted tx: create the partition apart from it.
+		missing, perr := w.ob.RepairHistory(ctx, w.db, err, c.finishTime())
+		res.partitionMissing, res.partitionCreated = missing, missing && perr == nil
+	}()
+	byID := make(map[int64]*task, len(fin.tasks))
+	for _, e := range fin.tasks {
+		byID[e.job.ID] = e
+	}
+	done, err := w.ob.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
+	if err != nil {
+		return res, err
+	}
+	failed, err := w.ob.Fail(ctx, tx, w.id, fin.fails)
+	if err != nil {
+		return res, err
+	}
+	dead, err := w.ob.DeadLetter(ctx, tx, w.id, fin.deads)
+	if err != nil {
+		return res, err
+	}
+	if len(failed.Dead) > 0 {
+		c.logDead(fin.failed, failed.Dead)
+	}
+	dead = append(dead, failed.Dead...)
+	// One hook call per kind, with that kind's jobs.
+	type pair struct{ done, dead []*docket.Job }
+	perKind := map[*kindRun]*pair{}
+	var order []*kindRun
+	get := func(id int64) *pair {
+		e := byID[id]
+		p := perKind[e.kind]
+		if p == nil {
+			p = &pair{}
+			perKind[e.kind] = p
+			order = append(order, e.kind)
+		}
+		return p
+	}
+	for _, id := range done {
+		p := get(id)
+		p.done = append(p.done, byID[id].job)
+	}
+	for _, id := range dead {
+		p := get(id)
+		p.dead = append(p.dead, byID[id].job)
+	}
+	for _, k := range order {
+		if k.hook == nil {
+			continue
+		}
+		p := perKind[k]
+		if err := k.hook(ctx, tx, p.done, p.dead); err != nil {
+			return res, &hookError{kind: k.name, err: err}
+		}
+	}
+	written := append(append(done, dead...), failed.Retried...)
+	if len(written) == 0 {
+		rollback()
+		return res, nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	res.ids, res.retried = written, failed.Retried
+	return res, nil
+}
+
+// writeHooked writes the outcomes of hooked kinds in one transaction
+// together with what their hooks write, retrying like every outcome write.
+func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
+	w := c.w
+	fin := &finals{tasks: make([]*task, len(batch))}
+	for i := range batch {
+		o := &batch[i]
+		fin.tasks[i] = o.ex
+		run := outbox.RunOf(o.ex.job)
+		switch o.what {
+		case oComplete:
+			fin.complete = append(fin.complete, run)
+		case oFail:
+			fin.fails = append(fin.fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay})
+			fin.failed = append(fin.failed, o.ex)
+		case oDead:
+			fin.deads = append(fin.deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err})
+		}
+	}
+	var due time.Duration = -1
+	readyNow := map[int64]*task{}
+	for i, f := range fin.fails {
+		if f.Delay <= 0 {
+			readyNow[f.ID] = fin.failed[i]
+		} else if due < 0 || f.Delay < due {
+			due = f.Delay
+		}
+	}
+	c.write(stop, "hooked outcomes", fin.tasks, func(ctx context.Context) ([]int64, error) {
+		tx, err := w.db.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.commitFinals(ctx, tx, fin)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range res.retried {
+			if e := readyNow[id]; e != nil {
+				// Ready at once: nobody announces it, so wake its pool.
+				e.pool.signal()
+			}
+		}
+		return res.ids, nil
+	})
+	if due >= 0 {
+		w.promoter.noteDue(due)
+	}
+}
+
+// completeInTx completes the run of a transactional handler that succeeded,
+// in the handler's transaction tx and with its kind's outcome hook, and
+// commits: the handler's writes and the completion commit together, or
+// neither does. The task's state must already be stFinishing; tx is
+// committed or rolled back when it returns.
+func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, e *task) {
+	w := c.w
+	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{e}, complete: []outbox.Run{outbox.RunOf(e.job)}})
+	var he *hookError
+	switch {
+	case errors.As(err, &he):
+		w.log.Warn("the outcome hook of a transactional job failed; its writes are rolled back",
+			append(JobAttrs(e.job), slog.String("error", he.err.Error()))...)
+		c.add(w.failure(e, fmt.Errorf("outcome hook: %w", he.err)))
+	case err != nil:
+		c.completionFailed(e, err, res)
+	case len(res.ids) == 0:
+		e.state.Store(stLost)
+		w.inflight.remove(e)
+		w.dropped(e)
+	default:
+		w.met.outcome(e.job.Kind, "completed")
+		w.inflight.remove(e)
+	}
+}
+
+// completionFailed handles a transactional job whose handler succeeded but
+// whose completion, written in its transaction, failed: its writes are
+// rolled back, so it must run again. When the cause was not the job's — a
+// missing history partition (created by commitFinals; the job runs again at
+// once) or a connection that broke (it runs again after a poll interval, so
+// that a database that is away is not hammered) — the attempt is given
+// back. An error the server raised for the transaction itself (a
+// serialization failure at commit, a permission) counts as a failed
+// attempt, so that a completion that can never succeed ends in the
+// dead-letter table instead of looping.
+func (c *finisher) completionFailed(e *task, err error, res finalsWritten) {
+	w := c.w
+	_, serverErr := errors.AsType[*pgconn.PgError](err)
+	if res.partitionMissing || !serverErr {
+		w.log.Warn("completing a transactional job failed; its writes are rolled back and it runs again without spending an attempt",
+			append(JobAttrs(e.job), slog.Bool("history_partition_created", res.partitionCreated), slog.String("error", err.Error()))...)
+		delay := w.poll
+		if res.partitionCreated {
+			delay = 0
+		}
+		c.add(outcome{ex: e, what: oSnooze, delay: delay})
+		return
+	}
+	w.log.Warn("completing a transactional job failed; its writes are rolled back",
+		append(JobAttrs(e.job), slog.String("error", err.Error()))...)
+	c.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
 }

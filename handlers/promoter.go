@@ -1,0 +1,157 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+const (
+	// promoteGrace is added to a local due time, so the database's clock has
+	// passed run_at when the promotion runs.
+	promoteGrace = time.Millisecond
+	// minPromoteGap keeps a due time in the past (clock skew between this
+	// host and the database) from turning the promoter into a busy loop.
+	minPromoteGap = 5 * time.Millisecond
+)
+
+// sqlNotifyQueues announces queues on the outbox's notify channel, in the
+// format enqueue uses (payload = queue name).
+const sqlNotifyQueues = `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`
+
+// promoter makes scheduled jobs (future run_at, retries with backoff,
+// snoozes) ready once due, and wakes the pools of their queues, here and,
+// through NOTIFY, in other processes. It promotes at start, every poll
+// interval, and when the earliest known scheduled job becomes due: the
+// earliest run_at in the database (outbox.NextScheduled) or one this
+// process just set (noteDue).
+type promoter struct {
+	loop
+	w    *Worker
+	errs errStreak
+
+	// localDue is the earliest run_at this process set since the last
+	// promotion; a note earlier than it kicks the loop.
+	dueMu    sync.Mutex
+	localDue time.Time
+	dueKick  chan struct{}
+}
+
+func newPromoter(w *Worker) *promoter {
+	return &promoter{w: w, dueKick: make(chan struct{}, 1)}
+}
+
+func (p *promoter) start(ctx context.Context) { p.run(ctx, p.rounds) }
+
+// noteDue tells the promoter that this process just scheduled a job to run
+// after d (a retry's backoff, a snooze), so that it is promoted when due
+// rather than at the next poll.
+func (p *promoter) noteDue(d time.Duration) {
+	t := time.Now().Add(d + promoteGrace)
+	p.dueMu.Lock()
+	earlier := p.localDue.IsZero() || t.Before(p.localDue)
+	if earlier {
+		p.localDue = t
+	}
+	p.dueMu.Unlock()
+	if earlier {
+		select {
+		case p.dueKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *promoter) rounds(ctx context.Context) {
+	poll := p.w.poll
+	var dbDue time.Time
+	nextPoll := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-p.dueKick:
+		}
+		now := time.Now()
+		promote := false
+		p.dueMu.Lock()
+		if !p.localDue.IsZero() && !now.Before(p.localDue) {
+			p.localDue = time.Time{} // notes made from here on are kept
+			promote = true
+		}
+		p.dueMu.Unlock()
+		if !dbDue.IsZero() && !now.Before(dbDue) {
+			promote = true
+		}
+		if !now.Before(nextPoll) {
+			promote = true
+			nextPoll = now.Add(poll)
+		}
+		if promote {
+			dbDue = p.promote(ctx)
+			if !dbDue.IsZero() && !dbDue.After(time.Now()) {
+				// Due by the database but not promoted: another process holds
+				// it, or the clocks disagree. Look again shortly.
+				dbDue = time.Now().Add(min(poll, 100*time.Millisecond))
+			}
+		}
+		next := nextPoll
+		if !dbDue.IsZero() && dbDue.Before(next) {
+			next = dbDue
+		}
+		p.dueMu.Lock()
+		if !p.localDue.IsZero() && p.localDue.Before(next) {
+			next = p.localDue
+		}
+		p.dueMu.Unlock()
+		timer.Reset(max(time.Until(next), minPromoteGap))
+	}
+}
+
+// promote makes due scheduled jobs ready, wakes the pools of their queues,
+// and returns the next run_at still scheduled (zero if none or unknown).
+func (p *promoter) promote(bg context.Context) time.Time {
+	w := p.w
+	seen := map[string]bool{}
+	var queues []string
+	for range 100 {
+		ctx, cancel := context.WithTimeout(bg, w.lease)
+		got, err := w.ob.Promote(ctx, w.db, maintenanceBatch)
+		cancel()
+		if err != nil {
+			if bg.Err() == nil {
+				p.errs.fail(w.log, "promoting scheduled jobs failed", err)
+			}
+			return time.Time{}
+		}
+		p.errs.ok(w.log, "promoting scheduled jobs recovered")
+		for _, q := range got {
+			if !seen[q] {
+				seen[q] = true
+				queues = append(queues, q)
+			}
+		}
+		if len(got) < maintenanceBatch {
+			break
+		}
+	}
+	w.wakeQueues(queues)
+	ctx, cancel := context.WithTimeout(bg, w.lease)
+	defer cancel()
+	if len(queues) > 0 && w.ob.NotifyDebounce() >= 0 {
+		// Other processes serving these queues learn of them now rather
+		// than at their next poll.
+		if _, err := w.db.Exec(ctx, sqlNotifyQueues, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
+			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
+		}
+	}
+	next, ok, err := w.ob.NextScheduled(ctx, w.db)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	return next
+}
