@@ -142,7 +142,9 @@ func TestRequireEnqueuedOtherSchema(t *testing.T) {
 	other := dockettest.NewDB(t)
 	// other's pool finds its own, empty, table unless told the schema.
 	opts := &dockettest.RequireOpts{Schema: db.Schema}
-	if msg := failure(func(ft dockettest.T) { dockettest.RequireEnqueued(ft, other.Pool, EmailArgs{To: "ada@example.com"}, opts) }); msg != "" {
+	if msg := failure(func(ft dockettest.T) {
+		dockettest.RequireEnqueued(ft, other.Pool, EmailArgs{To: "ada@example.com"}, opts)
+	}); msg != "" {
 		t.Fatal(msg)
 	}
 	wantFailure(t, failure(func(ft dockettest.T) {
