@@ -128,11 +128,7 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	if job.MaxAttempts < 1 {
 		job.MaxAttempts = defaultMaxAttempts
 	}
-	req := runone.Request{Registry: reg, Job: job, DB: o.DB}
-	if o.Middleware != nil {
-		req.Middleware = o.Middleware
-	}
-	res, err := runone.Run(context.Background(), req)
+	res, err := runone.Run(context.Background(), runone.Request{Registry: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}

@@ -20,7 +20,8 @@ func init() { runone.Run = runOnce }
 // handling and classifies the result exactly as a worker's slot does, but
 // writes no outcome: there is no claim, lease or completer. A transactional
 // handler gets a transaction from req.DB, committed when the run completes
-// and rolled back otherwise. A serial key is ignored: nothing else runs.
+// and rolled back otherwise; the kind's outcome hook is not called, since
+// no completion is written. A serial key is ignored: nothing else runs.
 func runOnce(ctx context.Context, req runone.Request) (runone.Result, error) {
 	reg, ok := req.Registry.(*Registry)
 	if !ok || reg == nil {
