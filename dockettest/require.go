@@ -77,7 +77,7 @@ func RequireEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *Requir
 	t.Helper()
 	jobs := load(t, db, opts)
 	want := expectation(t, kind, args, opts)
-	var found []*row
+	var found []*docket.Job
 	for _, r := range jobs {
 		if want.mismatch(r) == "" {
 			found = append(found, r)
@@ -85,7 +85,7 @@ func RequireEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *Requir
 	}
 	switch len(found) {
 	case 1:
-		return found[0].job
+		return found[0]
 	case 0:
 		t.Fatalf("dockettest: no job matches %s\n%s", want, describe(jobs, want))
 	default:
@@ -110,7 +110,7 @@ func RequireNotEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *Req
 	want := expectation(t, kind, args, opts)
 	for _, r := range jobs {
 		if want.mismatch(r) == "" {
-			t.Fatalf("dockettest: job %d matches %s, want none\n%s", r.job.ID, want, describe(jobs, want))
+			t.Fatalf("dockettest: job %d matches %s, want none\n%s", r.ID, want, describe(jobs, want))
 		}
 	}
 }
@@ -140,18 +140,15 @@ func RequireManyEnqueued(t T, db outbox.Pgx, expected []Expected) []*docket.Job 
 	for i, w := range wants {
 		if why := w.mismatch(jobs[i]); why != "" {
 			t.Fatalf("dockettest: job %d (enqueued #%d) does not match %s: %s\n%s",
-				jobs[i].job.ID, i+1, w, why, describe(jobs, wants...))
+				jobs[i].ID, i+1, w, why, describe(jobs, wants...))
 		}
-		out[i] = jobs[i].job
+		out[i] = jobs[i]
 	}
 	return out
 }
 
-// row is a job with the JSON of its payload.
-type row struct{ job *docket.Job }
-
 // load reads every job of the jobs table, in id order.
-func load(t T, db outbox.Pgx, opts *RequireOpts) []*row {
+func load(t T, db outbox.Pgx, opts *RequireOpts) []*docket.Job {
 	t.Helper()
 	table := "docket_jobs"
 	if opts != nil && opts.Schema != "" {
@@ -165,13 +162,13 @@ func load(t T, db outbox.Pgx, opts *RequireOpts) []*row {
 	if err != nil {
 		t.Fatalf("dockettest: read %s: %v", table, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*row, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*docket.Job, error) {
 		j := &docket.Job{}
 		var meta map[string]string
 		err := r.Scan(&j.ID, &j.Queue, &j.Kind, &j.Priority, &j.RunAt, &j.CreatedAt, &j.Attempt, &j.MaxAttempts,
 			&j.UniqueKey, &j.Tenant, &j.SerialKey, &j.Payload, &meta)
 		j.Meta = meta
-		return &row{job: j}, err
+		return j, err
 	})
 	if err != nil {
 		t.Fatalf("dockettest: read %s: %v", table, err)
@@ -242,8 +239,8 @@ func (m *matcher) tolerance() time.Duration {
 }
 
 // mismatch says why r does not match, or "" if it does.
-func (m *matcher) mismatch(r *row) string {
-	j, o := r.job, m.opts
+func (m *matcher) mismatch(j *docket.Job) string {
+	o := m.opts
 	switch {
 	case j.Kind != m.kind:
 		return fmt.Sprintf("kind is %q", j.Kind)
@@ -270,21 +267,20 @@ func (m *matcher) mismatch(r *row) string {
 // describe lists the jobs for a failure message: every job's id, kind and
 // queue, and for jobs of a kind asked for, their payload and why they do
 // not match.
-func describe(jobs []*row, wants ...*matcher) string {
+func describe(jobs []*docket.Job, wants ...*matcher) string {
 	if len(jobs) == 0 {
 		return "no jobs are enqueued"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "jobs enqueued (%d):", len(jobs))
-	for _, r := range jobs {
-		j := r.job
+	for _, j := range jobs {
 		fmt.Fprintf(&b, "\n  job %d: kind %q, queue %q", j.ID, j.Kind, j.Queue)
 		for _, w := range wants {
 			if w.kind != j.Kind {
 				continue
 			}
 			fmt.Fprintf(&b, ", priority %d, run at %s, payload %s", j.Priority, j.RunAt.UTC().Format(time.RFC3339Nano), j.Payload)
-			if why := w.mismatch(r); why != "" {
+			if why := w.mismatch(j); why != "" {
 				fmt.Fprintf(&b, " (%s)", why)
 			}
 			break
