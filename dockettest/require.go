@@ -60,8 +60,8 @@ type Expected struct {
 // RequireEnqueued asserts that exactly one job in the jobs table (as seen by
 // db, which may be the transaction that enqueued it) is of expected's kind,
 // has a payload containing expected's JSON (every field of expected's JSON
-// object appears with an equal, or for objects containing, value: jsonb's
-// @>), and matches opts. It returns that job. Otherwise it calls t.Fatalf
+// object appears with an equal, or for objects containing, value, as
+// jsonb's @> compares), and matches opts. It returns that job. Otherwise it calls t.Fatalf
 // with the reason and the jobs that were enqueued (kinds, queues, and
 // payloads of the kind asked for only).
 func RequireEnqueued[A docket.Args](t T, db outbox.Pgx, expected A, opts *RequireOpts) *docket.Job {
