@@ -8,16 +8,20 @@
 //	schedule.Schedule{Name: "report:" + tenant, Spec: "@hourly", Window: 10 * time.Minute, ...}
 //
 // Here time is compressed so the example ends by itself: every 2 seconds,
-// spread over a 2-second window, for about 7 seconds. It finds or starts a
-// PostgreSQL like `docket demo` does ($DATABASE_URL, 127.0.0.1:5432, or a
-// private throw-away cluster) and works in the schema docket_reports.
+// spread over a 2-second window, for about 7 seconds. It connects to the
+// PostgreSQL named by -database-url (default $DATABASE_URL, else user
+// postgres on 127.0.0.1:5432) and works in the schema docket_reports, which
+// it drops and creates anew.
 //
 //	go run ./examples/reports
+//	go run ./examples/reports -database-url 'postgres://me@db.internal:5432/app'
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -28,7 +32,6 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,26 +45,31 @@ type TenantReport struct {
 // Kind names the job type.
 func (TenantReport) Kind() string { return "reports.tenant_report" }
 
-const schema = "docket_reports"
+// localURL is the server tried when neither -database-url nor
+// $DATABASE_URL names one.
+const localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 func main() {
+	def := os.Getenv("DATABASE_URL")
+	if def == "" {
+		def = localURL
+	}
+	url := flag.String("database-url", def, "PostgreSQL connection string (default $DATABASE_URL, else "+localURL+")")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, os.Stdout, *url, "docket_reports", 7*time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, "reports:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	srv, err := pgsrv.Discover(ctx)
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
+// run drops and recreates schema in the database at url, runs the
+// schedules for d and prints a summary to out.
+func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration) error {
 	// Docket's connection defaults: a server that stops answering is
 	// noticed in seconds, not minutes.
-	cfg, err := outbox.ParsePoolConfig(srv.URL)
+	cfg, err := outbox.ParsePoolConfig(url)
 	if err != nil {
 		return err
 	}
@@ -130,9 +138,9 @@ func run(ctx context.Context) error {
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("running %d tenant report schedules (@every 2s, spread over 2s) for 7 seconds...\n", len(all))
+	fmt.Fprintf(out, "running %d tenant report schedules (@every 2s, spread over 2s) for %d seconds...\n", len(all), int(d.Seconds()))
 	select {
-	case <-time.After(7 * time.Second):
+	case <-time.After(d):
 	case <-ctx.Done():
 	}
 	if err := client.Stop(context.Background()); err != nil {
@@ -145,15 +153,15 @@ func run(ctx context.Context) error {
 	sort.Slice(tenants, func(i, j int) bool {
 		return schedule.Offset("report:"+tenants[i], 2*time.Second) < schedule.Offset("report:"+tenants[j], 2*time.Second)
 	})
-	fmt.Printf("\n%-10s %8s %5s  %s\n", "tenant", "offset", "runs", "fire times (start delay after fire)")
+	fmt.Fprintf(out, "\n%-10s %8s %5s  %s\n", "tenant", "offset", "runs", "fire times (start delay after fire)")
 	total := 0
 	for _, t := range tenants {
 		off := schedule.Offset("report:"+t, 2*time.Second)
-		fmt.Printf("%-10s %8s %5d ", t, off, len(runs[t]))
+		fmt.Fprintf(out, "%-10s %8s %5d ", t, off, len(runs[t]))
 		for _, r := range runs[t] {
-			fmt.Printf(" %s(+%dms)", r.fire.Format("15:04:05"), r.at.Sub(r.fire).Milliseconds())
+			fmt.Fprintf(out, " %s(+%dms)", r.fire.Format("15:04:05"), r.at.Sub(r.fire).Milliseconds())
 		}
-		fmt.Println()
+		fmt.Fprintln(out)
 		total += len(runs[t])
 	}
 	list, err := client.Schedules().List(context.Background())
@@ -166,6 +174,6 @@ func run(ctx context.Context) error {
 			pending++
 		}
 	}
-	fmt.Printf("\n%d runs of %d schedules; %d schedules have their next run pending (schema %s)\n", total, len(list), pending, schema)
+	fmt.Fprintf(out, "\n%d runs of %d schedules; %d schedules have their next run pending (schema %s)\n", total, len(list), pending, schema)
 	return nil
 }

@@ -4,10 +4,11 @@
 // Ent transaction.
 //
 //	go run ./examples/shipments
+//	go run ./examples/shipments -database-url 'postgres://me@db.internal:5432/app'
 //
-// It finds PostgreSQL like `docket demo` does ($DATABASE_URL, then
-// 127.0.0.1:5432, then a private throw-away cluster from local binaries),
-// works in a fresh schema "docket_shipments", and prints a summary.
+// It connects to the PostgreSQL named by -database-url (default
+// $DATABASE_URL, else user postgres on 127.0.0.1:5432), works in a fresh
+// schema "docket_shipments", and prints a summary.
 //
 // What it shows:
 //
@@ -23,16 +24,27 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
+// localURL is the server tried when neither -database-url nor
+// $DATABASE_URL names one.
+const localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
 func main() {
+	def := os.Getenv("DATABASE_URL")
+	if def == "" {
+		def = localURL
+	}
+	url := flag.String("database-url", def, "PostgreSQL connection string (default $DATABASE_URL, else "+localURL+")")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, os.Stderr, 60); err != nil {
+	if err := run(ctx, os.Stdout, os.Stderr, *url, "docket_shipments", 60); err != nil {
 		fmt.Fprintln(os.Stderr, "shipments:", err)
 		os.Exit(1)
 	}

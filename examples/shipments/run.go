@@ -18,32 +18,22 @@ import (
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/examples/shipments/ent/shipment"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
 )
-
-// schema holds this example's tables, Ent's and Docket's, dropped and made
-// anew on every run so the summary describes one run.
-const schema = "docket_shipments"
 
 var (
 	tenants  = []string{"acme", "globex", "initech"}
 	carriers = []string{"ups", "dhl", "fedex", "laposte"}
 )
 
-// run creates n shipments, runs the workers until every tracking job and
-// notification is done, and prints a summary to out.
-func run(ctx context.Context, out, log io.Writer, n int) error {
-	fmt.Fprintln(log, "shipments: looking for PostgreSQL ($DATABASE_URL, 127.0.0.1:5432, or a private cluster)...")
-	srv, err := pgsrv.Discover(ctx)
-	if err != nil {
-		return err
-	}
-	defer srv.Stop()
-
+// run creates n shipments in the database at url, runs the workers until
+// every tracking job and notification is done, and prints a summary to
+// out. schema holds the example's tables, Ent's and Docket's; it is
+// dropped and made anew, so the summary describes one run.
+func run(ctx context.Context, out, log io.Writer, url, schema string, n int) error {
 	// One pgx pool for everything: Docket's workers use it natively, Ent
 	// through database/sql. It has Docket's connection defaults.
-	cfg, err := outbox.ParsePoolConfig(srv.URL)
+	cfg, err := outbox.ParsePoolConfig(url)
 	if err != nil {
 		return err
 	}
@@ -138,7 +128,7 @@ func run(ctx context.Context, out, log io.Writer, n int) error {
 		return waitErr
 	}
 	fmt.Fprintf(log, "shipments: all jobs done after %s\n", time.Since(start).Round(time.Millisecond))
-	return summary(ctx, out, client, pool, wk, n, dup, outsideErr)
+	return summary(ctx, out, client, pool, schema, wk, n, dup, outsideErr)
 }
 
 // waitDone polls with Ent until every shipment is tracked and notified.
@@ -162,7 +152,7 @@ func waitDone(ctx context.Context, client *ent.Client, n int) error {
 	}
 }
 
-func summary(ctx context.Context, out io.Writer, client *ent.Client, pool *pgxpool.Pool, wk *workers, n int, dup outbox.Enqueued, outsideErr error) error {
+func summary(ctx context.Context, out io.Writer, client *ent.Client, pool *pgxpool.Pool, schema string, wk *workers, n int, dup outbox.Enqueued, outsideErr error) error {
 	total, err := client.Shipment.Query().Count(ctx)
 	if err != nil {
 		return err

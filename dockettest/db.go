@@ -1,0 +1,166 @@
+package dockettest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docketq/docket/internal/pgsrv"
+	"github.com/docketq/docket/outbox"
+)
+
+// TB is the part of testing.TB that [NewDB] uses; *testing.T and
+// *testing.B satisfy it.
+type TB interface {
+	T
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
+
+// MaxConns caps the pool that [NewDB] opens, so that many test packages
+// running at once stay within the server's max_connections.
+const MaxConns = 8
+
+// DB is a test's own Docket schema, migrated and dropped when the test ends.
+type DB struct {
+	// Schema is the schema's name ("docket_test_" and 16 hex digits).
+	Schema string
+	// Pool is a pool on the test database whose search_path is Schema.
+	// Closed when the test ends.
+	Pool *pgxpool.Pool
+	// Client is an outbox client for Schema.
+	Client *outbox.Client
+	// URL is the connection string Pool was opened with (without the
+	// search_path), e.g. for a program under test that takes a URL.
+	URL string
+}
+
+// server is the PostgreSQL found for this test binary: by Main, or by the
+// first NewDB when Main is not used.
+var (
+	serverOnce sync.Once
+	server     *pgsrv.Server
+	serverErr  error
+	mainOwns   bool // Main stops a private cluster when the tests end
+)
+
+func discover() (*pgsrv.Server, error) {
+	serverOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		server, serverErr = pgsrv.Discover(ctx)
+		if serverErr == nil && server.Private != nil && !mainOwns {
+			// Nobody would stop it: refuse rather than leak a cluster.
+			_ = server.Stop()
+			server, serverErr = nil, fmt.Errorf("no PostgreSQL server is running, and starting a private one "+
+				"needs dockettest.Main(m) in TestMain to stop it afterwards (or set DATABASE_URL)")
+		}
+	})
+	return server, serverErr
+}
+
+// Main runs a package's tests with PostgreSQL found as [NewDB] describes,
+// and stops a private cluster that it started once the tests end. Call it
+// from TestMain; it does not return:
+//
+//	func TestMain(m *testing.M) { dockettest.Main(m) }
+//
+// Main is needed only when the tests may start a private cluster (no
+// DATABASE_URL and no server on 127.0.0.1:5432); without it such tests fail
+// saying so. If no PostgreSQL can be found at all, Main prints why and the
+// test binary fails.
+func Main(m *testing.M) {
+	mainOwns = true
+	if _, err := discover(); err != nil {
+		fmt.Fprintf(os.Stderr, "dockettest: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := server.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "dockettest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// NewDB gives the test a fresh schema in which Docket's migrations have run,
+// a pool pointed at it and an outbox client for it. PostgreSQL is found as
+// Docket's own tests find it: the server at $DATABASE_URL, else the one on
+// 127.0.0.1:5432 (user postgres), else a private cluster started from the
+// PostgreSQL binaries installed on the machine (which needs [Main]).
+// $DOCKET_PG=server or $DOCKET_PG=private forces one of the last two.
+//
+// The schema is dropped and the pool closed when the test ends. NewDB fails
+// the test (t.Fatal, with the reason) when no PostgreSQL can be found or the
+// schema cannot be created: it never skips.
+func NewDB(t TB) *DB {
+	t.Helper()
+	srv, err := discover()
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	ctx := context.Background()
+	schema := "docket_test_" + randomHex(8)
+	if err := exec(ctx, srv.URL, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("dockettest: create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := exec(ctx, srv.URL, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Errorf("dockettest: drop schema %s: %v", schema, err)
+		}
+	})
+
+	cfg, err := pgxpool.ParseConfig(srv.URL)
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	cfg.MaxConns = MaxConns
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("dockettest: open pool: %v", err)
+	}
+	t.Cleanup(pool.Close) // registered after the drop: runs before it
+
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatalf("dockettest: migrate schema %s: %v", schema, err)
+	}
+	client, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	return &DB{Schema: schema, Pool: pool, Client: client, URL: srv.URL}
+}
+
+// exec runs one statement on a short-lived connection.
+func exec(ctx context.Context, url, sql string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,156 @@
+package dockettest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/docketq/docket/handlers"
+	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/runone"
+	"github.com/docketq/docket/outbox"
+)
+
+// Outcome is what a worker does with a job after one run.
+type Outcome string
+
+// The outcomes of [Work].
+const (
+	// Completed: the handler succeeded; the job is done.
+	Completed Outcome = "completed"
+	// Retried: the attempt failed and the job runs again after
+	// Result.Delay (the kind's backoff, or the handler's RetryAfter).
+	Retried Outcome = "retried"
+	// Snoozed: the handler returned handlers.Snooze; the job runs again
+	// after Result.Delay without spending an attempt.
+	Snoozed Outcome = "snoozed"
+	// Cancelled: the handler returned handlers.Cancel; the job is
+	// dead-lettered with reason outbox.ReasonCancelled.
+	Cancelled Outcome = "cancelled"
+	// Dead: the job is dead-lettered because its payload does not decode
+	// (Result.Reason outbox.ReasonUndecodable) or it failed on its last
+	// attempt (outbox.ReasonExhausted).
+	Dead Outcome = "dead"
+)
+
+// Result is what one run of a job came to.
+type Result struct {
+	// Outcome is what the worker would do with the job.
+	Outcome Outcome
+	// Delay is how long until the next run, for Retried and Snoozed.
+	Delay time.Duration
+	// Reason is the dead-letter reason (outbox.Reason...) for Cancelled
+	// and Dead; empty otherwise.
+	Reason string
+	// Error is the error text the worker would record on the job; empty
+	// when Completed or Snoozed.
+	Error string
+	// Err is the error the handler and middleware returned; nil when
+	// Completed. A panic is a *handlers.PanicError, undecodable args a
+	// *handlers.DecodeError (use errors.As).
+	Err error
+	// TimedOut reports that KindOpts.Timeout cut the run short.
+	TimedOut bool
+}
+
+// WorkOpts describe the run. The zero value (or nil) runs a first attempt
+// of a job with the default attempt limit, without middleware or database.
+type WorkOpts struct {
+	// Attempt is the run's attempt number, from 1. Zero means 1. Set it to
+	// the last attempt to see a failure dead-lettered.
+	Attempt int
+	// MaxAttempts is the job's attempt limit. Zero means 25 (outbox's
+	// default); KindOpts.MaxAttempts applies on top, as in a worker.
+	MaxAttempts int
+	// Job, when set, supplies the rest of the job the handler sees (id,
+	// queue, tenant, meta...); its Kind and Payload are replaced by the
+	// args'. Attempt and MaxAttempts above win when non-zero.
+	Job *docket.Job
+	// Middleware wraps the run as handlers.Config.Middleware does.
+	Middleware []handlers.Middleware
+	// DB gives a transactional handler (handlers.RegisterTx) its
+	// transaction, committed when the run completes and rolled back
+	// otherwise, as a worker does. [DB.Pool] will do. Nil is enough for
+	// plain handlers.
+	DB Beginner
+}
+
+// Beginner starts a transaction: *pgxpool.Pool, *pgx.Conn and pgx.Tx
+// (a savepoint) satisfy it.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// defaultMaxAttempts is the jobs table's default attempt limit.
+const defaultMaxAttempts = 25
+
+// Work runs one job of args' kind through reg's handler, inline: the same
+// middleware, timeout, panic recovery, decoding and outcome classification
+// (Snooze, Cancel, RetryAfter, the kind's Backoff and MaxAttempts) as a
+// worker, but with no worker, no polling and no jobs table; nothing about
+// the job is written. It fails the test if the kind is not registered, args
+// do not marshal, or a transactional handler has no opts.DB.
+func Work[A docket.Args](t T, reg *handlers.Registry, args A, opts *WorkOpts) Result {
+	t.Helper()
+	payload, err := json.Marshal(args)
+	if err != nil {
+		t.Fatalf("dockettest: args of kind %s do not marshal: %v", args.Kind(), err)
+	}
+	return WorkJSON(t, reg, args.Kind(), payload, opts)
+}
+
+// WorkJSON is [Work] for a kind given by name and its raw payload, e.g. to
+// see what a payload that does not decode comes to.
+func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage, opts *WorkOpts) Result {
+	t.Helper()
+	var o WorkOpts
+	if opts != nil {
+		o = *opts
+	}
+	job := &docket.Job{Queue: outbox.DefaultQueue, Attempt: 1, MaxAttempts: defaultMaxAttempts}
+	if o.Job != nil {
+		c := *o.Job
+		job = &c
+	}
+	job.Kind, job.Payload = kind, payload
+	if o.Attempt > 0 {
+		job.Attempt = o.Attempt
+	}
+	if o.MaxAttempts > 0 {
+		job.MaxAttempts = o.MaxAttempts
+	}
+	if job.Attempt < 1 {
+		job.Attempt = 1
+	}
+	if job.MaxAttempts < 1 {
+		job.MaxAttempts = defaultMaxAttempts
+	}
+	res, err := runone.Run(context.Background(), runone.Request{Registry: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	r := Result{Outcome: Outcome(res.Outcome), Delay: res.Delay, Reason: res.Reason,
+		Error: res.Error, Err: res.Err, TimedOut: res.TimedOut}
+	if r.Outcome == Dead && r.Reason == outbox.ReasonCancelled {
+		r.Outcome = Cancelled
+	}
+	return r
+}
+
+// String summarises the result: "retried in 5s: boom".
+func (r Result) String() string {
+	s := string(r.Outcome)
+	if r.Outcome == Retried || r.Outcome == Snoozed {
+		s += fmt.Sprintf(" in %s", r.Delay)
+	}
+	if r.Reason != "" && r.Outcome != Cancelled {
+		s += " (" + r.Reason + ")"
+	}
+	if r.Error != "" {
+		s += ": " + r.Error
+	}
+	return s
+}
