@@ -43,7 +43,7 @@ func ExampleClock() {
 		job := dockettest.RequireEnqueued(t, db.Pool, EmailArgs{To: "team@example.com"}, nil)
 		fmt.Println("next run:", job.RunAt.UTC().Format(time.DateTime))
 		clock.Advance(25 * time.Hour)
-		dockettest.CompleteRun(t, db, svc.Hook(), job)
+		dockettest.CompleteRun(t, db, svc, job)
 	}
 	show() // the first run; it completes at Jan 6 09:00, on time for the next
 	show() // this one completes at Jan 7 10:00, when 09:00 is past the grace period

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/docketq/docket/handlers"
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/schedwire"
 	"github.com/docketq/docket/schedule"
 )
 
@@ -71,11 +71,11 @@ func (c *Clock) Set(t time.Time) {
 // CompleteRun does to a waiting schedule run what a worker does when the
 // run succeeds, without running its handler: in one transaction on db's
 // pool it removes the job (by its unique key, which every schedule run
-// has) and calls hook, the schedule.Service's Hook, which enqueues the
-// schedule's next run. Together with a [Clock] given to the service it
+// has) and calls svc's outcome hook, which enqueues the schedule's next
+// run, as the worker of a docket.Client with that schedule does. Together with a [Clock] given to the service it
 // drives a schedule through its runs. It fails the test if the job is not
 // waiting in the jobs table or the hook fails.
-func CompleteRun(t T, db *DB, hook handlers.OutcomeHook, job *docket.Job) {
+func CompleteRun(t T, db *DB, svc *schedule.Service, job *docket.Job) {
 	t.Helper()
 	ctx := context.Background()
 	if job.UniqueKey == "" {
@@ -89,7 +89,7 @@ func CompleteRun(t T, db *DB, hook handlers.OutcomeHook, job *docket.Job) {
 		if !ok || id != job.ID {
 			return fmt.Errorf("job %d is not waiting in the jobs table", job.ID)
 		}
-		return hook(ctx, tx, []*docket.Job{job}, nil)
+		return schedwire.Of(svc).Hook(ctx, tx, []*docket.Job{job}, nil)
 	})
 	if err != nil {
 		t.Fatalf("dockettest: complete job %d (kind %s): %v", job.ID, job.Kind, err)

@@ -34,10 +34,10 @@ func TestCompleteRunNotWaiting(t *testing.T) {
 	}
 	enqueue(t, db, EmailArgs{}, outbox.Opts{})
 	job := dockettest.RequireEnqueued(t, db.Pool, EmailArgs{}, nil)
-	wantFailure(t, failure(func(ft dockettest.T) { dockettest.CompleteRun(ft, db, svc.Hook(), job) }),
+	wantFailure(t, failure(func(ft dockettest.T) { dockettest.CompleteRun(ft, db, svc, job) }),
 		"has no unique key: not a schedule run")
 
 	job.UniqueKey = "schedule:gone"
-	wantFailure(t, failure(func(ft dockettest.T) { dockettest.CompleteRun(ft, db, svc.Hook(), job) }),
+	wantFailure(t, failure(func(ft dockettest.T) { dockettest.CompleteRun(ft, db, svc, job) }),
 		"is not waiting in the jobs table")
 }

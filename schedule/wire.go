@@ -17,6 +17,7 @@ func init() {
 		}
 		return schedwire.Engine{
 			Attach:     s.attach,
+			Hook:       s.hook(),
 			Middleware: s.middleware(),
 			Start:      s.startReconciler,
 			Stop:       s.stopReconciler,

@@ -18,6 +18,10 @@ type Engine struct {
 	// each run's outcome) for kinds in reg, and from then on makes the
 	// service's Register reject schedules of any other kind.
 	Attach func(reg *handlers.Registry, kinds []string) error
+	// Hook is the outcome hook Attach sets: it writes a run's successor in
+	// the transaction of the run's outcome. dockettest.CompleteRun calls it
+	// to stand in for a worker.
+	Hook handlers.OutcomeHook
 	// Middleware skips runs that are paused, removed or late under the
 	// Skip misfire policy.
 	Middleware handlers.Middleware
