@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/examples/shipments/ent/shipment"
@@ -65,12 +66,25 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 	reg := handlers.NewRegistry()
 	wk := newWorkers(client)
 	wk.register(reg)
-	// With the registry as its Kinds, every enqueue gets the kind's
-	// registered queue and attempts, and unknown kinds are refused.
-	ob, err := outbox.New(outbox.Config{Schema: schema, Kinds: reg})
+	// One client enqueues and runs the workers. With the registry, every
+	// enqueue (also through the Ent hook) gets the kind's registered queue
+	// and attempts, and unknown kinds are refused.
+	dc, err := docket.NewClient(pool, docket.Config{
+		Outbox:   outbox.Config{Schema: schema},
+		Registry: reg,
+		Worker: handlers.Config{
+			PollInterval: 100 * time.Millisecond,
+			Pools: []handlers.PoolConfig{
+				{Name: "tracking", Queues: []string{"tracking"}, Concurrency: 8, TenantCap: carrierCap},
+				{Name: "notifications", Queues: []string{"notifications"}, Concurrency: 4},
+			},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
+	})
 	if err != nil {
 		return err
 	}
+	ob := dc.Outbox()
 	client.Shipment.Use(notifyOnCreate(ob))
 	svc := &Service{client: client, docket: ob}
 
@@ -104,24 +118,13 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 		return errors.New("a second tracking job was inserted for shipment 1")
 	}
 
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: pool, Outbox: ob, Registry: reg, PollInterval: 100 * time.Millisecond,
-		Pools: []handlers.PoolConfig{
-			{Name: "tracking", Queues: []string{"tracking"}, Concurrency: 8, TenantCap: carrierCap},
-			{Name: "notifications", Queues: []string{"notifications"}, Concurrency: 4},
-		},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		return err
-	}
-	if err := w.Start(ctx); err != nil {
+	if err := dc.Start(ctx); err != nil {
 		return err
 	}
 	waitErr := waitDone(ctx, client, n)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.Stop(stopCtx); err != nil {
+	if err := dc.Stop(stopCtx); err != nil {
 		return fmt.Errorf("worker shutdown: %w", err)
 	}
 	if waitErr != nil {
