@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // What a finished run asks for.
@@ -167,15 +167,15 @@ func (c *completer) take(spare []outcome) []outcome {
 
 // flushScratch holds one flusher's reusable slices.
 type flushScratch struct {
-	completeRuns []outbox.Run
+	completeRuns []queue.Run
 	complete     []*task
-	fails        []outbox.Failure
+	fails        []queue.Failure
 	failed       []*task
-	snoozes      []outbox.Snoozed
+	snoozes      []queue.Snoozed
 	snoozed      []*task
-	deads        []outbox.Dead
+	deads        []queue.Dead
 	dead         []*task
-	releaseRuns  []outbox.Run
+	releaseRuns  []queue.Run
 	released     []*task
 	dropped      []*task
 	wake         []*pool
@@ -209,7 +209,7 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	var due time.Duration = -1
 	for i := range batch {
 		o := &batch[i]
-		run := outbox.RunOf(o.ex.job)
+		run := queue.RunOf(o.ex.job)
 		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
 			f.dropped = append(f.dropped, o.ex) // lost while waiting here
 			continue
@@ -222,11 +222,11 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 		case oComplete:
 			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.ex)
 		case oFail:
-			f.fails, f.failed = append(f.fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
+			f.fails, f.failed = append(f.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
 		case oSnooze:
-			f.snoozes, f.snoozed = append(f.snoozes, outbox.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
+			f.snoozes, f.snoozed = append(f.snoozes, queue.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
 		case oDead:
-			f.deads, f.dead = append(f.deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
+			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
 		case oRelease:
 			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
 		}
@@ -242,15 +242,15 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	if len(f.dropped) > 0 {
 		w.inflight.remove(f.dropped...)
 	}
-	ob, db, me := w.ob, w.db, w.id
+	qu, db, me := w.q, w.db, w.id
 	if len(f.complete) > 0 {
 		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
-			return ob.Complete(ctx, db, me, f.completeRuns, w.finishTime())
+			return qu.Complete(ctx, db, me, f.completeRuns, w.finishTime())
 		})
 	}
 	if len(f.failed) > 0 {
 		c.write(stop, "fail", f.failed, func(ctx context.Context) ([]int64, error) {
-			res, err := ob.Fail(ctx, db, me, f.fails)
+			res, err := qu.Fail(ctx, db, me, f.fails)
 			if err != nil {
 				return nil, err
 			}
@@ -262,17 +262,17 @@ func (c *completer) flush(stop context.Context, f *flushScratch, batch []outcome
 	}
 	if len(f.snoozed) > 0 {
 		c.write(stop, "snooze", f.snoozed, func(ctx context.Context) ([]int64, error) {
-			return ob.Snooze(ctx, db, me, f.snoozes)
+			return qu.Snooze(ctx, db, me, f.snoozes)
 		})
 	}
 	if len(f.dead) > 0 {
 		c.write(stop, "dead-letter", f.dead, func(ctx context.Context) ([]int64, error) {
-			return ob.DeadLetter(ctx, db, me, f.deads)
+			return qu.DeadLetter(ctx, db, me, f.deads)
 		})
 	}
 	if len(f.released) > 0 {
 		c.write(stop, "release", f.released, func(ctx context.Context) ([]int64, error) {
-			return ob.Release(ctx, db, me, f.releaseRuns)
+			return qu.Release(ctx, db, me, f.releaseRuns)
 		})
 	}
 	if len(f.hooked) > 0 {

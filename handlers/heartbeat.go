@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // heartbeat extends the leases of all of this process's in-flight runs with
@@ -20,7 +20,7 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 	defer t.Stop()
 	var (
 		execs  []*task
-		runs   []outbox.Run
+		runs   []queue.Run
 		owned  = map[int64]struct{}{}
 		failed bool
 	)
@@ -36,11 +36,11 @@ func (w *Worker) heartbeat(stop <-chan struct{}) {
 		}
 		runs = runs[:0]
 		for _, e := range execs {
-			runs = append(runs, outbox.RunOf(e.job))
+			runs = append(runs, queue.RunOf(e.job))
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(w.bgCtx, w.hbInterval)
-		got, err := w.ob.Heartbeat(ctx, w.db, w.id, runs, w.lease)
+		got, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease)
 		cancel()
 		if err != nil {
 			if !failed {

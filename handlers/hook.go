@@ -7,7 +7,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -68,22 +68,22 @@ func hooked(o *outcome) bool {
 func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 	w := c.w
 	execs := make([]*task, len(batch))
-	var completeRuns []outbox.Run
-	var fails []outbox.Failure
+	var completeRuns []queue.Run
+	var fails []queue.Failure
 	var failed []*task
-	var deads []outbox.Dead
+	var deads []queue.Dead
 	for i := range batch {
 		o := &batch[i]
 		execs[i] = o.ex
-		run := outbox.RunOf(o.ex.job)
+		run := queue.RunOf(o.ex.job)
 		switch o.what {
 		case oComplete:
 			completeRuns = append(completeRuns, run)
 		case oFail:
-			fails = append(fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay})
+			fails = append(fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay})
 			failed = append(failed, o.ex)
 		case oDead:
-			deads = append(deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err})
+			deads = append(deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err})
 		}
 	}
 	byID := make(map[int64]*task, len(execs))
@@ -103,15 +103,15 @@ func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 		var written []int64
 		var retried []int64
 		err := pgx.BeginFunc(ctx, w.db, func(tx pgx.Tx) error {
-			done, err := w.ob.Complete(ctx, tx, w.id, completeRuns, w.finishTime())
+			done, err := w.q.Complete(ctx, tx, w.id, completeRuns, w.finishTime())
 			if err != nil {
 				return err
 			}
-			res, err := w.ob.Fail(ctx, tx, w.id, fails)
+			res, err := w.q.Fail(ctx, tx, w.id, fails)
 			if err != nil {
 				return err
 			}
-			dead, err := w.ob.DeadLetter(ctx, tx, w.id, deads)
+			dead, err := w.q.DeadLetter(ctx, tx, w.id, deads)
 			if err != nil {
 				return err
 			}
@@ -154,7 +154,7 @@ func (c *completer) writeHooked(stop context.Context, batch []outcome) {
 		if err != nil {
 			// A missing history partition aborted the transaction: create
 			// it through the pool before the retry.
-			_, _ = w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
+			_, _ = w.q.RepairHistory(ctx, w.db, err, w.finishTime())
 			return nil, err
 		}
 		for _, id := range retried {

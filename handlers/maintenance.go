@@ -21,10 +21,6 @@ const (
 	partitionsAhead = 3
 )
 
-// sqlNotifyQueues announces queues on the outbox's notify channel, in the
-// format enqueue uses (payload = queue name).
-const sqlNotifyQueues = `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`
-
 // noteDue tells the promoter that this process just scheduled a job to run
 // after d (a retry's backoff, a snooze), so that it is promoted when due
 // rather than at the next poll.
@@ -117,7 +113,7 @@ func (w *Worker) reap() {
 	var total int64
 	for range 100 {
 		ctx, cancel := context.WithTimeout(w.bgCtx, w.lease)
-		res, err := w.ob.Reap(ctx, w.db, maintenanceBatch)
+		res, err := w.q.Reap(ctx, w.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if w.bgCtx.Err() == nil {
@@ -147,7 +143,7 @@ func (w *Worker) promote() time.Time {
 	var queues []string
 	for range 100 {
 		ctx, cancel := context.WithTimeout(w.bgCtx, w.lease)
-		got, err := w.ob.Promote(ctx, w.db, maintenanceBatch)
+		got, err := w.q.Promote(ctx, w.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if w.bgCtx.Err() == nil {
@@ -172,11 +168,11 @@ func (w *Worker) promote() time.Time {
 	if len(queues) > 0 && w.ob.NotifyDebounce() >= 0 {
 		// Other processes serving these queues learn of them now rather
 		// than at their next poll.
-		if _, err := w.db.Exec(ctx, sqlNotifyQueues, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
+		if err := w.q.NotifyQueues(ctx, w.db, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
 			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
 		}
 	}
-	next, ok, err := w.ob.NextScheduled(ctx, w.db)
+	next, ok, err := w.q.NextScheduled(ctx, w.db)
 	if err != nil || !ok {
 		return time.Time{}
 	}
@@ -218,7 +214,7 @@ func (w *Worker) startPartitions(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		if err = w.ob.EnsurePartitions(ctx, w.db, w.clock(), partitionsAhead); err == nil {
+		if err = w.q.EnsurePartitions(ctx, w.db, w.clock(), partitionsAhead); err == nil {
 			return nil
 		}
 	}
@@ -229,10 +225,10 @@ func (w *Worker) partitions() {
 	ctx, cancel := context.WithTimeout(w.bgCtx, time.Minute)
 	defer cancel()
 	now := w.clock()
-	if err := w.ob.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
+	if err := w.q.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
 		w.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
 	}
-	dropped, err := w.ob.DropPartitions(ctx, w.db, now.Add(-w.retention))
+	dropped, err := w.q.DropPartitions(ctx, w.db, now.Add(-w.retention))
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping old history partitions failed", slog.String("error", err.Error()))
 	}

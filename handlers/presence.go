@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // A worker process makes itself known in docket_workers — which kinds and
@@ -44,7 +44,7 @@ func (w *Worker) register() {
 		queues = append(queues, q)
 	}
 	slices.Sort(queues)
-	err := w.ob.RegisterWorker(ctx, w.db, outbox.WorkerInfo{
+	err := w.q.RegisterWorker(ctx, w.db, queue.WorkerInfo{
 		ID: w.id, Host: w.host, PID: w.pid, Kinds: w.names, Queues: queues,
 		TTL:      registerTTL*w.hbInterval + time.Second,
 		Claims:   w.claimLat.count(),
@@ -61,7 +61,7 @@ func (w *Worker) register() {
 
 // deregister removes this process's row at the end of Stop.
 func (w *Worker) deregister(ctx context.Context) {
-	if err := w.ob.DeregisterWorker(ctx, w.db, w.id); err != nil {
+	if err := w.q.DeregisterWorker(ctx, w.db, w.id); err != nil {
 		w.log.Warn("removing the worker from docket_workers failed; it expires by itself", slog.String("error", err.Error()))
 	}
 }

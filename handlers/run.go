@@ -11,6 +11,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -156,7 +157,7 @@ func (w *Worker) runInTx(e *task) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
 	defer cancel()
-	ids, err := w.ob.Complete(ctx, tx, w.id, []outbox.Run{outbox.RunOf(e.job)}, w.finishTime())
+	ids, err := w.q.Complete(ctx, tx, w.id, []queue.Run{queue.RunOf(e.job)}, w.finishTime())
 	switch {
 	case err != nil:
 		rollback()
@@ -200,7 +201,7 @@ func (w *Worker) runInTx(e *task) {
 // completion that can never succeed ends in the dead-letter table instead
 // of looping.
 func (w *Worker) completionFailed(ctx context.Context, e *task, err error) {
-	missing, perr := w.ob.RepairHistory(ctx, w.db, err, w.finishTime())
+	missing, perr := w.q.RepairHistory(ctx, w.db, err, w.finishTime())
 	_, serverErr := errors.AsType[*pgconn.PgError](err)
 	if missing || !serverErr {
 		repaired := missing && perr == nil
