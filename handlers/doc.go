@@ -1,6 +1,7 @@
 // Package handlers is Docket's worker runtime: it claims jobs from the
-// queue kept by package outbox, runs typed handlers for them and records
-// their outcomes, in as many processes as you like.
+// tables kept by package outbox, through the worker protocol of
+// internal/queue, runs typed handlers for them and records their outcomes,
+// in as many processes as you like.
 //
 // # Handlers
 //
@@ -147,12 +148,12 @@
 // Every worker process also looks after the queue; each step is cheap,
 // idempotent and skips rows another process is working on:
 //
-//   - expired leases are reaped every PollInterval ([outbox.Client.Reap]):
+//   - expired leases are reaped every PollInterval (queue.Reap):
 //     back to ready, or dead when that was their last attempt;
 //   - scheduled jobs (future run_at, retries with backoff, snoozes) become
-//     claimable only when promoted ([outbox.Client.Promote]). Promotion runs
+//     claimable only when promoted (queue.Promote). Promotion runs
 //     every PollInterval and also when the earliest scheduled job is due, as
-//     reported by [outbox.Client.NextScheduled] or as set by this process's
+//     reported by queue.NextScheduled or as set by this process's
 //     own retries and snoozes; pools of the promoted queues are woken, here
 //     and, through NOTIFY, in other processes;
 //   - history partitions exist for today and the next three days, and those

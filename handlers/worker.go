@@ -35,9 +35,8 @@ type PoolConfig struct {
 	// claim batch, so a tenant's flood uses spare capacity but cannot take
 	// every slot the moment others have work. Zero means no cap. Negative is
 	// an error. Jobs without a tenant are one more tenant, but one the claim
-	// looks for only among the queue's first jobs (see
-	// queue.ClaimParams.TenantCap): give every job of a capped queue a
-	// tenant.
+	// looks for only among the queue's first 4×batch ready jobs: give every
+	// job of a capped queue a tenant.
 	TenantCap int
 }
 

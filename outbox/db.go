@@ -19,7 +19,7 @@ import (
 type DB any
 
 // Pgx is the pgx side of DB: pgx.Tx, *pgx.Conn and *pgxpool.Pool satisfy it.
-// The queue operations used by workers take a Pgx.
+// Status and the operator operations take a Pgx.
 type Pgx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

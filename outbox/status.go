@@ -127,7 +127,7 @@ type UnservedKind struct {
 	OldestRunAt time.Time
 }
 
-// WorkerStatus is one registered worker process (see RegisterWorker).
+// WorkerStatus is one registered worker process (registered by each worker process on its heartbeat).
 type WorkerStatus struct {
 	ID        uuid.UUID
 	Host      string

@@ -164,7 +164,7 @@ func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job,
 }
 
 // claimByCursor runs the uncapped claim, each (queue, priority) scanned
-// from this client's cursor for it, and moves the cursors on.
+// from this Queue's cursor for it, and moves the cursors on.
 func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease int64) ([]*docket.Job, error) {
 	plan := q.cursors.plan(p.Queues, p.Kinds, time.Now())
 	q.runSweeps(ctx, db, plan.sweeps)
@@ -177,7 +177,7 @@ func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease i
 	return jobs, nil
 }
 
-// runClaim runs a claim statement with sqlClaimSettings (see run for a
+// runClaim runs a claim statement with sqlClaimSettings (see pgsql.Run for a
 // caller's transaction).
 func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([]*docket.Job, []int64, error) {
 	var jobs []*docket.Job

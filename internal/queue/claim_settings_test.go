@@ -76,7 +76,7 @@ func TestClaimSettings(t *testing.T) {
 	}
 }
 
-// TestRunSettings checks the settings Client.run's statement sees, and that
+// TestRunSettings checks the settings Queue.run's statement sees, and that
 // they end with it: on a pool and a connection the claim's or the index
 // settings, and in a caller's transaction only sequential scans off, with
 // the caller's own settings back right after.

@@ -25,12 +25,12 @@ import (
 //
 // A job draws a fresh ready_seq from a sequence whenever it becomes ready,
 // so new work only ever lands at the end of each (queue, priority) range of
-// the index. Each client keeps, per (queue, priority, kinds), the highest
+// the index. Each Queue keeps, per (queue, priority, kinds), the highest
 // ready_seq it claimed, and scans from there instead of from the start.
 //
 // Numbers are drawn before commit, so a transaction that commits late makes
 // its job visible behind a cursor that has moved past it. Two things catch
-// such stragglers. A claim looks back from the cursor the client held
+// such stragglers. A claim looks back from the cursor the Queue held
 // ClaimCursorLag ago (1s by default), which covers enqueuing transactions
 // that commit within that time. Looking back steps over every entry claimed
 // since, so while claims come back full (a backlog) only one claim every
@@ -116,7 +116,7 @@ func (c *cursor) note(now time.Time, seen int64, lag time.Duration) {
 	c.marks = append(c.marks, mark{at: now, seen: seen})
 }
 
-// cursors holds a client's claim cursors.
+// cursors holds a Queue's claim cursors.
 type cursors struct {
 	lag      time.Duration // <0: cursors off, every claim scans from the start
 	mu       sync.Mutex

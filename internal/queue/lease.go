@@ -47,7 +47,7 @@ func (q *Queue) Heartbeat(ctx context.Context, db DB, worker uuid.UUID, runs []R
 
 // runClaims returns the ids of runs, in order, and their claims as the
 // JSON object from job id to claim id that heartbeat, complete and release
-// match rows against (see queries.go). Of two runs of one job, the later
+// match rows against (see the package doc). Of two runs of one job, the later
 // claim is kept: the earlier one is stale and would match nothing anyway.
 func runClaims(runs []Run) (ids []int64, claims []byte) {
 	sorted := slices.Clone(runs)

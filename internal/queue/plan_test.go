@@ -101,7 +101,7 @@ var noTime *time.Time
 const claims = `{"1": 7, "2": 7, "3": 8}`
 
 // assertNoJoin fails if plan joins anything: the statements on a
-// worker's runs read docket_jobs by id alone (see queries.go).
+// worker's runs read docket_jobs by id alone (see the package doc).
 func assertNoJoin(t *testing.T, what string, plan planNode) {
 	t.Helper()
 	plan.walk(func(n planNode) {
@@ -213,7 +213,7 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 // long as the connection lives (claims force one; other statements may
 // settle on one after five runs), and one that reads a near-empty table by
 // a sequential scan would read the whole table on every run once a burst
-// arrives. Each statement runs after its settings, as Client.run sends
+// arrives. Each statement runs after its settings, as Queue.run sends
 // them.
 func TestPlansCachedWhileSmall(t *testing.T) {
 	t.Parallel()

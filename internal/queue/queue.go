@@ -8,8 +8,32 @@
 // tables and the public operations (enqueue, status, dead-letter triage)
 // are package outbox's.
 //
-// Each file holds one behaviour with the SQL it runs. {{schema}} in that
-// SQL is replaced by the queue's quoted schema when the Queue is created.
+// Each file holds one behaviour with the SQL it runs: claim.go (claims and
+// the tenant cap), cursor.go (claim cursors and straggler sweeps), lease.go
+// (runs and heartbeats), finish.go (every outcome), reap.go, promote.go,
+// presence.go (worker registration), partitions.go (history partitions) and
+// notify.go. {{schema}} in that SQL is replaced by the queue's quoted schema
+// when the Queue is created. Statements run with the settings of
+// internal/pgsql.Run.
+//
+// # Claims
+//
+// Claim, Heartbeat, Complete, Fail, Snooze, DeadLetter, Release, Reap and
+// Promote are each one statement over many jobs. Claim locks rows with
+// FOR NO KEY UPDATE SKIP LOCKED, so concurrent claimers never wait on each
+// other and never take the same job. Jobs with a future run_at (first run,
+// retry backoff, snooze) are in state scheduled and invisible to Claim until
+// Promote makes them ready.
+//
+// Inside a queue, Claim takes higher priorities first and, within a
+// priority, jobs in the order they became ready: each job draws a fresh
+// ready_seq whenever it becomes ready. A Queue claims each (queue,
+// priority) from a cursor over ready_seq, so claimed jobs that vacuum cannot
+// remove yet — because some long transaction elsewhere holds back the
+// horizon — are never visited again; see cursor.go for how jobs from
+// late-committing transactions are still found.
+//
+// # Fencing
 //
 // Statements on a worker's running jobs (heartbeat and every outcome) are
 // fenced by the claim they speak for: they match a job's id together with
