@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The statements of dead-letter triage and of the one-job commands;
+// {{schema}} is the quoted schema.
 const (
 	// sqlDeadList filters the dead-letter table; an empty filter field
 	// matches everything. Payloads are fetched only when $7 is true.

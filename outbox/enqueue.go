@@ -306,11 +306,10 @@ func (c *Client) wrapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	err, missing := pgsql.NotMigrated(err, c.schema)
-	if missing {
+	if pgsql.Missing(err) {
 		c.migrated.Store(false)
 	}
-	return err
+	return pgsql.WrapMissing(err, c.schema)
 }
 
 // Enqueue writes one job through db. Pass the caller's transaction to commit

@@ -61,12 +61,20 @@ func SQLState(err error) string {
 	return ""
 }
 
-// NotMigrated reports whether err says that the tables or the schema are
-// missing and, if so, returns it wrapped in ErrNotMigrated, naming schema.
-func NotMigrated(err error, schema string) (error, bool) {
+// Missing reports whether err says that a table or the schema is missing.
+func Missing(err error) bool {
 	switch SQLState(err) {
 	case CodeUndefinedTable, CodeInvalidSchema:
-		return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, schema, err), true
+		return true
 	}
-	return err, false
+	return false
+}
+
+// WrapMissing returns err wrapped in ErrNotMigrated, naming schema, when it
+// says that a table or the schema is missing, and err as it is otherwise.
+func WrapMissing(err error, schema string) error {
+	if !Missing(err) {
+		return err
+	}
+	return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, schema, err)
 }

@@ -117,7 +117,7 @@ type Failure struct {
 	Run
 	// Error is recorded as the job's last error. It must not contain payload data.
 	Error string
-	// Delay is how long to wait before the next attempt (see Backoff).
+	// Delay is how long to wait before the next attempt (see outbox.Backoff).
 	Delay time.Duration
 }
 
@@ -186,7 +186,7 @@ func (q *Queue) Snooze(ctx context.Context, db DB, worker uuid.UUID, jobs []Snoo
 // Dead is one job to move to the dead-letter table at once.
 type Dead struct {
 	Run
-	Reason string // one of the Reason constants
+	Reason string // one of outbox's Reason constants
 	Error  string
 }
 

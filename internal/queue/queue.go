@@ -156,8 +156,7 @@ func (q *Queue) ids(ctx context.Context, db DB, sql string, args ...any) ([]int6
 // wrapErr turns a missing table or schema into pgsql.ErrNotMigrated (which
 // package outbox exports), naming the schema.
 func (q *Queue) wrapErr(err error) error {
-	err, _ = pgsql.NotMigrated(err, q.schema)
-	return err
+	return pgsql.WrapMissing(err, q.schema)
 }
 
 // column runs a statement that returns one column (see pgsql.Column).
