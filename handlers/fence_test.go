@@ -172,7 +172,7 @@ func reapAll(t *testing.T, e *env) {
 	waitFor(t, 20*time.Second, "every running job reaped", func() bool {
 		ctx, cancel := queryCtx()
 		defer cancel()
-		if _, err := e.ob.Reap(ctx, e.pool, 100); err != nil {
+		if _, err := e.q.Reap(ctx, e.pool, 100); err != nil {
 			t.Logf("reap: %v", err)
 		}
 		return e.tryCount(`SELECT count(*) FROM (SELECT FROM {{schema}}.docket_jobs

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -189,15 +189,15 @@ func (c *finisher) take(spare []outcome) []outcome {
 
 // flushScratch holds one flusher's reusable slices.
 type flushScratch struct {
-	completeRuns []outbox.Run
+	completeRuns []queue.Run
 	complete     []*task
-	fails        []outbox.Failure
+	fails        []queue.Failure
 	failed       []*task
-	snoozes      []outbox.Snoozed
+	snoozes      []queue.Snoozed
 	snoozed      []*task
-	deads        []outbox.Dead
+	deads        []queue.Dead
 	dead         []*task
-	releaseRuns  []outbox.Run
+	releaseRuns  []queue.Run
 	released     []*task
 	dropped      []*task
 	wake         []*pool
@@ -231,7 +231,7 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	var due time.Duration = -1
 	for i := range batch {
 		o := &batch[i]
-		run := outbox.RunOf(o.ex.job)
+		run := queue.RunOf(o.ex.job)
 		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
 			f.dropped = append(f.dropped, o.ex) // lost while waiting here
 			continue
@@ -244,11 +244,11 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		case oComplete:
 			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.ex)
 		case oFail:
-			f.fails, f.failed = append(f.fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
+			f.fails, f.failed = append(f.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
 		case oSnooze:
-			f.snoozes, f.snoozed = append(f.snoozes, outbox.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
+			f.snoozes, f.snoozed = append(f.snoozes, queue.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
 		case oDead:
-			f.deads, f.dead = append(f.deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
+			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
 		case oRelease:
 			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
 		}
@@ -264,15 +264,15 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	if len(f.dropped) > 0 {
 		w.inflight.remove(f.dropped...)
 	}
-	ob, db, me := w.ob, w.db, w.id
+	q, db, me := w.q, w.db, w.id
 	if len(f.complete) > 0 {
 		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
-			return ob.Complete(ctx, db, me, f.completeRuns, c.finishTime())
+			return q.Complete(ctx, db, me, f.completeRuns, c.finishTime())
 		})
 	}
 	if len(f.failed) > 0 {
 		c.write(stop, "fail", f.failed, func(ctx context.Context) ([]int64, error) {
-			res, err := ob.Fail(ctx, db, me, f.fails)
+			res, err := q.Fail(ctx, db, me, f.fails)
 			if err != nil {
 				return nil, err
 			}
@@ -284,17 +284,17 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	}
 	if len(f.snoozed) > 0 {
 		c.write(stop, "snooze", f.snoozed, func(ctx context.Context) ([]int64, error) {
-			return ob.Snooze(ctx, db, me, f.snoozes)
+			return q.Snooze(ctx, db, me, f.snoozes)
 		})
 	}
 	if len(f.dead) > 0 {
 		c.write(stop, "dead-letter", f.dead, func(ctx context.Context) ([]int64, error) {
-			return ob.DeadLetter(ctx, db, me, f.deads)
+			return q.DeadLetter(ctx, db, me, f.deads)
 		})
 	}
 	if len(f.released) > 0 {
 		c.write(stop, "release", f.released, func(ctx context.Context) ([]int64, error) {
-			return ob.Release(ctx, db, me, f.releaseRuns)
+			return q.Release(ctx, db, me, f.releaseRuns)
 		})
 	}
 	if len(f.hooked) > 0 {
@@ -410,10 +410,10 @@ func (c *finisher) logDead(execs []*task, dead []int64) {
 // with the handler's own writes).
 type finals struct {
 	tasks    []*task
-	complete []outbox.Run
-	fails    []outbox.Failure
+	complete []queue.Run
+	fails    []queue.Failure
 	failed   []*task // the tasks of fails, in order
-	deads    []outbox.Dead
+	deads    []queue.Dead
 }
 
 // finalsWritten is what commitFinals wrote, or learnt when it failed.
@@ -454,22 +454,22 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 		}
 		rollback()
 		// The failed statement aborted tx: create the partition apart from it.
-		missing, perr := w.ob.RepairHistory(ctx, w.db, err, c.finishTime())
+		missing, perr := w.q.RepairHistory(ctx, w.db, err, c.finishTime())
 		res.partitionMissing, res.partitionCreated = missing, missing && perr == nil
 	}()
 	byID := make(map[int64]*task, len(fin.tasks))
 	for _, e := range fin.tasks {
 		byID[e.job.ID] = e
 	}
-	done, err := w.ob.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
+	done, err := w.q.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
 	if err != nil {
 		return res, err
 	}
-	failed, err := w.ob.Fail(ctx, tx, w.id, fin.fails)
+	failed, err := w.q.Fail(ctx, tx, w.id, fin.fails)
 	if err != nil {
 		return res, err
 	}
-	dead, err := w.ob.DeadLetter(ctx, tx, w.id, fin.deads)
+	dead, err := w.q.DeadLetter(ctx, tx, w.id, fin.deads)
 	if err != nil {
 		return res, err
 	}
@@ -528,15 +528,15 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 	for i := range batch {
 		o := &batch[i]
 		fin.tasks[i] = o.ex
-		run := outbox.RunOf(o.ex.job)
+		run := queue.RunOf(o.ex.job)
 		switch o.what {
 		case oComplete:
 			fin.complete = append(fin.complete, run)
 		case oFail:
-			fin.fails = append(fin.fails, outbox.Failure{Run: run, Error: o.err, Delay: o.delay})
+			fin.fails = append(fin.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay})
 			fin.failed = append(fin.failed, o.ex)
 		case oDead:
-			fin.deads = append(fin.deads, outbox.Dead{Run: run, Reason: o.reason, Error: o.err})
+			fin.deads = append(fin.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err})
 		}
 	}
 	var due time.Duration = -1
@@ -577,7 +577,7 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 // committed or rolled back when it returns.
 func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, e *task) {
 	w := c.w
-	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{e}, complete: []outbox.Run{outbox.RunOf(e.job)}})
+	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{e}, complete: []queue.Run{queue.RunOf(e.job)}})
 	var he *hookError
 	switch {
 	case errors.As(err, &he):

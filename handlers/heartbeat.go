@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // heartbeat extends the leases of all of this process's in-flight runs with
@@ -27,7 +27,7 @@ func (h *heartbeat) beats(bg context.Context) {
 	defer t.Stop()
 	var (
 		execs  []*task
-		runs   []outbox.Run
+		runs   []queue.Run
 		owned  = map[int64]struct{}{}
 		failed bool
 	)
@@ -43,11 +43,11 @@ func (h *heartbeat) beats(bg context.Context) {
 		}
 		runs = runs[:0]
 		for _, e := range execs {
-			runs = append(runs, outbox.RunOf(e.job))
+			runs = append(runs, queue.RunOf(e.job))
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
-		got, err := w.ob.Heartbeat(ctx, w.db, w.id, runs, w.lease)
+		got, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease)
 		cancel()
 		if err != nil {
 			if !failed {

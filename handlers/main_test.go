@@ -14,6 +14,7 @@ import (
 
 	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -32,6 +33,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	schema string
 	ob     *outbox.Client
+	q      *queue.Queue // the protocol on ob's tables, for setup and checks
 	logs   *logBuffer
 }
 
@@ -48,7 +50,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	// Create the history partitions the workers would create, so that no
 	// worker runs partition DDL in the tests (a worker process frozen in the
 	// middle of it would block every completion).
-	if err := e.ob.EnsurePartitions(t.Context(), pool, time.Now(), partitionsAhead); err != nil {
+	if err := e.q.EnsurePartitions(t.Context(), pool, time.Now(), partitionsAhead); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -62,6 +64,10 @@ func migratedOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	q, err := queue.New(schema, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := outbox.NewMigrator(schema)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +75,7 @@ func migratedOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	if _, err := m.Up(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, schema: schema, ob: ob, logs: newLogBuffer(t)}
+	return &env{t: t, pool: pool, schema: schema, ob: ob, q: q, logs: newLogBuffer(t)}
 }
 
 // worker starts a worker on the env with quick test defaults; it is stopped

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -14,7 +15,7 @@ func TestPartitionUpkeep(t *testing.T) {
 	e := setup(t, 4)
 	now := time.Now().UTC()
 	for _, daysAgo := range []int{30, 5, 1} {
-		if err := e.ob.EnsurePartitions(t.Context(), e.pool, now.AddDate(0, 0, -daysAgo), 0); err != nil {
+		if err := e.q.EnsurePartitions(t.Context(), e.pool, now.AddDate(0, 0, -daysAgo), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -23,7 +24,7 @@ func TestPartitionUpkeep(t *testing.T) {
 	MustRegister(reg, func(context.Context, *Job[testArgs]) error { return nil }, KindOpts{})
 	e.worker(reg, Config{HistoryRetention: 3 * 24 * time.Hour})
 	parts := func() []string {
-		p, err := e.ob.Partitions(t.Context(), e.pool)
+		p, err := e.q.Partitions(t.Context(), e.pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestReaperRequeuesExpiredLeases(t *testing.T) {
 	e := setup(t, 4)
 	id := e.enqueue(testArgs{}, outbox.Opts{})
 	// A worker that claims and vanishes.
-	if _, err := e.ob.Claim(t.Context(), e.pool, outbox.ClaimParams{Worker: [16]byte{9}, Queues: []string{"default"},
+	if _, err := e.q.Claim(t.Context(), e.pool, queue.ClaimParams{Worker: [16]byte{9}, Queues: []string{"default"},
 		Kinds: []string{"test"}, Limit: 1, Lease: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}

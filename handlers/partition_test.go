@@ -29,7 +29,7 @@ func partitionEnv(t *testing.T) (*env, *Registry) {
 	schema := pgtest.Schema(t)
 	pool := pgtest.PoolN(t, 12)
 	e := migratedOn(t, pool, schema)
-	if parts, err := e.ob.Partitions(t.Context(), pool); err != nil || len(parts) != 0 {
+	if parts, err := e.q.Partitions(t.Context(), pool); err != nil || len(parts) != 0 {
 		t.Fatalf("fresh schema has partitions %v (%v)", parts, err)
 	}
 	createEffects(t, pool, schema)

@@ -50,7 +50,7 @@ func (p *partitions) prepare(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		if err = w.ob.EnsurePartitions(ctx, w.db, p.clock(), partitionsAhead); err == nil {
+		if err = w.q.EnsurePartitions(ctx, w.db, p.clock(), partitionsAhead); err == nil {
 			return nil
 		}
 	}
@@ -73,10 +73,10 @@ func (p *partitions) upkeep(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
 	now := p.clock()
-	if err := w.ob.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
+	if err := w.q.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
 		w.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
 	}
-	dropped, err := w.ob.DropPartitions(ctx, w.db, now.Add(-p.retention))
+	dropped, err := w.q.DropPartitions(ctx, w.db, now.Add(-p.retention))
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping old history partitions failed", slog.String("error", err.Error()))
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // maxClaim bounds one claim batch.
@@ -208,7 +208,7 @@ func (p *pool) claim(limit int) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	start := time.Now()
-	jobs, err := w.ob.Claim(ctx, w.db, outbox.ClaimParams{
+	jobs, err := w.q.Claim(ctx, w.db, queue.ClaimParams{
 		Worker: w.id, Queues: queues, Kinds: w.names, Limit: limit,
 		Lease: w.lease, TenantCap: p.cfg.TenantCap,
 	})

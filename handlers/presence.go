@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/queue"
 )
 
 // A worker process makes itself known in docket_workers — which kinds and
@@ -52,7 +52,7 @@ func (p *presence) register(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, max(w.hbInterval, time.Second))
 	defer cancel()
 	samples := w.claimLat.recent(nil)
-	err := w.ob.RegisterWorker(ctx, w.db, outbox.WorkerInfo{
+	err := w.q.RegisterWorker(ctx, w.db, queue.WorkerInfo{
 		ID: w.id, Host: p.host, PID: p.pid, Kinds: w.names, Queues: p.queues,
 		TTL:      registerTTL*w.hbInterval + time.Second,
 		Claims:   w.claimLat.count(),
@@ -70,7 +70,7 @@ func (p *presence) register(bg context.Context) {
 // deregister removes this process's row at the end of Stop, once stopped.
 func (p *presence) deregister(ctx context.Context) {
 	w := p.w
-	if err := w.ob.DeregisterWorker(ctx, w.db, w.id); err != nil {
+	if err := w.q.DeregisterWorker(ctx, w.db, w.id); err != nil {
 		w.log.Warn("removing the worker from docket_workers failed; it expires by itself", slog.String("error", err.Error()))
 	}
 }

@@ -16,10 +16,6 @@ const (
 	minPromoteGap = 5 * time.Millisecond
 )
 
-// sqlNotifyQueues announces queues on the outbox's notify channel, in the
-// format enqueue uses (payload = queue name).
-const sqlNotifyQueues = `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`
-
 // promoter makes scheduled jobs (future run_at, retries with backoff,
 // snoozes) ready once due, and wakes the pools of their queues, here and,
 // through NOTIFY, in other processes. It promotes at start, every poll
@@ -120,7 +116,7 @@ func (p *promoter) promote(bg context.Context) time.Time {
 	var queues []string
 	for range 100 {
 		ctx, cancel := context.WithTimeout(bg, w.lease)
-		got, err := w.ob.Promote(ctx, w.db, maintenanceBatch)
+		got, err := w.q.Promote(ctx, w.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if bg.Err() == nil {
@@ -145,11 +141,11 @@ func (p *promoter) promote(bg context.Context) time.Time {
 	if len(queues) > 0 && w.ob.NotifyDebounce() >= 0 {
 		// Other processes serving these queues learn of them now rather
 		// than at their next poll.
-		if _, err := w.db.Exec(ctx, sqlNotifyQueues, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
+		if err := w.q.NotifyQueues(ctx, w.db, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
 			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
 		}
 	}
-	next, ok, err := w.ob.NextScheduled(ctx, w.db)
+	next, ok, err := w.q.NextScheduled(ctx, w.db)
 	if err != nil || !ok {
 		return time.Time{}
 	}

@@ -47,7 +47,7 @@ func (r *reaper) reap(bg context.Context) {
 	var total int64
 	for range 100 {
 		ctx, cancel := context.WithTimeout(bg, w.lease)
-		res, err := w.ob.Reap(ctx, w.db, maintenanceBatch)
+		res, err := w.q.Reap(ctx, w.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if bg.Err() == nil {

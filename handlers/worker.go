@@ -11,6 +11,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -34,7 +35,7 @@ type PoolConfig struct {
 	// every slot the moment others have work. Zero means no cap. Negative is
 	// an error. Jobs without a tenant are one more tenant, but one the claim
 	// looks for only among the queue's first jobs (see
-	// outbox.ClaimParams.TenantCap): give every job of a capped queue a
+	// queue.ClaimParams.TenantCap): give every job of a capped queue a
 	// tenant.
 	TenantCap int
 }
@@ -154,6 +155,7 @@ type txKey struct{}
 type Worker struct {
 	db    *pgxpool.Pool
 	ob    *outbox.Client
+	q     *queue.Queue // the worker protocol on ob's tables
 	id    uuid.UUID
 	log   *slog.Logger
 	kinds map[string]*kindRun
@@ -217,9 +219,16 @@ func NewWorker(cfg Config) (*Worker, error) {
 			return bad("negative %s", name)
 		}
 	}
+	q, err := queue.New(cfg.Outbox.Schema(), queue.Config{
+		DisableHistory: !cfg.Outbox.History(), CursorLag: cfg.Outbox.ClaimCursorLag(),
+	})
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
 		db:          cfg.DB,
 		ob:          cfg.Outbox,
+		q:           q,
 		id:          cfg.ID,
 		log:         cfg.Logger,
 		poll:        orDefault(cfg.PollInterval, DefaultPollInterval),
@@ -386,7 +395,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.started || w.stopDone != nil {
 		return ErrStarted
 	}
-	if _, _, err := w.ob.NextScheduled(ctx, w.db); err != nil {
+	if _, _, err := w.q.NextScheduled(ctx, w.db); err != nil {
 		return fmt.Errorf("docket: start worker: %w", err)
 	}
 	// History partitions exist before the first completion, so that none

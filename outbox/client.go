@@ -1,13 +1,12 @@
 package outbox
 
 import (
-	"errors"
-	"fmt"
-	"regexp"
-	"strings"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/docketq/docket/internal/pgsql"
 )
 
 // Config configures a Client. The zero value is valid: tables in schema
@@ -21,10 +20,10 @@ type Config struct {
 	// docket_jobs_done. Faster; loses the record of finished work.
 	DisableHistory bool
 
-	// ClaimCursorLag is how far behind its cursor a claimer looks for jobs
-	// whose enqueuing transaction committed after later jobs were claimed
-	// (see cursor.go). Zero means 1s; -1 turns cursors off, so every claim
-	// scans the claim index from its start.
+	// ClaimCursorLag is how far behind its cursor a worker's claim looks
+	// for jobs whose enqueuing transaction committed after later jobs were
+	// claimed (see internal/queue). Zero means 1s; -1 turns cursors off, so
+	// every claim scans the claim index from its start.
 	ClaimCursorLag time.Duration
 
 	// NotifyDebounce is the shortest interval between two NOTIFYs for the
@@ -45,52 +44,64 @@ type Config struct {
 // connection: every method takes the DB to use, so enqueue can join the
 // caller's transaction. A Client is safe for concurrent use.
 type Client struct {
-	schema   string
-	history  bool
-	q        queries
-	op       opQueries
-	debounce time.Duration
-	kinds    Kinds // Config.Kinds; nil: any kind, built-in defaults
+	schema    string
+	history   bool
+	cursorLag time.Duration
+	sql       statements
+	debounce  time.Duration
+	kinds     Kinds // Config.Kinds; nil: any kind, built-in defaults
 
 	mu         sync.Mutex
 	lastNotify map[string]time.Time
-
-	cursors *cursors
 
 	// migrated is set once the client has seen its jobs table exist
 	// (checkMigrated).
 	migrated atomic.Bool
 }
 
-var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
-
 // ErrInvalidSchema is returned by New for a schema name that is not a plain
 // lower-case identifier.
-var ErrInvalidSchema = errors.New("docket: invalid schema name")
+var ErrInvalidSchema = pgsql.ErrInvalidSchema
+
+// statements holds the client's SQL rendered for its schema; each
+// statement is written beside the code that runs it.
+type statements struct {
+	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, removeQueued string
+	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
+	pausedQueues, setPaused                                                        string
+	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
+}
+
+func renderStatements(schema string) statements {
+	r := func(s string) string { return pgsql.Render(s, schema) }
+	return statements{
+		enqueue: r(sqlEnqueue), enqueueMove: r(sqlEnqueueMove), lookupKey: r(sqlLookupKey),
+		lookupKeys: r(sqlLookupKeys), nextIDs: r(sqlNextIDs), enqueueSet: r(sqlEnqueueSet),
+		removeQueued: r(sqlRemoveQueued),
+		queueStatus:  r(sqlQueueStatus), tableStatus: r(sqlTableStatus), stuckJobs: r(sqlStuckJobs),
+		stuckCount: r(sqlStuckCount), unserved: r(sqlUnserved), workers: r(sqlWorkers),
+		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
+		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
+		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
+		jobState: r(sqlJobState),
+	}
+}
 
 // New returns a Client for cfg. It fails only on an invalid schema name.
 func New(cfg Config) (*Client, error) {
-	schema := cfg.Schema
-	if schema == "" {
-		schema = "public"
-	}
-	if !schemaRE.MatchString(schema) {
-		return nil, fmt.Errorf("%w %q: use lower-case letters, digits and _", ErrInvalidSchema, schema)
+	schema, err := pgsql.Schema(cfg.Schema)
+	if err != nil {
+		return nil, err
 	}
 	debounce := cfg.NotifyDebounce
 	if debounce == 0 {
 		debounce = 2 * time.Millisecond
 	}
-	lag := cfg.ClaimCursorLag
-	if lag == 0 {
-		lag = time.Second
-	}
 	return &Client{
-		cursors:    newCursors(lag),
 		schema:     schema,
 		history:    !cfg.DisableHistory,
-		q:          renderQueries(schema),
-		op:         renderOpQueries(schema),
+		cursorLag:  cfg.ClaimCursorLag,
+		sql:        renderStatements(schema),
 		debounce:   debounce,
 		kinds:      cfg.Kinds,
 		lastNotify: make(map[string]time.Time),
@@ -103,6 +114,9 @@ func (c *Client) Schema() string { return c.schema }
 // History reports whether completed jobs are kept in docket_jobs_done.
 func (c *Client) History() bool { return c.history }
 
+// ClaimCursorLag returns Config.ClaimCursorLag, for the worker's claims.
+func (c *Client) ClaimCursorLag() time.Duration { return c.cursorLag }
+
 // NotifyChannel is the LISTEN/NOTIFY channel on which the client announces
 // queues that received due jobs; the payload is the queue name.
 func (c *Client) NotifyChannel() string { return "docket_" + c.schema }
@@ -112,7 +126,8 @@ func (c *Client) NotifyChannel() string { return "docket_" + c.schema }
 // window, since notifications inside it were skipped.
 func (c *Client) NotifyDebounce() time.Duration { return c.debounce }
 
-// render substitutes the quoted schema for {{schema}} in SQL text.
-func render(sql, schema string) string {
-	return strings.ReplaceAll(sql, "{{schema}}", `"`+schema+`"`)
+// ids runs a statement that returns one id column.
+func (c *Client) ids(ctx context.Context, db Pgx, sql string, args ...any) ([]int64, error) {
+	out, err := pgsql.Column[int64](ctx, db, sql, args...)
+	return out, c.wrapErr(err)
 }

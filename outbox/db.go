@@ -3,16 +3,14 @@ package outbox
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Pgx is a pgx database handle: pgx.Tx, *pgx.Conn and *pgxpool.Pool satisfy
-// it. Enqueue, EnqueueMany and the operator and worker operations take one;
-// pass the caller's pgx.Tx to write atomically with the caller's own writes.
+// it. Enqueue, EnqueueMany and the operator operations take one; pass the
+// caller's pgx.Tx to write atomically with the caller's own writes.
 type Pgx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -100,111 +98,3 @@ func eachRow(rows rowIter, each func(func(...any) error) error) error {
 }
 
 func (sqlConn) copier() copier { return nil }
-
-// sqlState returns the SQLSTATE of a Postgres error from pgx or from any
-// database/sql driver whose errors report it, or "".
-func sqlState(err error) string {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code
-	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) {
-		return coded.SQLState()
-	}
-	return ""
-}
-
-// SQLSTATE codes Docket reacts to.
-const (
-	codeUndefinedTable = "42P01"
-	codeInvalidSchema  = "3F000" // the schema does not exist
-	codeNoPartition    = "23514" // check_violation: also "no partition of relation found for row"
-	codeUniqueConflict = "23505"
-	codeLockTimeout    = "55P03"
-)
-
-// isTx reports whether db is a caller's transaction.
-func isTx(db Pgx) bool {
-	_, ok := db.(pgx.Tx)
-	return ok
-}
-
-// batcher is the part of a pool or connection that sends several statements
-// in one round trip and one implicit transaction.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
-// run runs sql with args on db and hands its rows to read, which need not
-// close them. On a pool or connection the settings statement runs first in
-// the same batch: one round trip and one implicit transaction, so the
-// settings last for this statement only. In a caller's transaction the
-// caller's settings hold, but for sequential scans, which are off for this
-// statement only (sqlTxIndexSettings). An error of the implicit
-// transaction's commit is returned too.
-func (c *Client) run(ctx context.Context, db Pgx, settings, sql string, args []any, read func(pgx.Rows) error) error {
-	b, ok := db.(batcher)
-	if !ok {
-		rows, err := db.Query(ctx, sql, args...)
-		if err != nil {
-			return c.wrapErr(err)
-		}
-		return c.wrapErr(readAll(rows, read))
-	}
-	tx := isTx(db)
-	batch := &pgx.Batch{}
-	if tx {
-		settings = sqlTxIndexSettings
-	}
-	batch.Queue(settings)
-	batch.Queue(sql, args...)
-	if tx {
-		batch.Queue(sqlTxRestore)
-	}
-	res := b.SendBatch(ctx, batch)
-	_, err := res.Exec()
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = res.Query(); err == nil {
-			err = readAll(rows, read)
-		}
-	}
-	if err == nil && tx {
-		_, err = res.Exec()
-	}
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	return c.wrapErr(err)
-}
-
-// readAll hands rows to read, closes them and returns the first error.
-func readAll(rows pgx.Rows, read func(pgx.Rows) error) error {
-	err := read(rows)
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	return err
-}
-
-// scanOne scans the one row a statement returns into dest.
-func scanOne(rows pgx.Rows, dest ...any) error {
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	return rows.Scan(dest...)
-}
-
-// beginPgx starts a transaction (a savepoint inside a pgx.Tx) on db.
-func beginPgx(ctx context.Context, db Pgx) (pgx.Tx, error) {
-	b, ok := db.(TxBeginner)
-	if !ok {
-		return nil, fmt.Errorf("docket: %T cannot begin a transaction", db)
-	}
-	return b.Begin(ctx)
-}

@@ -7,7 +7,78 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
+)
+
+// The statements of dead-letter triage and of the one-job commands;
+// {{schema}} is the quoted schema.
+const (
+	// sqlDeadList filters the dead-letter table; an empty filter field
+	// matches everything. Payloads are fetched only when $7 is true.
+	sqlDeadList = `SELECT id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at,
+	dead_at, reason, COALESCE(last_error, ''), COALESCE(unique_key, ''), meta,
+	CASE WHEN $7 THEN payload END
+FROM {{schema}}.docket_jobs_dead
+WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR queue = $2)
+	AND ($3 = '' OR last_error LIKE $3) AND ($4::timestamptz IS NULL OR dead_at >= $4)
+	AND ($5::bigint[] IS NULL OR id = ANY($5)) AND ($8::timestamptz IS NULL OR dead_at < $8)
+ORDER BY dead_at, id
+LIMIT $6`
+
+	// sqlReplay moves dead jobs $1 back into docket_jobs in one statement:
+	// the dead row is deleted only when its job was inserted, so a dead job
+	// whose unique key is taken by a live job stays where it is. The job
+	// keeps its id, kind, queue, payload and meta; attempts start over.
+	sqlReplay = `WITH src AS (
+	SELECT * FROM {{schema}}.docket_jobs_dead
+	WHERE id = ANY($1::bigint[])
+	FOR UPDATE SKIP LOCKED
+), ins AS (
+	INSERT INTO {{schema}}.docket_jobs
+		(id, state, queue, kind, priority, run_at, created_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+	SELECT id, 'ready', queue, kind, priority, now(), now(), max_attempts, unique_key, tenant, serial_key, payload, meta
+	FROM src
+	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+	RETURNING id, queue
+), del AS (
+	DELETE FROM {{schema}}.docket_jobs_dead d USING ins WHERE d.id = ins.id
+	RETURNING d.id, d.queue, d.dead_at
+), logged AS (
+	INSERT INTO {{schema}}.docket_dead_removed (queue, dead_minute, n)
+	SELECT queue, date_trunc('minute', dead_at), count(*) FROM del GROUP BY 1, 2
+)
+SELECT id, queue FROM del`
+
+	sqlPurgeDead = `WITH del AS (
+	DELETE FROM {{schema}}.docket_jobs_dead
+	WHERE id IN (SELECT id FROM {{schema}}.docket_jobs_dead WHERE dead_at < $1 ORDER BY dead_at LIMIT $2)
+	RETURNING queue, dead_at
+), logged AS (
+	INSERT INTO {{schema}}.docket_dead_removed (queue, dead_minute, n)
+	SELECT queue, date_trunc('minute', dead_at), count(*) FROM del GROUP BY 1, 2
+)
+SELECT count(*) FROM del`
+
+	sqlPruneRemoved = `DELETE FROM {{schema}}.docket_dead_removed WHERE at < now() - interval '2 days'`
+
+	// sqlCancelJob moves a job that is not running to the dead-letter table.
+	sqlCancelJob = `WITH gone AS (
+	DELETE FROM {{schema}}.docket_jobs
+	WHERE id = $1 AND state <> 'running'
+	RETURNING *, 'cancelled'::text AS reason, $2::text AS err
+)
+` + pgsql.DeadInsert
+
+	// sqlRetryNow makes a scheduled job due now, in a fresh place in line.
+	sqlRetryNow = `UPDATE {{schema}}.docket_jobs
+SET state = 'ready', run_at = now(), ready_seq = ` + pgsql.NextReadySeq + `
+WHERE id = $1 AND state = 'scheduled'
+RETURNING queue`
+
+	sqlJobState = `SELECT state FROM {{schema}}.docket_jobs WHERE id = $1
+UNION ALL SELECT 'dead' FROM {{schema}}.docket_jobs_dead WHERE id = $1
+LIMIT 1`
 )
 
 // DeadJob is one row of the dead-letter table. Payload is filled only when
@@ -66,7 +137,7 @@ func (c *Client) ListDead(ctx context.Context, db Pgx, f DeadFilter) ([]DeadJob,
 		ids = f.IDs
 	}
 	var out []DeadJob
-	err := c.each(ctx, db, c.op.deadList, []any{f.Kind, f.Queue, f.ErrorLike, timeOrNil(f.Since), ids, limit, f.WithPayload, timeOrNil(f.Before)},
+	err := c.each(ctx, db, c.sql.deadList, []any{f.Kind, f.Queue, f.ErrorLike, timeOrNil(f.Since), ids, limit, f.WithPayload, timeOrNil(f.Before)},
 		func(scan func(...any) error) error {
 			var d DeadJob
 			var prio int16
@@ -187,7 +258,7 @@ func (c *Client) replayIDs(ctx context.Context, db Pgx, ids []int64, o ReplayOpt
 		got := map[int64]bool{}
 		var queues []string
 		seen := map[string]bool{}
-		err := c.each(ctx, db, c.op.replay, []any{chunk}, func(scan func(...any) error) error {
+		err := c.each(ctx, db, c.sql.replay, []any{chunk}, func(scan func(...any) error) error {
 			var id int64
 			var q string
 			if err := scan(&id, &q); err != nil {
@@ -245,7 +316,7 @@ func (c *Client) PurgeDead(ctx context.Context, db Pgx, cutoff time.Time) (int64
 	var total int64
 	for {
 		var n int64
-		if err := db.QueryRow(ctx, c.op.purgeDead, cutoff, 10_000).Scan(&n); err != nil {
+		if err := db.QueryRow(ctx, c.sql.purgeDead, cutoff, 10_000).Scan(&n); err != nil {
 			return total, c.wrapErr(err)
 		}
 		total += n
@@ -253,7 +324,7 @@ func (c *Client) PurgeDead(ctx context.Context, db Pgx, cutoff time.Time) (int64
 			break
 		}
 	}
-	_, err := db.Exec(ctx, c.op.pruneRemoved)
+	_, err := db.Exec(ctx, c.sql.pruneRemoved)
 	return total, c.wrapErr(err)
 }
 
@@ -266,7 +337,7 @@ var ErrJobRunning = errors.New("docket: job is running")
 // finish anyway. A dead job is left as it is (no error); an unknown id is
 // ErrJobNotFound.
 func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) error {
-	got, err := c.ids(db, ctx, c.op.cancelJob, id, note)
+	got, err := c.ids(ctx, db, c.sql.cancelJob, id, note)
 	if err != nil || len(got) == 1 {
 		return err
 	}
@@ -288,7 +359,7 @@ func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) e
 // id is ErrJobNotFound.
 func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 	var queue string
-	err := db.QueryRow(ctx, c.op.retryNow, id).Scan(&queue)
+	err := db.QueryRow(ctx, c.sql.retryNow, id).Scan(&queue)
 	if err == nil {
 		return c.notify(ctx, pgxConn{db}, []string{queue})
 	}
@@ -317,7 +388,7 @@ func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 
 func (c *Client) jobState(ctx context.Context, db Pgx, id int64) (string, error) {
 	var state string
-	err := db.QueryRow(ctx, c.op.jobState, id).Scan(&state)
+	err := db.QueryRow(ctx, c.sql.jobState, id).Scan(&state)
 	if isNoRows(err) {
 		return "", fmt.Errorf("%w: no live or dead job %d", ErrJobNotFound, id)
 	}
@@ -332,3 +403,11 @@ func timeOrNil(t time.Time) any {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// Dead-letter reasons recorded in docket_jobs_dead.reason.
+const (
+	ReasonExhausted    = "exhausted"     // every attempt failed
+	ReasonCancelled    = "cancelled"     // the handler cancelled the job
+	ReasonUndecodable  = "undecodable"   // the payload does not decode into the args type
+	ReasonLeaseExpired = "lease_expired" // the last attempt's worker stopped heartbeating
+)

@@ -1,6 +1,9 @@
-// Package outbox is Docket's queue: the schema and its migrations, enqueue
-// inside the caller's transaction, and the single-statement queue operations
-// the worker runtime is built on.
+// Package outbox is Docket's queue as its users see it: the schema and its
+// migrations, enqueue inside the caller's transaction, and the operator's
+// operations (status, pausing queues, dead-letter triage, one-job
+// commands). The worker protocol that runs on the same tables — claims,
+// leases, outcomes, reaping, promotion — is internal/queue's, driven by
+// package handlers.
 //
 // # Tables
 //
@@ -9,9 +12,8 @@
 // one partition per UTC day, dropped whole by retention) or, on failure,
 // docket_jobs_dead (the dead-letter table). Because the hot table holds only
 // in-flight work, its unique index on unique_key means exactly "no duplicate
-// in-flight job". Lock and lease columns are in no index, so heartbeats are
-// HOT updates. The schema that holds the tables is configurable
-// (Config.Schema); every statement that touches them lives in queries.go.
+// in-flight job". The schema that holds the tables is configurable
+// (Config.Schema); each file here holds the statements it runs.
 //
 // # Enqueue
 //
@@ -29,41 +31,12 @@
 // ErrUnknownKind before anything is sent.
 //
 // A unique key makes enqueue idempotent: while a job with that key is in
-// flight, a second enqueue inserts nothing and reports the existing job's id
-// with Duplicate set — also when two transactions race on the key (the later
-// one waits for the earlier to commit). MoveOnDuplicate moves the existing
-// job's run_at instead.
-//
-// EnqueueMany writes plain due jobs with one COPY (pgx) and the rest with one
-// set-based insert, and reports one result per item; a taken key makes that
-// item a Duplicate, never fails the batch.
-//
+// flight, a second enqueue inserts nothing and reports the existing job with
+// Duplicate set (MoveOnDuplicate moves its run_at instead). EnqueueMany
+// writes a batch with one COPY or one set-based insert; a taken key makes
+// that item a Duplicate, never fails the batch.
 // Due jobs are announced with NOTIFY on Client.NotifyChannel, at most once
-// per queue per debounce window per Client, so NOTIFY's commit-time lock
-// never caps enqueue throughput. Listeners must claim once more after the
-// window; polling is the backstop.
-//
-// # Queue operations
-//
-// Claim, Heartbeat, Complete, Fail, Snooze, DeadLetter, Release, Reap and
-// Promote are each one statement over many jobs. Claim locks rows with
-// FOR NO KEY UPDATE SKIP LOCKED, so concurrent claimers never wait on each
-// other and never take the same job. Each claim writes a claim id of its
-// own to the jobs it takes, and every heartbeat and outcome names the run it
-// is for (Run: job id and claim id): a run that lost its job to the reaper
-// changes nothing, even after the same worker claimed the job again.
-//
-// Jobs with a future run_at (first run, retry backoff, snooze) are in state
-// scheduled and invisible to Claim until Promote makes them ready; the
-// worker runtime runs Promote as they come due.
-//
-// Inside a queue, Claim takes higher priorities first and, within a
-// priority, jobs in the order they became ready: each job draws a fresh
-// ready_seq whenever it becomes ready. A Client claims each (queue,
-// priority) from a cursor over ready_seq, so claimed jobs that vacuum cannot
-// remove yet — because some long transaction elsewhere holds back the
-// horizon — are never visited again; see cursor.go for how jobs from
-// late-committing transactions are still found.
+// per queue per debounce window per Client; polling is the backstop.
 //
 // # Operations
 //
@@ -73,10 +46,8 @@
 // queues (docket_queues) and the registry of live worker processes
 // (docket_workers). Client.Status reads them and draws warnings against
 // Thresholds; PauseQueue and ResumeQueue stop and restart claims of a queue;
-// ListDead, ReplayDead (a rate-limited trickle; a dead row is deleted in the
-// statement that re-inserts its job, under the same id) and PurgeDead triage
-// the dead-letter table; CancelJob and RetryJob act on one job. Payloads are
-// read only when asked for. docs/operations.md is the runbook.
+// ListDead, ReplayDead and PurgeDead triage the dead-letter table; CancelJob
+// and RetryJob act on one job. docs/operations.md is the runbook.
 //
 // # Migrations
 //

@@ -12,16 +12,17 @@ import (
 	"unicode/utf8"
 
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
 // Limits on names and keys, so a bad value is rejected before it reaches the
 // database rather than bloating indexes.
 const (
-	MaxNameLen         = 128 // queue, kind and tenant names
-	MaxKeyLen          = 512 // unique and serial keys
-	MinPriority        = -10 // lowest priority
-	MaxPriority        = 10  // highest priority
+	MaxNameLen         = 128                // queue, kind and tenant names
+	MaxKeyLen          = 512                // unique and serial keys
+	MinPriority        = docket.MinPriority // lowest priority
+	MaxPriority        = docket.MaxPriority // highest priority
 	DefaultMaxAttempts = 25
 	DefaultQueue       = "default"
 )
@@ -125,7 +126,7 @@ var ErrInvalidJob = errors.New("docket: invalid job")
 
 // ErrNotMigrated is returned when Docket's tables, or the schema that should
 // hold them, do not exist.
-var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
+var ErrNotMigrated = pgsql.ErrNotMigrated
 
 // job is a validated, encoded job ready to write.
 type job struct {
@@ -339,12 +340,10 @@ func (c *Client) wrapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	switch sqlState(err) {
-	case codeUndefinedTable, codeInvalidSchema:
+	if pgsql.Missing(err) {
 		c.migrated.Store(false)
-		return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, c.schema, err)
 	}
-	return err
+	return pgsql.WrapMissing(err, c.schema)
 }
 
 // Enqueue writes one job through db. Pass the caller's transaction to commit
@@ -411,9 +410,9 @@ func (c *Client) enqueue(ctx context.Context, cn conn, args docket.Args, opts Op
 // insertOne inserts j and reports whether the statement also sent a NOTIFY
 // on channel (nil: send none).
 func (c *Client) insertOne(ctx context.Context, cn conn, j job, channel any) (Enqueued, bool, error) {
-	q := c.q.enqueue
+	q := c.sql.enqueue
 	if j.move && j.uniqueKey != "" {
-		q = c.q.enqueueMove
+		q = c.sql.enqueueMove
 	}
 	params := append(j.params(), channel)
 	// A conflicting key may belong to a job that finishes between the insert
@@ -435,7 +434,7 @@ func (c *Client) insertOne(ctx context.Context, cn conn, j job, channel any) (En
 		if err != nil || found {
 			return res, notified, err
 		}
-		err = cn.query(ctx, c.q.lookupKey, []any{j.uniqueKey}, func(scan func(...any) error) error {
+		err = cn.query(ctx, c.sql.lookupKey, []any{j.uniqueKey}, func(scan func(...any) error) error {
 			found = true
 			var state string
 			err := scan(&res.ID, &state)
@@ -486,7 +485,7 @@ func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 		if _, due := c.takeNotify(q, now); !due {
 			continue
 		}
-		if _, err := cn.exec(ctx, c.q.notify, c.NotifyChannel(), q); err != nil {
+		if _, err := cn.exec(ctx, sqlNotify, c.NotifyChannel(), q); err != nil {
 			return fmt.Errorf("docket: notify queue %s: %w", q, err)
 		}
 	}
@@ -578,7 +577,7 @@ func (c *Client) enqueueMany(ctx context.Context, cn conn, inTx func(func(conn) 
 func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueued, error) {
 	out := make([]Enqueued, len(jobs))
 	ids := make([]int64, 0, len(jobs))
-	err := cn.query(ctx, c.q.nextIDs, []any{len(jobs)}, func(scan func(...any) error) error {
+	err := cn.query(ctx, c.sql.nextIDs, []any{len(jobs)}, func(scan func(...any) error) error {
 		var id int64
 		err := scan(&id)
 		ids = append(ids, id)
@@ -622,7 +621,7 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 			return nil, err
 		}
 		inserted := map[int64]bool{}
-		err = cn.query(ctx, c.q.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
+		err = cn.query(ctx, c.sql.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
 			var id int64
 			var state string
 			if err := scan(&id, &state); err != nil {
@@ -663,7 +662,7 @@ func (c *Client) resolveDuplicates(ctx context.Context, cn conn, jobs []job, ids
 	}
 	doc, _ := json.Marshal(keys)
 	existing := map[string]Enqueued{}
-	err := cn.query(ctx, c.q.lookupKeys, []any{string(doc)}, func(scan func(...any) error) error {
+	err := cn.query(ctx, c.sql.lookupKeys, []any{string(doc)}, func(scan func(...any) error) error {
 		var key, state string
 		var id int64
 		err := scan(&key, &id, &state)
@@ -704,9 +703,78 @@ func rawOrNil(b []byte) any {
 // holds the key, or it is running). It writes nothing to history or the
 // dead-letter table: the job is withdrawn, not finished.
 func (c *Client) RemoveQueued(ctx context.Context, db Pgx, uniqueKey string) (int64, bool, error) {
-	ids, err := c.ids(db, ctx, c.q.removeQueued, uniqueKey)
+	ids, err := c.ids(ctx, db, c.sql.removeQueued, uniqueKey)
 	if err != nil || len(ids) == 0 {
 		return 0, false, err
 	}
 	return ids[0], true, nil
 }
+
+// enqueueResult ends the single-job inserts; CASE guarantees pg_notify runs
+// only for a job inserted ready.
+const enqueueResult = `
+SELECT id, state, inserted,
+	CASE WHEN $12::text IS NOT NULL AND state = 'ready' AND inserted THEN pg_notify($12, $1) IS NOT NULL ELSE false END
+FROM ins`
+
+const (
+	// sqlEnqueue inserts one job and returns its id, its state, whether it
+	// was inserted (false: a duplicate key was in flight), and whether it
+	// sent the NOTIFY that announces it: when $12 names a channel and the
+	// job was inserted ready, in the same round trip.
+	sqlEnqueue = `WITH ins AS (
+	INSERT INTO {{schema}}.docket_jobs
+		(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+	SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+		$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+	FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+	RETURNING id, state, true AS inserted
+)` + enqueueResult
+
+	// sqlEnqueueMove is sqlEnqueue where a duplicate key moves the existing
+	// job's run_at instead, unless that job is already running.
+	sqlEnqueueMove = `WITH ins AS (
+	INSERT INTO {{schema}}.docket_jobs AS j
+		(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+	SELECT CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+		$1, $2, $3, t.at, $4, $5, $6, $7, $8::jsonb, $9::jsonb
+	FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
+	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
+	DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state, ready_seq = EXCLUDED.ready_seq
+	WHERE j.state <> 'running'
+	RETURNING id, state, (xmax = 0) AS inserted
+)` + enqueueResult
+
+	sqlLookupKey = `SELECT id, state FROM {{schema}}.docket_jobs WHERE unique_key = $1`
+
+	sqlLookupKeys = `SELECT j.unique_key, j.id, j.state FROM {{schema}}.docket_jobs j
+WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
+
+	// nextReadySeq draws a job's place in line when it becomes ready. Ids
+	// come from the same sequence (migration 005), so a job inserted with a
+	// preallocated id takes that id as its ready_seq.
+
+	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
+
+	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids; rows
+	// whose unique key is taken (also by an earlier row of the same array)
+	// are skipped and missing from the result.
+	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
+	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
+SELECT r.id, r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
+	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
+FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
+	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
+	serial_key text, payload jsonb, meta jsonb)
+CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+RETURNING id, state`
+
+	sqlNotify = `SELECT pg_notify($1, $2)`
+
+	// sqlRemoveQueued deletes the job holding a unique key unless it runs.
+	sqlRemoveQueued = `DELETE FROM {{schema}}.docket_jobs
+WHERE unique_key = $1 AND state <> 'running'
+RETURNING id`
+)

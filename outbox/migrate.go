@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -73,9 +74,9 @@ func NewMigrator(schema string) (*Migrator, error) {
 			byVersion[v] = mig
 		}
 		if m[3] == "up" {
-			mig.Up = render(string(body), c.schema)
+			mig.Up = pgsql.Render(string(body), c.schema)
 		} else {
-			mig.Down = render(string(body), c.schema)
+			mig.Down = pgsql.Render(string(body), c.schema)
 		}
 	}
 	out := &Migrator{schema: c.schema}
@@ -101,7 +102,7 @@ type TxBeginner interface {
 }
 
 func (m *Migrator) lockAndLoad(ctx context.Context, tx pgx.Tx) (map[int]time.Time, error) {
-	q := render(`CREATE SCHEMA IF NOT EXISTS {{schema}};
+	q := pgsql.Render(`CREATE SCHEMA IF NOT EXISTS {{schema}};
 CREATE TABLE IF NOT EXISTS {{schema}}.docket_migrations (
 	version    integer     PRIMARY KEY,
 	name       text        NOT NULL,
@@ -113,7 +114,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.docket_migrations (
 	if _, err := tx.Exec(ctx, q); err != nil {
 		return nil, fmt.Errorf("docket: create migrations table: %w", err)
 	}
-	rows, err := tx.Query(ctx, render(`SELECT version, applied_at FROM {{schema}}.docket_migrations`, m.schema))
+	rows, err := tx.Query(ctx, pgsql.Render(`SELECT version, applied_at FROM {{schema}}.docket_migrations`, m.schema))
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func (m *Migrator) apply(ctx context.Context, db TxBeginner, direction string, p
 			if _, err := tx.Exec(ctx, body); err != nil {
 				return fmt.Errorf("docket: migration %03d_%s %s: %w", mig.Version, mig.Name, direction, err)
 			}
-			if _, err := tx.Exec(ctx, render(record, m.schema), args...); err != nil {
+			if _, err := tx.Exec(ctx, pgsql.Render(record, m.schema), args...); err != nil {
 				return err
 			}
 			done = append(done, mig)

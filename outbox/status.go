@@ -10,6 +10,41 @@ import (
 	"github.com/google/uuid"
 )
 
+// The statements of Status and of pausing queues; {{schema}} is the quoted schema.
+const (
+	sqlQueueStatus = `SELECT queue, paused, ready, scheduled, running, oldest_due_at, lag_seconds,
+	completed_1m, completed_1h, retries_1m, retries_1h, dead_1m, dead_1h, dlq_size, dlq_delta_24h
+FROM {{schema}}.docket_queue_status ORDER BY queue`
+
+	sqlTableStatus = `SELECT table_name, live_tuples, dead_tuples, last_vacuum, last_autovacuum,
+	last_analyze, last_autoanalyze
+FROM {{schema}}.docket_table_status ORDER BY table_name`
+
+	sqlStuckJobs = `SELECT id, queue, kind, attempts, locked_by, lease_until, overdue_seconds
+FROM {{schema}}.docket_stuck_jobs ORDER BY lease_until LIMIT $1`
+
+	sqlStuckCount = `SELECT count(*) FROM {{schema}}.docket_stuck_jobs`
+
+	sqlUnserved = `SELECT queue, kind, jobs, oldest_run_at FROM {{schema}}.docket_unserved_kinds ORDER BY queue, kind`
+
+	sqlWorkers = `SELECT id, host, pid, kinds, queues, started_at, last_seen, expires_at > now(), claims,
+	claim_p50_ms, claim_p95_ms, claim_p99_ms
+FROM {{schema}}.docket_workers ORDER BY started_at, id`
+
+	sqlHorizon = `SELECT holder, pid, application_name, state, name, database, same_database, xid_age, age_seconds
+FROM {{schema}}.docket_horizon
+ORDER BY age_seconds DESC NULLS LAST, xid_age DESC`
+
+	sqlNow = `SELECT now()`
+
+	sqlPausedQueues = `SELECT name FROM {{schema}}.docket_queues WHERE paused ORDER BY name`
+
+	sqlSetPaused = `INSERT INTO {{schema}}.docket_queues AS q (name, paused, paused_at, updated_at)
+VALUES ($1, $2, CASE WHEN $2 THEN now() END, now())
+ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now(),
+	paused_at = CASE WHEN EXCLUDED.paused THEN coalesce(CASE WHEN q.paused THEN q.paused_at END, now()) END`
+)
+
 // Status is a snapshot of the queue's health: what the views of migration
 // 003 report (docket_queue_status, docket_table_status, docket_stuck_jobs,
 // docket_unserved_kinds, docket_workers, docket_horizon), and the warnings
@@ -92,7 +127,7 @@ type UnservedKind struct {
 	OldestRunAt time.Time
 }
 
-// WorkerStatus is one registered worker process (see RegisterWorker).
+// WorkerStatus is one registered worker process (registered by each worker process on its heartbeat).
 type WorkerStatus struct {
 	ID        uuid.UUID
 	Host      string
@@ -231,10 +266,10 @@ func (t Thresholds) withDefaults() Thresholds {
 func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, error) {
 	th = th.withDefaults()
 	s := &Status{}
-	if err := db.QueryRow(ctx, c.op.now).Scan(&s.At); err != nil {
+	if err := db.QueryRow(ctx, sqlNow).Scan(&s.At); err != nil {
 		return nil, c.wrapErr(err)
 	}
-	err := c.each(ctx, db, c.op.queueStatus, nil, func(scan func(...any) error) error {
+	err := c.each(ctx, db, c.sql.queueStatus, nil, func(scan func(...any) error) error {
 		var q QueueStatus
 		var oldest *time.Time
 		var lag float64
@@ -250,7 +285,7 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.op.tableStatus, nil, func(scan func(...any) error) error {
+	err = c.each(ctx, db, c.sql.tableStatus, nil, func(scan func(...any) error) error {
 		var t TableStatus
 		var v, av, a, aa *time.Time
 		if err := scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &v, &av, &a, &aa); err != nil {
@@ -263,10 +298,10 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	if err := db.QueryRow(ctx, c.op.stuckCount).Scan(&s.StuckCount); err != nil {
+	if err := db.QueryRow(ctx, c.sql.stuckCount).Scan(&s.StuckCount); err != nil {
 		return nil, c.wrapErr(err)
 	}
-	err = c.each(ctx, db, c.op.stuckJobs, []any{th.StuckLimit}, func(scan func(...any) error) error {
+	err = c.each(ctx, db, c.sql.stuckJobs, []any{th.StuckLimit}, func(scan func(...any) error) error {
 		var j StuckJob
 		var overdue float64
 		if err := scan(&j.ID, &j.Queue, &j.Kind, &j.Attempts, &j.LockedBy, &j.LeaseUntil, &overdue); err != nil {
@@ -279,7 +314,7 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.op.unserved, nil, func(scan func(...any) error) error {
+	err = c.each(ctx, db, c.sql.unserved, nil, func(scan func(...any) error) error {
 		var u UnservedKind
 		if err := scan(&u.Queue, &u.Kind, &u.Jobs, &u.OldestRunAt); err != nil {
 			return err
@@ -290,7 +325,7 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.op.workers, nil, func(scan func(...any) error) error {
+	err = c.each(ctx, db, c.sql.workers, nil, func(scan func(...any) error) error {
 		var w WorkerStatus
 		var p50, p95, p99 *float64
 		if err := scan(&w.ID, &w.Host, &w.PID, &w.Kinds, &w.Queues, &w.StartedAt, &w.LastSeen, &w.Live,
@@ -304,7 +339,7 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.op.horizon, nil, func(scan func(...any) error) error {
+	err = c.each(ctx, db, c.sql.horizon, nil, func(scan func(...any) error) error {
 		var h HorizonHolder
 		var pid *int32
 		var app, state, name, dbname *string
@@ -465,14 +500,14 @@ func (c *Client) setPaused(ctx context.Context, db Pgx, queue string, paused boo
 	if err := checkName("queue", queue, false); err != nil {
 		return err
 	}
-	_, err := db.Exec(ctx, c.op.setPaused, queue, paused)
+	_, err := db.Exec(ctx, c.sql.setPaused, queue, paused)
 	return c.wrapErr(err)
 }
 
 // PausedQueues returns the names of the paused queues, sorted.
 func (c *Client) PausedQueues(ctx context.Context, db Pgx) ([]string, error) {
 	var out []string
-	err := c.each(ctx, db, c.op.pausedQueues, nil, func(scan func(...any) error) error {
+	err := c.each(ctx, db, c.sql.pausedQueues, nil, func(scan func(...any) error) error {
 		var q string
 		if err := scan(&q); err != nil {
 			return err
@@ -481,46 +516,4 @@ func (c *Client) PausedQueues(ctx context.Context, db Pgx) ([]string, error) {
 		return nil
 	})
 	return out, err
-}
-
-// WorkerInfo is what a worker process publishes about itself in
-// docket_workers, so that status can tell which kinds are served and how
-// fast claims are.
-type WorkerInfo struct {
-	ID     uuid.UUID
-	Host   string
-	PID    int
-	Kinds  []string
-	Queues []string
-	// TTL is how long the row counts as live without another
-	// RegisterWorker: a few heartbeat intervals.
-	TTL time.Duration
-	// Claims counts claim round trips so far; the percentiles are over
-	// recent ones, zero when unknown.
-	Claims                       int64
-	ClaimP50, ClaimP95, ClaimP99 time.Duration
-}
-
-// RegisterWorker upserts the process's row in docket_workers. Worker
-// processes call it at start and on every heartbeat interval.
-func (c *Client) RegisterWorker(ctx context.Context, db Pgx, w WorkerInfo) error {
-	ms := func(d time.Duration) any {
-		if d <= 0 {
-			return nil
-		}
-		return float64(d) / float64(time.Millisecond)
-	}
-	_, err := db.Exec(ctx, c.op.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
-		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99))
-	return c.wrapErr(err)
-}
-
-// DeregisterWorker deletes the process's row, on a clean stop, and forgets
-// processes that have not been seen for a day.
-func (c *Client) DeregisterWorker(ctx context.Context, db Pgx, id uuid.UUID) error {
-	if _, err := db.Exec(ctx, c.op.deleteWorker, id); err != nil {
-		return c.wrapErr(err)
-	}
-	_, err := db.Exec(ctx, c.op.pruneWorkers)
-	return c.wrapErr(err)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -50,23 +51,23 @@ func (b *bundle) deadN(t *testing.T, n int, opts outbox.Opts, errText string) []
 	t.Helper()
 	b.enqueueN(t, n, opts)
 	worker := uuid.New()
-	queue := opts.Queue
-	if queue == "" {
-		queue = "default"
+	name := opts.Queue
+	if name == "" {
+		name = "default"
 	}
-	jobs, err := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{
-		Worker: worker, Queues: []string{queue}, Kinds: []string{"noop"}, Limit: n, Lease: time.Minute,
+	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
+		Worker: worker, Queues: []string{name}, Kinds: []string{"noop"}, Limit: n, Lease: time.Minute,
 	})
 	if err != nil || len(jobs) != n {
 		t.Fatalf("claimed %d of %d: %v", len(jobs), n, err)
 	}
-	dead := make([]outbox.Dead, n)
+	dead := make([]queue.Dead, n)
 	ids := make([]int64, n)
 	for i, j := range jobs {
-		dead[i] = outbox.Dead{Run: outbox.RunOf(j), Reason: outbox.ReasonExhausted, Error: errText}
+		dead[i] = queue.Dead{Run: queue.RunOf(j), Reason: outbox.ReasonExhausted, Error: errText}
 		ids[i] = j.ID
 	}
-	if got, err := b.client.DeadLetter(b.ctx, b.pool, worker, dead); err != nil || len(got) != n {
+	if got, err := b.q.DeadLetter(b.ctx, b.pool, worker, dead); err != nil || len(got) != n {
 		t.Fatalf("dead-lettered %d of %d: %v", len(got), n, err)
 	}
 	return ids
@@ -80,7 +81,7 @@ func TestStatusBacklogWithKnownOldestAge(t *testing.T) {
 	b.enqueueN(t, 3, outbox.Opts{Queue: "mail"})
 	b.enqueueN(t, 2, outbox.Opts{Queue: "mail", Delay: time.Hour})
 	b.enqueueN(t, 1, outbox.Opts{Queue: "fast"})
-	jobs, err := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{
+	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
 		Worker: uuid.New(), Queues: []string{"fast"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute,
 	})
 	if err != nil || len(jobs) != 1 {
@@ -125,8 +126,8 @@ func TestStatusGrowingDLQ(t *testing.T) {
 	// A completion with retries counts in the windows.
 	b.enqueueN(t, 1, outbox.Opts{Queue: "billing"})
 	w := uuid.New()
-	jobs, _ := b.client.Claim(b.ctx, b.pool, outbox.ClaimParams{Worker: w, Queues: []string{"billing"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
-	if _, err := b.client.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{}); err != nil {
+	jobs, _ := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"billing"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+	if _, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	s := b.status(t, outbox.Thresholds{})
@@ -164,7 +165,7 @@ func TestStatusStuckLease(t *testing.T) {
 	if w, ok := warning(s, outbox.WarnStuckLeases, ""); !ok || !strings.Contains(w.Message, "2 running jobs") {
 		t.Errorf("no stuck warning: %+v", s.Warnings)
 	}
-	if _, err := b.client.Reap(b.ctx, b.pool, 10); err != nil {
+	if _, err := b.q.Reap(b.ctx, b.pool, 10); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.status(t, outbox.Thresholds{}); s.StuckCount != 0 {
@@ -220,12 +221,12 @@ func TestStatusUnservedKindAndWorkers(t *testing.T) {
 	if _, err := b.client.Enqueue(b.ctx, b.pool, other{}, outbox.Opts{Queue: "bulk"}); err != nil {
 		t.Fatal(err)
 	}
-	live := outbox.WorkerInfo{ID: uuid.New(), Host: "h1", PID: 42, Kinds: []string{"noop", "other"}, Queues: []string{"default"},
+	live := queue.WorkerInfo{ID: uuid.New(), Host: "h1", PID: 42, Kinds: []string{"noop", "other"}, Queues: []string{"default"},
 		TTL: time.Minute, Claims: 10, ClaimP50: time.Millisecond, ClaimP95: 2 * time.Millisecond, ClaimP99: 400 * time.Millisecond}
 	// A process that died without deregistering serves nothing.
-	gone := outbox.WorkerInfo{ID: uuid.New(), Host: "h2", PID: 7, Kinds: []string{"other"}, Queues: []string{"bulk"}, TTL: time.Millisecond}
-	for _, w := range []outbox.WorkerInfo{live, gone} {
-		if err := b.client.RegisterWorker(b.ctx, b.pool, w); err != nil {
+	gone := queue.WorkerInfo{ID: uuid.New(), Host: "h2", PID: 7, Kinds: []string{"other"}, Queues: []string{"bulk"}, TTL: time.Millisecond}
+	for _, w := range []queue.WorkerInfo{live, gone} {
+		if err := b.q.RegisterWorker(b.ctx, b.pool, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,7 +255,7 @@ func TestStatusUnservedKindAndWorkers(t *testing.T) {
 	if _, ok := warning(s, outbox.WarnClaimLatency, live.ID.String()); !ok {
 		t.Errorf("no claim latency warning: %+v", s.Warnings)
 	}
-	if err := b.client.DeregisterWorker(b.ctx, b.pool, live.ID); err != nil {
+	if err := b.q.DeregisterWorker(b.ctx, b.pool, live.ID); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.status(t, outbox.Thresholds{}); len(s.Unserved) != 3 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"
@@ -40,6 +41,7 @@ type env struct {
 	pool   *pgxpool.Pool
 	schema string
 	ob     *outbox.Client
+	q      *queue.Queue // the worker protocol, to claim jobs by hand
 	clock  *clock
 	svc    *schedule.Service
 }
@@ -60,10 +62,14 @@ func setup(t *testing.T, maxConns int32, start time.Time) *env {
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := ob.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
+	q, err := queue.New(schema, queue.Config{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, pool: pool, schema: schema, ob: ob, clock: &clock{t: start}}
+	if err := q.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, pool: pool, schema: schema, ob: ob, q: q, clock: &clock{t: start}}
 	e.svc = e.service(schedule.Config{})
 	return e
 }
@@ -153,6 +159,6 @@ type report struct {
 
 func (report) Kind() string { return "report" }
 
-func claimParams() outbox.ClaimParams {
-	return outbox.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"report"}, Limit: 10, Lease: time.Minute}
+func claimParams() queue.ClaimParams {
+	return queue.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"report"}, Limit: 10, Lease: time.Minute}
 }

@@ -253,14 +253,14 @@ func TestConcurrentCompletionsInsertOneNextRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := e.info("x").NextFire
-	jobs, err := e.ob.Claim(t.Context(), e.pool, claimParams())
+	jobs, err := e.q.Claim(t.Context(), e.pool, claimParams())
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("claimed %d future jobs: %v", len(jobs), err)
 	}
 	// Load the pending run as a worker would see it, then remove it as its
 	// completion would.
 	e.exec(`UPDATE {{schema}}.docket_jobs SET run_at = now(), state = 'ready'`)
-	jobs, err = e.ob.Claim(t.Context(), e.pool, claimParams())
+	jobs, err = e.q.Claim(t.Context(), e.pool, claimParams())
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -61,8 +62,11 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 		if err != nil {
 			return err
 		}
-		client, _ := outbox.New(outbox.Config{Schema: db.schema})
-		if err := client.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
+		q, err := queue.New(db.schema, queue.Config{})
+		if err != nil {
+			return err
+		}
+		if err := q.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
 			return err
 		}
 		report(out, "applied", done)

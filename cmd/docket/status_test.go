@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
@@ -39,17 +40,21 @@ func opsSetup(t *testing.T) (url, schema string, dead []int64) {
 			t.Fatal(err)
 		}
 	}
+	q, err := queue.New(schema, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := uuid.New()
-	jobs, err := c.Claim(ctx, pool, outbox.ClaimParams{Worker: w, Queues: []string{"bounce"}, Kinds: []string{"mail"}, Limit: 3, Lease: time.Minute})
+	jobs, err := q.Claim(ctx, pool, queue.ClaimParams{Worker: w, Queues: []string{"bounce"}, Kinds: []string{"mail"}, Limit: 3, Lease: time.Minute})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("claim %d %v", len(jobs), err)
 	}
-	var d []outbox.Dead
+	var d []queue.Dead
 	for _, j := range jobs {
-		d = append(d, outbox.Dead{Run: outbox.RunOf(j), Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
+		d = append(d, queue.Dead{Run: queue.RunOf(j), Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
 		dead = append(dead, j.ID)
 	}
-	if _, err := c.DeadLetter(ctx, pool, w, d); err != nil {
+	if _, err := q.DeadLetter(ctx, pool, w, d); err != nil {
 		t.Fatal(err)
 	}
 	return url, schema, dead

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -291,7 +292,11 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 		return e, fmt.Errorf("migrate schema %s: %w", e.schema, err)
 	}
 	if !r.cfg.DisableHistory {
-		if err := ob.EnsurePartitions(ctx, db, time.Now(), 1); err != nil {
+		q, err := queue.New(e.schema, queue.Config{})
+		if err != nil {
+			return e, err
+		}
+		if err := q.EnsurePartitions(ctx, db, time.Now(), 1); err != nil {
 			return e, err
 		}
 	}

@@ -56,3 +56,10 @@ type Job struct {
 	// worker claimed.
 	ClaimID int64
 }
+
+// The range of job priorities; package outbox exports them and the claim
+// cursors of internal/queue walk it, highest first.
+const (
+	MinPriority = -10 // lowest priority
+	MaxPriority = 10  // highest priority
+)

@@ -1,4 +1,4 @@
-package outbox
+package queue
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -28,7 +29,7 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
 	const lag = 50 * time.Millisecond
-	c, schema := MigratedClient(t, ctx, pool, Config{DisableHistory: true, ClaimCursorLag: lag})
+	_, c, schema := migrated(t, ctx, pool, outbox.Config{DisableHistory: true, ClaimCursorLag: lag})
 	jobs := `"` + schema + `".docket_jobs`
 	held, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -73,8 +74,8 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	now := time.Now()
 	plan := c.cursors.plan(params.Queues, params.Kinds, now)
 	fromStartPlan := claimPlan{queues: plan.queues, priorities: plan.priorities, after: make([]int64, len(plan.after)), upto: plan.upto}
-	withCursor, cursorTotal := claimBuffers(t, ctx, pool, c.q.claim, plan, w)
-	fromStart, startTotal := claimBuffers(t, ctx, pool, c.q.claim, fromStartPlan, w)
+	withCursor, cursorTotal := claimBuffers(t, ctx, pool, c.sql.claim, plan, w)
+	fromStart, startTotal := claimBuffers(t, ctx, pool, c.sql.claim, fromStartPlan, w)
 	t.Logf("one claim of 100 after 50,000 jobs under a held snapshot: scan buffers cursor %d, from the start %d (whole statement %d and %d)",
 		withCursor, fromStart, cursorTotal, startTotal)
 	if withCursor >= 300 {
@@ -156,13 +157,13 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
-	c, _ := MigratedClient(t, ctx, pool, Config{ClaimCursorLag: 10 * time.Millisecond})
+	ob, c, _ := migrated(t, ctx, pool, outbox.Config{ClaimCursorLag: 10 * time.Millisecond})
 	late, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer late.Rollback(ctx)
-	lateJob, err := c.Enqueue(ctx, late, noopArgs{}, Opts{})
+	lateJob, err := ob.Enqueue(ctx, late, noopArgs{}, outbox.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	// Later jobs commit first and are claimed; the cursor moves past the
 	// late job's number.
 	for range 3 {
-		if _, err := c.Enqueue(ctx, pool, noopArgs{}, Opts{}); err != nil {
+		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -1,4 +1,4 @@
-package outbox
+package queue
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -99,7 +101,7 @@ var noTime *time.Time
 const claims = `{"1": 7, "2": 7, "3": 8}`
 
 // assertNoJoin fails if plan joins anything: the statements on a
-// worker's runs read docket_jobs by id alone (see queries.go).
+// worker's runs read docket_jobs by id alone (see the package doc).
 func assertNoJoin(t *testing.T, what string, plan planNode) {
 	t.Helper()
 	plan.walk(func(n planNode) {
@@ -120,7 +122,7 @@ func TestHotPathPlans(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	for _, stale := range []bool{false, true} {
-		c, schema := MigratedClient(t, ctx, pool, Config{})
+		_, c, schema := migrated(t, ctx, pool, outbox.Config{})
 		jobs := `"` + schema + `".docket_jobs`
 		if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 			t.Fatal(err)
@@ -147,21 +149,21 @@ func TestHotPathPlans(t *testing.T) {
 		ids := []int64{1, 2, 3}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			what := fmt.Sprintf("stale stats %v, %s", stale, mode)
-			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.q.claim, []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}, []int64{math.MaxInt64, math.MaxInt64}), "docket_jobs_claim_idx")
-			capped := explain(t, ctx, pool, mode, c.q.claimCapped, "default", []string{"noop"}, 100, w, lease, 5)
+			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.sql.claim, []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}, []int64{math.MaxInt64, math.MaxInt64}), "docket_jobs_claim_idx")
+			capped := explain(t, ctx, pool, mode, c.sql.claimCapped, "default", []string{"noop"}, 100, w, lease, 5)
 			assertIndexPlan(t, "capped claim, "+what, capped, "docket_jobs_tenant_idx")
 			assertIndexPlan(t, "capped claim's untenanted jobs, "+what, capped, "docket_jobs_claim_idx")
-			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.q.promote, 100), "docket_jobs_scheduled_idx")
-			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.q.reap, 100, "x"), "docket_jobs_running_idx")
+			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.sql.promote, 100), "docket_jobs_scheduled_idx")
+			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.sql.reap, 100, "x"), "docket_jobs_running_idx")
 			for name, plan := range map[string]planNode{
-				"heartbeat": explain(t, ctx, pool, mode, c.q.heartbeat, ids, w, lease, claims),
-				"complete":  explain(t, ctx, pool, mode, c.q.completeHistory, ids, w, claims, noTime),
-				"release":   explain(t, ctx, pool, mode, c.q.release, ids, w, claims),
+				"heartbeat": explain(t, ctx, pool, mode, c.sql.heartbeat, ids, w, lease, claims),
+				"complete":  explain(t, ctx, pool, mode, c.sql.completeHistory, ids, w, claims, noTime),
+				"release":   explain(t, ctx, pool, mode, c.sql.release, ids, w, claims),
 			} {
 				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
 				assertNoJoin(t, name+", "+what, plan)
 			}
-			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.q.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.sql.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
 		}
 	}
 }
@@ -175,16 +177,16 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	c, schema := MigratedClient(t, ctx, pool, Config{})
+	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
 	if _, err := pool.Exec(ctx, `DROP INDEX "`+schema+`".docket_jobs_claim_idx`); err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for what, plan := range map[string]planNode{
-			"claim": explain(t, ctx, pool, mode, c.q.claim, []string{"default"}, []string{"noop"}, 100, w, int64(60000),
+			"claim": explain(t, ctx, pool, mode, c.sql.claim, []string{"default"}, []string{"noop"}, 100, w, int64(60000),
 				[]int16{0}, []int64{5}, []int64{math.MaxInt64}),
-			"sweep": explain(t, ctx, pool, mode, c.q.stragglers, []string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}),
+			"sweep": explain(t, ctx, pool, mode, c.sql.stragglers, []string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}),
 		} {
 			plan.walk(func(n planNode) {
 				if n.IndexName == "docket_jobs_tenant_idx" {
@@ -196,7 +198,7 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	// The capped claim, which says tenant <> '', can use it (TestHotPathPlans
 	// checks it does on a filled table).
 	usable := false
-	explain(t, ctx, pool, "force_generic_plan", c.q.claimCapped, "default", []string{"noop"}, 100, w, int64(60000), 5).walk(func(n planNode) {
+	explain(t, ctx, pool, "force_generic_plan", c.sql.claimCapped, "default", []string{"noop"}, 100, w, int64(60000), 5).walk(func(n planNode) {
 		usable = usable || n.IndexName == "docket_jobs_tenant_idx"
 	})
 	if !usable {
@@ -211,13 +213,13 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 // long as the connection lives (claims force one; other statements may
 // settle on one after five runs), and one that reads a near-empty table by
 // a sequential scan would read the whole table on every run once a burst
-// arrives. Each statement runs after its settings, as Client.run sends
+// arrives. Each statement runs after its settings, as Queue.run sends
 // them.
 func TestPlansCachedWhileSmall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	c, schema := MigratedClient(t, ctx, pool, Config{})
+	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
 	jobs := `"` + schema + `".docket_jobs`
 	if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 		t.Fatal(err)
@@ -247,19 +249,19 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		args                []any
 	}
 	stmts := []stmt{
-		{"claim", sqlClaimSettings, c.q.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
-		{"capped", sqlClaimSettings, c.q.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
-		{"sweep", sqlIndexSettings, c.q.stragglers, []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
-		{"heartbeat", sqlIndexSettings, c.q.heartbeat, []any{ids, w, lease, claims}},
-		{"complete", sqlIndexSettings, c.q.completeHistory, []any{ids, w, claims, noTime}},
-		{"delete", sqlIndexSettings, c.q.completeDelete, []any{ids, w, claims}},
-		{"fail", sqlIndexSettings, c.q.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
-		{"snooze", sqlIndexSettings, c.q.snooze, []any{ids, w, []int64{0, 0, 0}, ids}},
-		{"deadletter", sqlIndexSettings, c.q.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
-		{"release", sqlIndexSettings, c.q.release, []any{ids, w, claims}},
-		{"reap", sqlIndexSettings, c.q.reap, []any{100, "x"}},
-		{"promote", sqlIndexSettings, c.q.promote, []any{100}},
-		{"next", sqlIndexSettings, c.q.nextScheduled, nil},
+		{"claim", sqlClaimSettings, c.sql.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
+		{"capped", sqlClaimSettings, c.sql.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
+		{"sweep", pgsql.IndexSettings, c.sql.stragglers, []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
+		{"heartbeat", pgsql.IndexSettings, c.sql.heartbeat, []any{ids, w, lease, claims}},
+		{"complete", pgsql.IndexSettings, c.sql.completeHistory, []any{ids, w, claims, noTime}},
+		{"delete", pgsql.IndexSettings, c.sql.completeDelete, []any{ids, w, claims}},
+		{"fail", pgsql.IndexSettings, c.sql.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
+		{"snooze", pgsql.IndexSettings, c.sql.snooze, []any{ids, w, []int64{0, 0, 0}, ids}},
+		{"deadletter", pgsql.IndexSettings, c.sql.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
+		{"release", pgsql.IndexSettings, c.sql.release, []any{ids, w, claims}},
+		{"reap", pgsql.IndexSettings, c.sql.reap, []any{100, "x"}},
+		{"promote", pgsql.IndexSettings, c.sql.promote, []any{100}},
+		{"next", pgsql.IndexSettings, c.sql.nextScheduled, nil},
 	}
 	// plan explains s's prepared statement on conn after its settings, in a
 	// transaction it rolls back.

@@ -1,4 +1,4 @@
-package outbox
+package queue
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -20,20 +22,20 @@ func TestClaimSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
-	c, _ := MigratedClient(t, ctx, pool, Config{})
+	ob, c, _ := migrated(t, ctx, pool, outbox.Config{})
 	if err := c.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}
 	const claims = 8
 	for range claims + 1 {
-		if _, err := c.Enqueue(ctx, pool, noopArgs{}, Opts{}); err != nil {
+		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	params := ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute}
 	// claim claims a job on db and completes it, so that the completion's
-	// settings (sqlIndexSettings) are checked along with the claim's.
-	claim := func(db Pgx) {
+	// settings (pgsql.IndexSettings) are checked along with the claim's.
+	claim := func(db DB) {
 		t.Helper()
 		jobs, err := c.Claim(ctx, db, params)
 		if err != nil || len(jobs) != 1 {
@@ -58,7 +60,7 @@ func TestClaimSettings(t *testing.T) {
 	}
 	var generic, custom int
 	err = conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-		c.q.claim).Scan(&generic, &custom)
+		c.sql.claim).Scan(&generic, &custom)
 	if err != nil {
 		t.Fatalf("the claim is not among the connection's prepared statements: %v", err)
 	}
@@ -74,7 +76,7 @@ func TestClaimSettings(t *testing.T) {
 	}
 }
 
-// TestRunSettings checks the settings Client.run's statement sees, and that
+// TestRunSettings checks the settings Queue.run's statement sees, and that
 // they end with it: on a pool and a connection the claim's or the index
 // settings, and in a caller's transaction only sequential scans off, with
 // the caller's own settings back right after.
@@ -82,11 +84,11 @@ func TestRunSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
-	c, _ := MigratedClient(t, ctx, pool, Config{})
-	during := func(db Pgx, settings string) string {
+	_, c, _ := migrated(t, ctx, pool, outbox.Config{})
+	during := func(db DB, settings string) string {
 		t.Helper()
 		var v string
-		if err := c.run(ctx, db, settings, settingsProbe, nil, func(rows pgx.Rows) error { return scanOne(rows, &v) }); err != nil {
+		if err := c.run(ctx, db, settings, settingsProbe, nil, func(rows pgx.Rows) error { return pgsql.ScanOne(rows, &v) }); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -98,11 +100,11 @@ func TestRunSettings(t *testing.T) {
 	defer conn.Release()
 	before := currentSettings(t, ctx, conn)
 	_, rest, _ := strings.Cut(before, " ") // the server's synchronous_commit and plan_cache_mode
-	for _, db := range []Pgx{pool, conn} {
+	for _, db := range []DB{pool, conn} {
 		if got := during(db, sqlClaimSettings); got != "off off force_generic_plan" {
 			t.Errorf("%T, claim settings: %q during the statement", db, got)
 		}
-		if got, want := during(db, sqlIndexSettings), "off "+rest; got != want {
+		if got, want := during(db, pgsql.IndexSettings), "off "+rest; got != want {
 			t.Errorf("%T, index settings: %q during the statement, want %q", db, got, want)
 		}
 	}
@@ -121,12 +123,12 @@ func TestRunSettings(t *testing.T) {
 	}
 }
 
-// settingsProbe reads the settings sqlClaimSettings and sqlIndexSettings
+// settingsProbe reads the settings sqlClaimSettings and pgsql.IndexSettings
 // touch: enable_seqscan, synchronous_commit and plan_cache_mode.
 const settingsProbe = `SELECT current_setting('enable_seqscan') || ' ' || current_setting('synchronous_commit') || ' ' || current_setting('plan_cache_mode')`
 
 // currentSettings returns what settingsProbe reads on db.
-func currentSettings(t *testing.T, ctx context.Context, db Pgx) string {
+func currentSettings(t *testing.T, ctx context.Context, db DB) string {
 	t.Helper()
 	var v string
 	if err := db.QueryRow(ctx, settingsProbe).Scan(&v); err != nil {
@@ -138,7 +140,7 @@ func currentSettings(t *testing.T, ctx context.Context, db Pgx) string {
 // callerTx begins a caller's transaction on pool with a setting of its own,
 // synchronous_commit = remote_write, that Docket's statements must leave
 // alone; it is rolled back when the test ends.
-func callerTx(t *testing.T, ctx context.Context, pool TxBeginner) pgx.Tx {
+func callerTx(t *testing.T, ctx context.Context, pool outbox.TxBeginner) pgx.Tx {
 	t.Helper()
 	tx, err := pool.Begin(ctx)
 	if err != nil {

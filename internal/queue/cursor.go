@@ -1,4 +1,4 @@
-package outbox
+package queue
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -24,12 +25,12 @@ import (
 //
 // A job draws a fresh ready_seq from a sequence whenever it becomes ready,
 // so new work only ever lands at the end of each (queue, priority) range of
-// the index. Each client keeps, per (queue, priority, kinds), the highest
+// the index. Each Queue keeps, per (queue, priority, kinds), the highest
 // ready_seq it claimed, and scans from there instead of from the start.
 //
 // Numbers are drawn before commit, so a transaction that commits late makes
 // its job visible behind a cursor that has moved past it. Two things catch
-// such stragglers. A claim looks back from the cursor the client held
+// such stragglers. A claim looks back from the cursor the Queue held
 // ClaimCursorLag ago (1s by default), which covers enqueuing transactions
 // that commit within that time. Looking back steps over every entry claimed
 // since, so while claims come back full (a backlog) only one claim every
@@ -45,6 +46,22 @@ import (
 // time and never delay a claim.
 
 const (
+	// sqlStragglers finds, without locking anything, up to $3 ready jobs of
+	// kinds $2 per (queue, priority) that wait at or behind the cursors
+	// ($1, $4, $5): jobs whose transaction committed after the claimers had
+	// moved past them. It steps over every entry behind the cursor, which is
+	// what makes it slow while the vacuum horizon is held, so it runs off
+	// the claim path.
+	sqlStragglers = `SELECT p.queue, p.priority, j.ready_seq
+FROM unnest($1::text[], $4::smallint[], $5::bigint[]) AS p(queue, priority, upto)
+CROSS JOIN LATERAL (
+	SELECT ready_seq FROM {{schema}}.docket_jobs
+	WHERE state = 'ready' AND queue = p.queue AND priority = p.priority
+		AND ready_seq <= p.upto AND kind = ANY($2::text[])
+	ORDER BY ready_seq
+	LIMIT $3
+) j`
+
 	minSweepInterval = time.Second
 	sweepSpacing     = 25
 	sweepTimeout     = time.Minute
@@ -99,7 +116,7 @@ func (c *cursor) note(now time.Time, seen int64, lag time.Duration) {
 	c.marks = append(c.marks, mark{at: now, seen: seen})
 }
 
-// cursors holds a client's claim cursors.
+// cursors holds a Queue's claim cursors.
 type cursors struct {
 	lag      time.Duration // <0: cursors off, every claim scans from the start
 	mu       sync.Mutex
@@ -162,7 +179,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 		ls.at = now
 		cs.lagScans[p.key] = ls
 	}
-	for prio := MaxPriority; prio >= MinPriority; prio-- {
+	for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
 		for _, q := range queues {
 			var after int64
 			if cs.lag >= 0 {
@@ -189,7 +206,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 			continue
 		}
 		sw := sweep{key: key, kinds: kinds}
-		for prio := MaxPriority; prio >= MinPriority; prio-- {
+		for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
 			if c := cs.byKey[cursorKey{q, prio, p.kinds}]; c != nil && c.seen > 0 {
 				sw.queues = append(sw.queues, q)
 				sw.priorities = append(sw.priorities, int16(prio))
@@ -247,28 +264,28 @@ func (cs *cursors) swept(sw sweep, found map[cursorKey][]int64, now time.Time, t
 // so in the background, so the claim is never held up; on a connection or
 // transaction, which cannot serve two statements at once, it does so before
 // the claim.
-func (c *Client) runSweeps(ctx context.Context, db Pgx, sweeps []sweep) {
+func (q *Queue) runSweeps(ctx context.Context, db DB, sweeps []sweep) {
 	for _, sw := range sweeps {
 		if pool, ok := db.(*pgxpool.Pool); ok {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), sweepTimeout)
 				defer cancel()
-				c.sweep(ctx, pool, sw)
+				q.sweep(ctx, pool, sw)
 			}()
 			continue
 		}
-		c.sweep(ctx, db, sw)
+		q.sweep(ctx, db, sw)
 	}
 }
 
-func (c *Client) sweep(ctx context.Context, db Pgx, sw sweep) {
+func (q *Queue) sweep(ctx context.Context, db DB, sw sweep) {
 	start := time.Now()
 	found := map[cursorKey][]int64{}
 	kinds := strings.Join(sw.kinds, "\x00")
 	args := []any{sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto}
 	// A failed sweep is tried again at the next due time; the stragglers
 	// wait until then.
-	_ = c.run(ctx, db, sqlIndexSettings, c.q.stragglers, args, func(rows pgx.Rows) error {
+	_ = q.run(ctx, db, pgsql.IndexSettings, q.sql.stragglers, args, func(rows pgx.Rows) error {
 		var q string
 		var prio int16
 		var seq int64
@@ -281,5 +298,5 @@ func (c *Client) sweep(ctx context.Context, db Pgx, sw sweep) {
 		}
 		return nil
 	})
-	c.cursors.swept(sw, found, time.Now(), time.Since(start))
+	q.cursors.swept(sw, found, time.Now(), time.Since(start))
 }

@@ -1,0 +1,80 @@
+// Package pgsql is the PostgreSQL plumbing that package outbox and the
+// worker protocol (internal/queue) share: schema names and the SQL rendered
+// for them, the error codes Docket reacts to, and run, which sends a
+// statement together with the settings it must be planned under.
+package pgsql
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// ErrInvalidSchema is returned for a schema name that is not a plain
+// lower-case identifier.
+var ErrInvalidSchema = errors.New("docket: invalid schema name")
+
+// ErrNotMigrated is returned when Docket's tables, or the schema that should
+// hold them, do not exist.
+var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
+
+// Schema returns the schema to use for name: "public" when it is empty, an
+// ErrInvalidSchema error when it is not a plain lower-case identifier.
+func Schema(name string) (string, error) {
+	if name == "" {
+		return "public", nil
+	}
+	if !schemaRE.MatchString(name) {
+		return "", fmt.Errorf("%w %q: use lower-case letters, digits and _", ErrInvalidSchema, name)
+	}
+	return name, nil
+}
+
+// Render substitutes the quoted schema for {{schema}} in SQL text.
+func Render(sql, schema string) string {
+	return strings.ReplaceAll(sql, "{{schema}}", `"`+schema+`"`)
+}
+
+// SQLSTATE codes Docket reacts to.
+const (
+	CodeUndefinedTable = "42P01"
+	CodeInvalidSchema  = "3F000" // the schema does not exist
+	CodeNoPartition    = "23514" // check_violation: also "no partition of relation found for row"
+)
+
+// SQLState returns the SQLSTATE of a Postgres error from pgx or from any
+// database/sql driver whose errors report it, or "".
+func SQLState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState()
+	}
+	return ""
+}
+
+// Missing reports whether err says that a table or the schema is missing.
+func Missing(err error) bool {
+	switch SQLState(err) {
+	case CodeUndefinedTable, CodeInvalidSchema:
+		return true
+	}
+	return false
+}
+
+// WrapMissing returns err wrapped in ErrNotMigrated, naming schema, when it
+// says that a table or the schema is missing, and err as it is otherwise.
+func WrapMissing(err error, schema string) error {
+	if !Missing(err) {
+		return err
+	}
+	return fmt.Errorf("%w (schema %s): %w", ErrNotMigrated, schema, err)
+}
