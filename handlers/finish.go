@@ -440,7 +440,7 @@ func (e *hookError) Unwrap() error { return e.err }
 // writes must not outlive its run) or when anything failed. A failure for
 // a missing history partition creates the partition through the pool: this
 // is the worker's only repair of history partitions (outside a transaction
-// outbox.Complete makes its own).
+// the queue's Complete makes its own).
 func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (res finalsWritten, err error) {
 	w := c.w
 	rollback := func() {

@@ -20,7 +20,7 @@ const (
 // snoozes) ready once due, and wakes the pools of their queues, here and,
 // through NOTIFY, in other processes. It promotes at start, every poll
 // interval, and when the earliest known scheduled job becomes due: the
-// earliest run_at in the database (outbox.NextScheduled) or one this
+// earliest run_at in the database (the queue's NextScheduled) or one this
 // process just set (noteDue).
 type promoter struct {
 	loop
