@@ -481,13 +481,17 @@ func (c *Client) giveBackNotify(queue string, reserved, prev time.Time) {
 // debounce window. The notification is delivered when db's transaction commits.
 func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 	now := time.Now()
+	var due []string
 	for _, q := range queues {
-		if _, due := c.takeNotify(q, now); !due {
-			continue
+		if _, ok := c.takeNotify(q, now); ok {
+			due = append(due, q)
 		}
-		if _, err := cn.exec(ctx, sqlNotify, c.NotifyChannel(), q); err != nil {
-			return fmt.Errorf("docket: notify queue %s: %w", q, err)
-		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	if _, err := cn.exec(ctx, pgsql.NotifyQueues, c.NotifyChannel(), pgsql.QueueList(due)); err != nil {
+		return fmt.Errorf("docket: notify queues %v: %w", due, err)
 	}
 	return nil
 }
@@ -770,8 +774,6 @@ FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priori
 CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id, state`
-
-	sqlNotify = `SELECT pg_notify($1, $2)`
 
 	// sqlRemoveQueued deletes the job holding a unique key unless it runs.
 	sqlRemoveQueued = `DELETE FROM {{schema}}.docket_jobs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -420,5 +421,54 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A batch announces each of its queues with due jobs once, through pgx and
+// through database/sql alike (the statement takes the queues as JSON, which
+// every driver can send).
+func TestEnqueueManyNotifiesDueQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, outbox.Config{NotifyDebounce: time.Nanosecond})
+	conn, err := b.pool.Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{b.client.NotifyChannel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	batch := func(prefix string) []outbox.Item {
+		return []outbox.Item{
+			{Args: noop{}, Opts: outbox.Opts{Queue: prefix + "a"}},
+			{Args: noop{}, Opts: outbox.Opts{Queue: prefix + "b"}},
+			{Args: noop{}, Opts: outbox.Opts{Queue: prefix + "a"}},
+			{Args: noop{}, Opts: outbox.Opts{Queue: prefix + "later", Delay: time.Hour}},
+		}
+	}
+	if _, err := b.client.EnqueueMany(b.ctx, b.pool, batch("pgx_")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.EnqueueManySQL(b.ctx, db, batch("sql_")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 500*time.Millisecond)
+		n, err := conn.Conn().WaitForNotification(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		got = append(got, n.Payload)
+	}
+	slices.Sort(got)
+	if want := []string{"pgx_a", "pgx_b", "sql_a", "sql_b"}; !slices.Equal(got, want) {
+		t.Fatalf("notified %v, want %v", got, want)
 	}
 }

@@ -1,5 +1,7 @@
 package pgsql
 
+import "encoding/json"
+
 // DeadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
 // columns reason and err) into the dead-letter table. Outcomes, the reaper
 // and cancelling a job all end this way.
@@ -15,3 +17,16 @@ RETURNING id`
 // from the same sequence (migration 005), so a job inserted with a
 // preallocated id takes that id as its ready_seq.
 const NextReadySeq = `nextval('{{schema}}.docket_jobs_id_seq')`
+
+// NotifyQueues announces queues on a notify channel ($1), one NOTIFY per
+// entry of $2 with the queue's name as payload: the format every listener
+// of Docket reads. $2 is a JSON array of names (see QueueList), which every
+// database/sql driver can send, unlike an array parameter. The single-job
+// insert announces its queue inside its own statement in the same format.
+const NotifyQueues = `SELECT pg_notify($1, q) FROM jsonb_array_elements_text($2::jsonb) AS q`
+
+// QueueList encodes queue names as NotifyQueues takes them.
+func QueueList(queues []string) string {
+	b, _ := json.Marshal(queues) // strings always encode
+	return string(b)
+}

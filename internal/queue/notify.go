@@ -1,10 +1,10 @@
 package queue
 
-import "context"
+import (
+	"context"
 
-// sqlNotifyQueues announces queues on a notify channel, in the format
-// enqueue uses (payload = queue name), one NOTIFY per entry.
-const sqlNotifyQueues = `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`
+	"github.com/docketq/docket/internal/pgsql"
+)
 
 // NotifyQueues announces queues on channel (outbox.Client.NotifyChannel),
 // so that the workers that serve them claim now rather than at their next
@@ -13,6 +13,6 @@ func (q *Queue) NotifyQueues(ctx context.Context, db DB, channel string, queues 
 	if len(queues) == 0 {
 		return nil
 	}
-	_, err := db.Exec(ctx, sqlNotifyQueues, channel, queues)
+	_, err := db.Exec(ctx, pgsql.NotifyQueues, channel, pgsql.QueueList(queues))
 	return err
 }
