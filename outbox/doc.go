@@ -1,19 +1,15 @@
 // Package outbox is Docket's queue as its users see it: the schema and its
 // migrations, enqueue inside the caller's transaction, and the operator's
-// operations (status, pausing queues, dead-letter triage, one-job
-// commands). The worker protocol that runs on the same tables — claims,
-// leases, outcomes, reaping, promotion — is internal/queue's, driven by
-// package handlers.
+// operations. The worker protocol on the same tables (claims, leases,
+// outcomes, reaping, promotion) is internal, driven by package handlers.
 //
 // # Tables
 //
-// docket_jobs holds live jobs only: scheduled (run_at in the future),
-// ready and running. Finished jobs leave it, for docket_jobs_done (history,
-// one partition per UTC day, dropped whole by retention) or, on failure,
-// docket_jobs_dead (the dead-letter table). Because the hot table holds only
-// in-flight work, its unique index on unique_key means exactly "no duplicate
-// in-flight job". The schema that holds the tables is configurable
-// (Config.Schema); each file here holds the statements it runs.
+// docket_jobs holds live jobs only (scheduled, ready, running); finished jobs
+// move to docket_jobs_done (history, one partition per UTC day) or
+// docket_jobs_dead (dead letters), so its unique index on unique_key means
+// exactly "no duplicate in-flight job". Config.Schema names the schema that
+// holds them; each file here holds the statements it runs.
 //
 // # Enqueue
 //
@@ -27,32 +23,23 @@
 // Every path resolves a job's options in one place: non-zero Opts, then the
 // args' own Opts (OptsProvider), then the kind's registered defaults
 // (Config.Kinds, which *handlers.Registry implements), then the built-in
-// defaults. With Config.Kinds set, a kind it does not know is refused with
+// defaults. With Config.Kinds set, an unknown kind is refused with
 // ErrUnknownKind before anything is sent.
 //
 // A unique key makes enqueue idempotent: while a job with that key is in
 // flight, a second enqueue inserts nothing and reports the existing job with
 // Duplicate set (MoveOnDuplicate moves its run_at instead). EnqueueMany
 // writes a batch with one COPY or one set-based insert; a taken key makes
-// that item a Duplicate, never fails the batch.
-// Due jobs are announced with NOTIFY on Client.NotifyChannel, at most once
-// per queue per debounce window per Client; polling is the backstop.
+// that item a Duplicate, never fails the batch. Due jobs are announced with
+// NOTIFY on Client.NotifyChannel, at most once per queue per debounce window.
 //
-// # Operations
+// # Operations and migrations
 //
-// Migration 003 installs views an operator can read with psql
-// (docket_queue_status, docket_table_status, docket_stuck_jobs,
-// docket_unserved_kinds, docket_live_workers, docket_horizon), the paused
-// queues (docket_queues) and the registry of live worker processes
-// (docket_workers). Client.Status reads them and draws warnings against
-// Thresholds; PauseQueue and ResumeQueue stop and restart claims of a queue;
-// ListDead, ReplayDead and PurgeDead triage the dead-letter table; CancelJob
-// and RetryJob act on one job. docs/operations.md is the runbook.
-//
-// # Migrations
-//
-// Migrator applies the embedded, numbered up/down SQL files in one
-// transaction under an advisory lock, so every process may call Up at start.
-// The SQL is also available (Migrator.SQL, `docket migrate sql`) for teams
-// that run their own migration tool.
+// Client.Status reads the status views (migration 003; also for psql) and
+// draws warnings against Thresholds; PauseQueue and ResumeQueue stop and
+// restart claims of a queue; ListDead, ReplayDead and PurgeDead triage dead
+// letters; CancelJob and RetryJob act on one job (docs/operations.md is the
+// runbook). Migrator applies the embedded up/down SQL in one transaction
+// under an advisory lock, so every process may call Up at start; Migrator.SQL
+// (`docket migrate sql`) gives the SQL to teams with their own tool.
 package outbox
