@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docketq/docket/internal/pgsql"
@@ -101,13 +102,25 @@ type TxBeginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-func (m *Migrator) lockAndLoad(ctx context.Context, tx pgx.Tx) (map[int]time.Time, error) {
-	q := pgsql.Render(`CREATE SCHEMA IF NOT EXISTS {{schema}};
+// The bookkeeping statements: the schema and the table of applied versions,
+// and the row each migration adds or removes. The migrator runs them, and
+// SQL writes them into the files it prints, so both record the same state.
+const (
+	createBookkeeping = `CREATE SCHEMA IF NOT EXISTS {{schema}};
 CREATE TABLE IF NOT EXISTS {{schema}}.docket_migrations (
 	version    integer     PRIMARY KEY,
 	name       text        NOT NULL,
 	applied_at timestamptz NOT NULL DEFAULT now()
-)`, m.schema)
+)`
+	recordUp   = `INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`
+	recordDown = `DELETE FROM {{schema}}.docket_migrations WHERE version = $1`
+	// dropBookkeeping ends the first migration's down file, so that applying
+	// every down file leaves nothing of Docket in the schema.
+	dropBookkeeping = `DROP TABLE IF EXISTS {{schema}}.docket_migrations`
+)
+
+func (m *Migrator) lockAndLoad(ctx context.Context, tx pgx.Tx) (map[int]time.Time, error) {
+	q := pgsql.Render(createBookkeeping, m.schema)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_migrate:' || $1, 0))`, m.schema); err != nil {
 		return nil, fmt.Errorf("docket: migration lock: %w", err)
 	}
@@ -178,9 +191,9 @@ func (m *Migrator) apply(ctx context.Context, db TxBeginner, direction string, p
 			return err
 		}
 		for _, mig := range pick(applied) {
-			body, record, args := mig.Up, `INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`, []any{mig.Version, mig.Name}
+			body, record, args := mig.Up, recordUp, []any{mig.Version, mig.Name}
 			if direction == "down" {
-				body, record, args = mig.Down, `DELETE FROM {{schema}}.docket_migrations WHERE version = $1`, []any{mig.Version}
+				body, record, args = mig.Down, recordDown, []any{mig.Version}
 			}
 			if _, err := tx.Exec(ctx, body); err != nil {
 				return fmt.Errorf("docket: migration %03d_%s %s: %w", mig.Version, mig.Name, direction, err)
@@ -214,25 +227,36 @@ func (m *Migrator) List(ctx context.Context, db TxBeginner) ([]MigrationStatus, 
 	return out, err
 }
 
-// SQL returns the SQL of one migration in one direction ("up" or "down"),
-// for teams that apply migrations with their own tool.
+// SQL returns one migration in one direction ("up" or "down") as a file
+// that a migration tool (goose, golang-migrate, Atlas, psql) can apply as is:
+// the up file creates the schema and the docket_migrations table if needed,
+// runs the migration and records its version; the down file reverts it and
+// removes the record, and the first migration's down file also drops
+// docket_migrations. So the files and the Migrator agree on what is applied.
 func (m *Migrator) SQL(version int, direction string) (string, error) {
 	if err := m.checkVersion(version); err != nil {
 		return "", err
 	}
-	for _, mig := range m.migrations {
-		if mig.Version != version {
-			continue
+	var mig Migration
+	for _, mig = range m.migrations {
+		if mig.Version == version {
+			break
 		}
-		switch direction {
-		case "up":
-			return mig.Up, nil
-		case "down":
-			return mig.Down, nil
+	}
+	var b strings.Builder
+	switch direction {
+	case "up":
+		fmt.Fprintf(&b, "%s;\n\n%s\n\n", createBookkeeping, strings.TrimSpace(mig.Up))
+		fmt.Fprintf(&b, "INSERT INTO {{schema}}.docket_migrations (version, name) VALUES (%d, '%s');\n", mig.Version, mig.Name)
+	case "down":
+		fmt.Fprintf(&b, "%s\n\nDELETE FROM {{schema}}.docket_migrations WHERE version = %d;\n", strings.TrimSpace(mig.Down), mig.Version)
+		if mig.Version == m.migrations[0].Version {
+			fmt.Fprintf(&b, "%s;\n", dropBookkeeping)
 		}
+	default:
 		return "", fmt.Errorf("docket: migration direction %q: want up or down", direction)
 	}
-	panic("unreachable")
+	return pgsql.Render(b.String(), m.schema), nil
 }
 
 func (m *Migrator) checkVersion(version int) error {
