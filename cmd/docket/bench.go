@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,13 +17,42 @@ import (
 	"github.com/docketq/docket/internal/pgsrv"
 )
 
-// runBench measures Docket against a real database and prints one JSON
+// benchScenarios describes each scenario for bench's help.
+var benchScenarios = []struct{ name, about string }{
+	{bench.ScenarioInsert, "insert --jobs jobs in batches of --batch (--inserters connections at once)"},
+	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
+	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
+	{bench.ScenarioIdle, "latency of one job every 200ms on an otherwise empty queue (50 jobs)"},
+	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
+	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window"},
+}
+
+// benchCommand measures Docket against a real database and prints one JSON
 // object per scenario on out; progress and diagnostics go to errOut. See
 // package internal/bench for what each scenario measures.
-func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("bench", errOut)
-	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+" or "+bench.ScenarioAll+" (required)")
+func benchCommand() *command {
+	var names []string
+	about := "Scenarios:\n"
+	for _, s := range benchScenarios {
+		names = append(names, s.name)
+		about += fmt.Sprintf("  %-10s %s\n", s.name, s.about)
+	}
+	about += `
+Prints one JSON object per measurement on stdout; progress goes to stderr.
+Without --database-url or $DATABASE_URL it uses 127.0.0.1:5432, else a private
+cluster it starts and removes.`
+	return &command{
+		name:    "bench",
+		summary: "measure insert, drain and latency; one JSON line per scenario",
+		args:    "--scenario " + strings.Join(names, "|"),
+		about:   about,
+		flags:   benchFlags,
+	}
+}
+
+func benchFlags(fs *flag.FlagSet) action {
+	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+" or "+bench.ScenarioHeldXmin+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default)")
@@ -40,87 +70,83 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) error {
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket bench --scenario insert|drain|sustained|idle|all|heldxmin [flags]")
-		fmt.Fprintln(errOut, "\nPrints one JSON object per measurement on stdout.")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
-	}
-	for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
-		"--inserters": *inserters, "--processes": *processes} {
-		if v < 1 {
-			return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
+	return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
 		}
-	}
-	if *workers < 0 {
-		return fmt.Errorf("%w: --workers must be 0 (the default) or more, got %d", errUsage, *workers)
-	}
-	if *rate < 0 {
-		return fmt.Errorf("%w: --rate must be positive, got %d", errUsage, *rate)
-	}
-	for name, d := range map[string]time.Duration{"--duration": *duration, "--baseline": *baseline, "--held": *held, "--recovery": *recovery, "--window": *window} {
-		if d <= 0 {
-			return fmt.Errorf("%w: %s must be positive, got %s", errUsage, name, d)
+		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
+			"--inserters": *inserters, "--processes": *processes} {
+			if v < 1 {
+				return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
+			}
 		}
-	}
-	if *history != "on" && *history != "off" {
-		return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
-	}
-	if *serveWorker != "" {
-		*scenario = bench.ScenarioDrain
-	}
-	dbURL := *url // set below when discovery finds the database
-	runner, err := bench.New(bench.Config{
-		Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
-		Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
-		Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
-		Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
-		DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
-		Progress: errOut, ProgressBar: isTerminal(errOut),
-	})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-
+		if *workers < 0 {
+			return fmt.Errorf("%w: --workers must be 0 (the default) or more, got %d", errUsage, *workers)
+		}
+		if *rate < 0 {
+			return fmt.Errorf("%w: --rate must be positive, got %d", errUsage, *rate)
+		}
+		for name, d := range map[string]time.Duration{"--duration": *duration, "--baseline": *baseline, "--held": *held, "--recovery": *recovery, "--window": *window} {
+			if d <= 0 {
+				return fmt.Errorf("%w: %s must be positive, got %s", errUsage, name, d)
+			}
+		}
+		if *history != "on" && *history != "off" {
+			return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
+		}
+		if *serveWorker != "" {
+			*scenario = bench.ScenarioDrain
+		}
+		dbURL := *url // set below from $DATABASE_URL, or when discovery finds the database
 	if dbURL == "" {
-		fmt.Fprintln(errOut, "docket bench: no --database-url or $DATABASE_URL; looking for PostgreSQL (127.0.0.1:5432, or a private cluster)...")
-		srv, err := pgsrv.Discover(ctx)
+		dbURL = os.Getenv("DATABASE_URL")
+	}
+		runner, err := bench.New(bench.Config{
+			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
+			Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
+			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
+			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
+			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
+			Progress: errOut, ProgressBar: isTerminal(errOut),
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+
+		if dbURL == "" {
+			fmt.Fprintln(errOut, "docket bench: no --database-url or $DATABASE_URL; looking for PostgreSQL (127.0.0.1:5432, or a private cluster)...")
+			srv, err := pgsrv.Discover(ctx)
+			if err != nil {
+				return err
+			}
+			defer srv.Stop()
+			if srv.Private != nil {
+				fmt.Fprintln(errOut, "docket bench: started a private PostgreSQL cluster; it is removed when the bench ends")
+			}
+			dbURL = srv.URL
+		}
+		pool, err := connect(ctx, dbURL, 4)
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
-		if srv.Private != nil {
-			fmt.Fprintln(errOut, "docket bench: started a private PostgreSQL cluster; it is removed when the bench ends")
+		defer pool.Close()
+		if *serveWorker != "" {
+			return bench.ServeWorker(ctx, pool, bench.Config{Workers: *workers, DisableHistory: *history == "off",
+				PollOnly: *pollOnly, Progress: errOut}, *serveWorker, os.Stdin, out)
 		}
-		dbURL = srv.URL
-	}
-	pool, err := connect(ctx, dbURL, 4)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if *serveWorker != "" {
-		return bench.ServeWorker(ctx, pool, bench.Config{Workers: *workers, DisableHistory: *history == "off",
-			PollOnly: *pollOnly, Progress: errOut}, *serveWorker, os.Stdin, out)
-	}
-	err = runner.Run(ctx, pool, func(r bench.Result) error {
-		b, err := json.Marshal(r)
-		if err != nil {
+		err = runner.Run(ctx, pool, func(r bench.Result) error {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			_, err = out.Write(append(b, '\n'))
 			return err
+		})
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return fmt.Errorf("interrupted; bench schemas dropped: %w", err)
 		}
-		_, err = out.Write(append(b, '\n'))
 		return err
-	})
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return fmt.Errorf("interrupted; bench schemas dropped: %w", err)
 	}
-	return err
 }
 
 // workerProcess returns the command that runs one worker process of a

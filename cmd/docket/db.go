@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/docketq/docket/outbox"
@@ -11,8 +12,12 @@ import (
 
 // connect opens a small pool with Docket's connection defaults (see
 // outbox.ParsePoolConfig) and checks it reaches the server, with an error
-// that names the server but never the password.
+// that names the server but never the password. An empty url means
+// $DATABASE_URL.
 func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	if url == "" {
+		url = os.Getenv("DATABASE_URL")
+	}
 	if url == "" {
 		return nil, fmt.Errorf("%w: no database: pass --database-url or set DATABASE_URL", errUsage)
 	}

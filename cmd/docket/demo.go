@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,15 +51,28 @@ func (ledgerPost) Kind() string { return "demo.ledger_post" }
 
 const demoSchema = "docket_demo"
 
-func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("demo", errOut)
-	orders := fs.Int("orders", 500, "orders to create, each with a receipt job")
-	if _, err := parse(fs, args); err != nil {
-		return err
+func demoCommand() *command {
+	return &command{
+		name:    "demo",
+		summary: "run jobs end to end against a local PostgreSQL (found or started)",
+		about: `Uses $DATABASE_URL, else 127.0.0.1:5432, else a private cluster it starts and
+removes; works in the schema docket_demo.`,
+		flags: func(fs *flag.FlagSet) action {
+			orders := fs.Int("orders", 500, "orders to create, each with a receipt job")
+			return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
+				if err := wantArgs(pos, 0, ""); err != nil {
+					return err
+				}
+				if *orders < 1 {
+					return fmt.Errorf("%w: --orders must be at least 1", errUsage)
+				}
+				return runDemo(ctx, *orders, out, errOut)
+			}
+		},
 	}
-	if *orders < 1 {
-		return fmt.Errorf("%w: --orders must be at least 1", errUsage)
-	}
+}
+
+func runDemo(ctx context.Context, orders int, out, errOut io.Writer) error {
 	fmt.Fprintln(errOut, "docket demo: looking for PostgreSQL ($DATABASE_URL, 127.0.0.1:5432, or a private cluster)...")
 	srv, err := pgsrv.Discover(ctx)
 	if err != nil {
@@ -73,7 +87,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	d := &demo{pool: pool, out: out, errOut: errOut, orders: *orders}
+	d := &demo{pool: pool, out: out, errOut: errOut, orders: orders}
 	return d.run(ctx)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -71,86 +70,57 @@ func parseRate(s string) (float64, error) {
 	return 0, fmt.Errorf("%w: rate %q: unit must be /s or /m", errUsage, s)
 }
 
-func runDLQ(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("dlq", errOut)
+func dlqCommand() *command {
+	return &command{
+		name:    "dlq",
+		summary: "dead-letter queue: list, show, replay (rate-limited), purge",
+		verbs: []*command{
+			{name: "list", summary: "list dead jobs, newest first, without payloads", flags: dlqList},
+			{name: "show", summary: "show one dead job; the payload only with --payload", args: "ID", flags: dlqShow},
+			{name: "replay", summary: "put dead jobs back in their queue at a limited rate", args: "[ID...]", flags: dlqReplay},
+			{name: "purge", summary: "delete dead jobs older than --older-than", flags: dlqPurge},
+		},
+	}
+}
+
+// jobIDs reads job ids from positional arguments.
+func jobIDs(pos []string) ([]int64, error) {
+	var ids []int64
+	for _, s := range pos {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job id %q is not a number", errUsage, s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func dlqList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	var f dlqFilter
 	f.register(fs, 100)
-	asJSON := fs.Bool("json", false, "list, show: print JSON")
-	payload := fs.Bool("payload", false, "show: include the payload (it may hold personal data)")
-	rate := fs.String("rate", "10/s", "replay: jobs per second put back in the queue (N/s or N/m)")
-	dryRun := fs.Bool("dry-run", false, "replay, purge: say what would be done, do nothing")
-	all := fs.Bool("all", false, "replay: allow replaying without any selection")
-	olderThan := fs.Duration("older-than", 0, "purge: delete dead jobs that died longer ago than this (e.g. 720h)")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, `usage: docket dlq <verb> [flags]
-
-  list   [--kind K] [--queue Q] [--error LIKE] [--since D] [--limit N] [--json]
-  show   ID [--payload] [--json]
-  replay [ID...] [--kind K] [--queue Q] [--error LIKE] [--since D] [--rate N/s] [--dry-run]
-  purge  --older-than D [--dry-run]
-
-Payloads are printed only by show --payload.`)
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: want list, show, replay or purge", errUsage)
-	}
-	verb, rest := pos[0], pos[1:]
-	var ids []int64
-	for _, s := range rest {
-		id, err := strconv.ParseInt(s, 10, 64)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return fmt.Errorf("%w (list takes no ids; use show ID)", err)
+		}
+		filter, err := f.filter(time.Now())
 		if err != nil {
-			return fmt.Errorf("%w: job id %q is not a number", errUsage, s)
+			return err
 		}
-		ids = append(ids, id)
-	}
-	switch verb {
-	case "list":
-		if len(ids) > 0 {
-			return fmt.Errorf("%w: list takes no ids; use show ID", errUsage)
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
 		}
-	case "show":
-		if len(ids) != 1 {
-			return fmt.Errorf("%w: show takes one job id", errUsage)
-		}
-	case "replay":
-		if len(ids) == 0 && f.empty() && !*all {
-			return fmt.Errorf("%w: replay needs ids, a selection (--kind, --queue, --error, --since) or --all", errUsage)
-		}
-	case "purge":
-		if *olderThan <= 0 {
-			return fmt.Errorf("%w: purge needs --older-than, e.g. 720h", errUsage)
-		}
-	default:
-		return fmt.Errorf("%w: unknown dlq verb %q: want list, show, replay or purge", errUsage, verb)
-	}
-	perSecond, err := parseRate(*rate)
-	if err != nil {
-		return err
-	}
-	client, pool, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	filter, err := f.filter(time.Now())
-	if err != nil {
-		return err
-	}
-	switch verb {
-	case "list":
+		defer pool.Close()
 		dead, err := client.ListDead(ctx, pool, filter)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(out).Encode(dead)
+			return writeJSON(out, dead, true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tATTEMPTS\tDIED\tREASON\tERROR")
@@ -159,15 +129,33 @@ Payloads are printed only by show --payload.`)
 				d.DeadAt.UTC().Format(time.RFC3339), d.Reason, oneLine(d.LastError, 80))
 		}
 		return tw.Flush()
-	case "show":
+	}
+}
+
+func dlqShow(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	payload := fs.Bool("payload", false, "include the payload (it may hold personal data)")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 1, "one job id"); err != nil {
+			return err
+		}
+		ids, err := jobIDs(pos)
+		if err != nil {
+			return err
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		d, err := client.DeadJobByID(ctx, pool, ids[0], *payload)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(d)
+			return writeJSON(out, d, true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "id\t%d\nqueue\t%s\nkind\t%s\npriority\t%d\ntenant\t%s\nunique key\t%s\nattempts\t%d of %d\ncreated\t%s\ndied\t%s\nreason\t%s\n",
@@ -186,11 +174,42 @@ Payloads are printed only by show --payload.`)
 			fmt.Fprintln(out, "payload: hidden (--payload shows it)")
 		}
 		return nil
-	case "replay":
+	}
+}
+
+func dlqReplay(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	var f dlqFilter
+	f.register(fs, 100)
+	rate := fs.String("rate", "10/s", "jobs per second put back in the queue (N/s or N/m)")
+	dryRun := fs.Bool("dry-run", false, "say what would be replayed, do nothing")
+	all := fs.Bool("all", false, "allow replaying without any selection")
+	return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
+		ids, err := jobIDs(pos)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 && f.empty() && !*all {
+			return fmt.Errorf("%w: replay needs ids, a selection (--kind, --queue, --error, --since) or --all", errUsage)
+		}
+		perSecond, err := parseRate(*rate)
+		if err != nil {
+			return err
+		}
+		filter, err := f.filter(time.Now())
+		if err != nil {
+			return err
+		}
 		if len(ids) > 0 {
 			filter.IDs = ids
 			filter.Limit = -1
 		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		if *dryRun {
 			dead, err := client.ListDead(ctx, pool, filter)
 			if err != nil {
@@ -213,7 +232,26 @@ Payloads are printed only by show --payload.`)
 		}
 		fmt.Fprintln(out)
 		return err
-	case "purge":
+	}
+}
+
+func dlqPurge(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	olderThan := fs.Duration("older-than", 0, "delete dead jobs that died longer ago than this (e.g. 720h); required")
+	dryRun := fs.Bool("dry-run", false, "say what would be deleted, do nothing")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		if *olderThan <= 0 {
+			return fmt.Errorf("%w: purge needs --older-than, e.g. 720h", errUsage)
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		cutoff := time.Now().Add(-*olderThan)
 		if *dryRun {
 			dead, err := client.ListDead(ctx, pool, outbox.DeadFilter{Before: cutoff, Limit: -1})
@@ -228,8 +266,8 @@ Payloads are printed only by show --payload.`)
 			return err
 		}
 		fmt.Fprintf(out, "deleted %d dead jobs that died before %s\n", n, cutoff.UTC().Format(time.RFC3339))
+		return nil
 	}
-	return nil
 }
 
 // oneLine shortens an error to its first line and at most n runes.

@@ -1,23 +1,29 @@
-// Command docket operates Docket's tables: migrations, the demo, and (as
-// they land) status, dead-letter triage, schedules and benchmarks.
+// Command docket operates Docket's tables: migrations, status, dead-letter
+// triage, jobs, queues, schedules, metrics, the demo and benchmarks.
 //
 // Usage:
 //
-//	docket migrate up|down|list|sql [--database-url URL] [--schema S] [--version N]
-//	docket demo [--orders N]
-//	docket schedules list [--stale D] | pause NAME | resume NAME | trigger NAME | remove NAME
-//	docket bench --scenario insert|drain|sustained|idle|all [--database-url URL] [--jobs N] [--batch B]
-//	             [--workers W] [--processes N] [--inserters N] [--producers P] [--producer-tx]
-//	             [--rate R] [--duration D] [--history on|off] [--poll-only] [--cpuprofile FILE]
-//	docket bench --scenario heldxmin [--rate R] [--baseline D] [--held D] [--recovery D] [--window D]
-//	docket status [--json] [--watch D] [--lag D] [--horizon D] [--dead-tuples N] [--claim-p99 D]
-//	docket dlq list|show|replay|purge [--kind K] [--queue Q] [--error LIKE] [--since D] [--rate N/s] [--payload]
-//	docket jobs cancel|retry ID
-//	docket queues pause|resume QUEUE | list
-//	docket metrics serve [--addr :9471]
+//	docket <command> [<verb>] [flags] [arguments]
+//	docket --help | docket <command> --help | docket <command> <verb> --help
+//	docket version | docket --version
 //
-// The database URL comes from --database-url, else $DATABASE_URL; bench then
-// falls back to a local server found or started, as demo does.
+// Every command, verb and flag is defined once, in the command table
+// (commands in this file, one constructor per file); help text, usage errors
+// and the tests derive from it. A flag that does not belong to the verb, an
+// unknown verb and a missing argument are usage errors, reported before any
+// connection is made.
+//
+// Help goes to stdout, errors to stderr. Exit codes: 0 success, 1 failure,
+// 2 usage error, 3 migrate status found pending migrations.
+//
+// The database URL comes from --database-url, else $DATABASE_URL; the schema
+// from --schema, else $DOCKET_SCHEMA, else public. demo and bench fall back
+// to a local server found or started.
+//
+// With --json a command prints one JSON document (status --watch: one per
+// line) in one convention: snake_case keys, RFC 3339 UTC times, durations in
+// seconds, [] for an empty list, and absent values (a zero time, a missing
+// payload) left out.
 package main
 
 import (
@@ -28,6 +34,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -37,83 +44,228 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one verb of the CLI.
+// command is one entry of the command table: a group of verbs, or a leaf
+// that runs.
 type command struct {
 	name    string
-	summary string
-	run     func(ctx context.Context, args []string, out, errOut io.Writer) error
+	summary string // one line, shown in the parent's list
+	args    string // a leaf's positional arguments, for its usage line
+	about   string // more help text; optional
+	// flags registers a leaf's flags on fs and returns what runs it. It is
+	// called for every parse and every help text, so each flag is defined
+	// once, in the leaf that uses it.
+	flags func(fs *flag.FlagSet) action
+	verbs []*command // a group's verbs
 }
 
-func commands() []command {
-	return []command{
-		{"migrate", "apply, revert, list or print schema migrations", runMigrate},
-		{"demo", "run jobs end to end against a local PostgreSQL (found or started)", runDemo},
-		{"bench", "measure insert, drain and latency; one JSON line per scenario", runBench},
-		{"schedules", "list, pause, resume, trigger or remove recurring schedules", runSchedules},
-		{"status", "queue health: backlog, lag, throughput, DLQ, vacuum, stuck leases, warnings", runStatus},
-		{"dlq", "dead-letter queue: list, show, replay (rate-limited), purge", runDLQ},
-		{"jobs", "cancel or retry one job", runJobs},
-		{"queues", "pause, resume or list paused queues", runQueues},
-		{"metrics", "serve the status as Prometheus metrics", runMetrics},
+// action runs a leaf with its positional arguments once its flags parsed.
+type action func(ctx context.Context, pos []string, out, errOut io.Writer) error
+
+// commands is the command table.
+func commands() *command {
+	return &command{
+		name: "docket",
+		about: `Environment:
+  DATABASE_URL   PostgreSQL connection URL when --database-url is not given
+  DOCKET_SCHEMA  schema of Docket's tables when --schema is not given (default public)
+
+Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate status).`,
+		verbs: []*command{
+			migrateCommand(),
+			statusCommand(),
+			dlqCommand(),
+			jobsCommand(),
+			queuesCommand(),
+			schedulesCommand(),
+			metricsCommand(),
+			demoCommand(),
+			benchCommand(),
+			versionCommand(),
+		},
 	}
 }
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
 
 // errUsage marks errors that are the caller's words being off.
 var errUsage = errors.New("usage")
 
+// exitError is a failure with its own exit code, for a verb whose result a
+// script branches on (migrate status: 3 when migrations are pending).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(errOut)
+	cmd, path := commands(), "docket"
+	if len(args) > 0 && args[0] == "--version" {
+		args[0] = "version"
+	}
+	if len(args) > 0 && args[0] == "help" {
+		return help(args[1:], out, errOut)
+	}
+	for cmd.verbs != nil {
 		if len(args) == 0 {
-			return 2
+			if cmd.flags == nil && path == "docket" {
+				printHelp(errOut, cmd, path)
+				return exitUsage
+			}
+			return usageError(errOut, path, fmt.Errorf("want %s", cmd.verbList()))
 		}
-		return 0
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
+		if isHelpFlag(args[0]) {
+			printHelp(out, cmd, path)
+			return exitOK
 		}
-		err := c.run(ctx, args[1:], out, errOut)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(errOut, "docket %s: %v\n", c.name, err)
-			return 2
-		default:
-			fmt.Fprintf(errOut, "docket %s: %v\n", c.name, err)
-			return 1
+		next := cmd.verb(args[0])
+		if next == nil {
+			what := "unknown " + strings.TrimPrefix(path+" verb", "docket ")
+			if path == "docket" {
+				what = "unknown command"
+			}
+			if strings.HasPrefix(args[0], "-") {
+				return usageError(errOut, path, fmt.Errorf("%s before flags: want %s", args[0], cmd.verbList()))
+			}
+			return usageError(errOut, path, fmt.Errorf("%s %q: want %s", what, args[0], cmd.verbList()))
+		}
+		cmd, path, args = next, path+" "+next.name, args[1:]
+	}
+	fs := newFlagSet(path)
+	act := cmd.flags(fs)
+	pos, err := parse(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(out, cmd, path)
+		return exitOK
+	case err != nil:
+		return usageError(errOut, path, err)
+	}
+	err = act(ctx, pos, out, errOut)
+	var exit *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		return usageError(errOut, path, err)
+	case errors.As(err, &exit):
+		fmt.Fprintf(errOut, "%s: %v\n", path, err)
+		return exit.code
+	}
+	fmt.Fprintf(errOut, "%s: %v\n", path, err)
+	return exitFailure
+}
+
+// help is `docket help [command [verb]]`.
+func help(args []string, out, errOut io.Writer) int {
+	cmd, path := commands(), "docket"
+	for _, a := range args {
+		next := cmd.verb(a)
+		if next == nil {
+			return usageError(errOut, "docket help", fmt.Errorf("no help for %q: want %s", strings.Join(args, " "), cmd.verbList()))
+		}
+		cmd, path = next, path+" "+next.name
+	}
+	printHelp(out, cmd, path)
+	return exitOK
+}
+
+func usageError(errOut io.Writer, path string, err error) int {
+	msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+	fmt.Fprintf(errOut, "%s: %s\nRun '%s --help' for usage.\n", path, msg, path)
+	return exitUsage
+}
+
+func isHelpFlag(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+func (c *command) verb(name string) *command {
+	for _, v := range c.verbs {
+		if v.name == name {
+			return v
 		}
 	}
-	fmt.Fprintf(errOut, "docket: unknown command %q\n", args[0])
-	usage(errOut)
-	return 2
+	return nil
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: docket <command> [flags]\n\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// verbList names a group's verbs for an error: "serve", "list or show",
+// "one of up, down, list, sql, status".
+func (c *command) verbList() string {
+	names := make([]string, len(c.verbs))
+	for i, v := range c.verbs {
+		names[i] = v.name
 	}
-	fmt.Fprintln(w, "\nRun 'docket <command> -h' for a command's flags.")
+	if len(names) == 1 {
+		return names[0]
+	}
+	return "one of " + strings.Join(names, ", ")
 }
 
-// dbFlags are the connection flags shared by commands.
-type dbFlags struct {
-	url    string
-	schema string
+// printHelp writes a command's help: usage line, description, and its verbs
+// or its flags.
+func printHelp(w io.Writer, c *command, path string) {
+	if c.verbs != nil {
+		what := "<verb>"
+		if path == "docket" {
+			what = "<command>"
+		}
+		fmt.Fprintf(w, "usage: %s %s [flags]\n\n", path, what)
+		if c.summary != "" {
+			fmt.Fprintf(w, "%s.\n\n", upperFirst(c.summary))
+		}
+		fmt.Fprintf(w, "%ss:\n", strings.Trim(what, "<>"))
+		for _, v := range c.verbs {
+			fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
+		}
+		if c.about != "" {
+			fmt.Fprintf(w, "\n%s\n", c.about)
+		}
+		fmt.Fprintf(w, "\nRun '%s %s --help' for its flags.\n", path, what)
+		return
+	}
+	line := path + " [flags]"
+	if c.args != "" {
+		line += " " + c.args
+	}
+	fmt.Fprintf(w, "usage: %s\n\n%s.\n", line, upperFirst(c.summary))
+	if c.about != "" {
+		fmt.Fprintf(w, "\n%s\n", c.about)
+	}
+	fs := newFlagSet(path)
+	c.flags(fs)
+	if hasFlags(fs) {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
 }
 
-func (d *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.url, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL connection URL (default $DATABASE_URL)")
-	fs.StringVar(&d.schema, "schema", "public", "schema that holds Docket's tables")
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-func newFlagSet(name string, errOut io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("docket "+name, flag.ContinueOnError)
-	fs.SetOutput(errOut)
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// newFlagSet returns a flag set that reports nothing itself: run prints
+// parse errors and help where they belong.
+func newFlagSet(path string) *flag.FlagSet {
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -134,4 +286,37 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// wantArgs checks a leaf's count of positional arguments.
+func wantArgs(pos []string, n int, what string) error {
+	switch {
+	case len(pos) == n:
+		return nil
+	case n == 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
+	}
+	return fmt.Errorf("%w: takes %s", errUsage, what)
+}
+
+// dbFlags are the connection flags shared by commands.
+type dbFlags struct {
+	url    string
+	schema string
+}
+
+func (d *dbFlags) register(fs *flag.FlagSet) {
+	// The default is read when connecting, not shown in help: it may hold a password.
+	fs.StringVar(&d.url, "database-url", "", "PostgreSQL connection URL (default $DATABASE_URL)")
+	d.registerSchema(fs)
+}
+
+// registerSchema registers --schema alone, for verbs that print SQL
+// without connecting.
+func (d *dbFlags) registerSchema(fs *flag.FlagSet) {
+	schema := os.Getenv("DOCKET_SCHEMA")
+	if schema == "" {
+		schema = "public"
+	}
+	fs.StringVar(&d.schema, "schema", schema, "schema that holds Docket's tables; $DOCKET_SCHEMA sets the default")
 }

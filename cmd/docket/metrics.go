@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -9,24 +10,31 @@ import (
 	"github.com/docketq/docket/handlers"
 )
 
-func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("metrics", errOut)
-	var db dbFlags
-	db.register(fs)
-	var th thresholdFlags
-	th.register(fs)
-	addr := fs.String("addr", ":9471", "address to serve /metrics on")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket metrics serve [flags]\n\nServes the status views as Prometheus metrics at /metrics; every scrape reads them.")
-		fs.PrintDefaults()
+func metricsCommand() *command {
+	return &command{
+		name:    "metrics",
+		summary: "serve the status as Prometheus metrics",
+		verbs: []*command{{
+			name:    "serve",
+			summary: "serve the status views as Prometheus metrics at /metrics; every scrape reads them",
+			flags: func(fs *flag.FlagSet) action {
+				var db dbFlags
+				db.register(fs)
+				var th thresholdFlags
+				th.register(fs)
+				addr := fs.String("addr", ":9471", "address to serve /metrics on")
+				return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
+					if err := wantArgs(pos, 0, ""); err != nil {
+						return err
+					}
+					return serveMetrics(ctx, db, th, *addr, errOut)
+				}
+			},
+		}},
 	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || pos[0] != "serve" {
-		return fmt.Errorf("%w: want serve", errUsage)
-	}
+}
+
+func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr string, errOut io.Writer) error {
 	client, pool, err := db.open(ctx)
 	if err != nil {
 		return err
@@ -34,7 +42,7 @@ func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error
 	defer pool.Close()
 	reg := handlers.NewMetricsRegistry()
 	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
-	srv, err := handlers.ServeMetrics(*addr, reg)
+	srv, err := handlers.ServeMetrics(addr, reg)
 	if err != nil {
 		return err
 	}

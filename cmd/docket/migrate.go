@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"strconv"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -12,52 +14,63 @@ import (
 	"github.com/docketq/docket/outbox"
 )
 
-func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("migrate", errOut)
+// exitPending is migrate status's exit code when migrations are pending, so
+// a deploy gate can tell "behind" (3) from "could not check" (1).
+const exitPending = 3
+
+func migrateCommand() *command {
+	return &command{
+		name:    "migrate",
+		summary: "apply, revert, list, check or print schema migrations",
+		verbs: []*command{
+			{name: "up", summary: "apply the migrations not yet applied (through --version)", flags: migrateUp},
+			{name: "down", summary: "revert applied migrations above --version (default: the newest one)", flags: migrateDown},
+			{name: "list", summary: "list every migration and when it was applied", flags: migrateList},
+			{name: "sql", summary: "print the migrations as SQL files for goose, golang-migrate, Atlas or psql", flags: migrateSQL,
+				about: `Each up file creates the schema and the docket_migrations table if needed, runs
+the migration and records its version; each down file reverts it and removes the
+record (the first migration's also drops docket_migrations). Without --direction
+both are printed, up files oldest first, then down files newest first, each after
+a "-- docket: NNN_name.up.sql" line; with --direction the output is one script
+psql can run. --out writes NNN_name.up.sql and NNN_name.down.sql into a directory
+instead. No connection is made.`},
+			{name: "status", summary: "say whether migrations are pending; exit 3 if so (for deploy gates)", flags: migrateStatus},
+		},
+	}
+}
+
+// migrator is the migrator for the schema flag, its errors usage errors.
+func migrator(schema string) (*outbox.Migrator, error) {
+	m, err := outbox.NewMigrator(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return m, nil
+}
+
+func versionFlag(fs *flag.FlagSet, help string) *int { return fs.Int("version", -1, help) }
+
+func migrateUp(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
-	version := fs.Int("version", -1, "target version: up applies through it, down reverts above it (down default: one step), sql prints it")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket migrate up|down|list|sql [flags]")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one of up, down, list, sql", errUsage)
-	}
-	m, err := outbox.NewMigrator(db.schema)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if pos[0] == "sql" {
-		v := *version
-		if v < 0 {
-			v = m.Latest()
-		}
-		for _, mig := range m.Migrations() {
-			if mig.Version == v || *version < 0 {
-				fmt.Fprintf(out, "-- %03d_%s.up.sql\n%s\n", mig.Version, mig.Name, mig.Up)
-			}
-		}
-		if _, err := m.SQL(v, "up"); err != nil {
+	version := versionFlag(fs, "apply through this version (default: the latest)")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
 		}
-		return nil
-	}
-	pool, err := connect(ctx, db.url, 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	switch pos[0] {
-	case "up":
+		m, err := migrator(db.schema)
+		if err != nil {
+			return err
+		}
 		v := *version
 		if v < 0 {
 			v = m.Latest()
 		}
+		pool, err := connect(ctx, db.url, 2)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		done, err := m.UpTo(ctx, pool, v)
 		if err != nil {
 			return err
@@ -70,30 +83,83 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 			return err
 		}
 		report(out, "applied", done)
-	case "down":
+		return nil
+	}
+}
+
+func migrateDown(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	version := versionFlag(fs, "revert the applied migrations above this version; 0 removes Docket's tables (default: one step)")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		m, err := migrator(db.schema)
+		if err != nil {
+			return err
+		}
+		pool, err := connect(ctx, db.url, 2)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		v := *version
 		if v < 0 {
 			list, err := m.List(ctx, pool)
 			if err != nil {
 				return err
 			}
-			v = 0
-			for _, s := range list {
-				if !s.AppliedAt.IsZero() && s.Version > v {
-					v = s.Version
-				}
-			}
-			v = max(v-1, 0)
+			v = max(current(list)-1, 0)
 		}
 		done, err := m.Down(ctx, pool, v)
 		if err != nil {
 			return err
 		}
 		report(out, "reverted", done)
-	case "list":
-		list, err := m.List(ctx, pool)
+		return nil
+	}
+}
+
+// current is the highest applied version, 0 when none is.
+func current(list []outbox.MigrationStatus) int {
+	v := 0
+	for _, s := range list {
+		if !s.AppliedAt.IsZero() && s.Version > v {
+			v = s.Version
+		}
+	}
+	return v
+}
+
+// migrationJSON is one migration in list and status --json, without its SQL.
+type migrationJSON struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time
+}
+
+func migrationsJSON(list []outbox.MigrationStatus, pendingOnly bool) []migrationJSON {
+	out := []migrationJSON{}
+	for _, s := range list {
+		if !pendingOnly || s.AppliedAt.IsZero() {
+			out = append(out, migrationJSON{s.Version, s.Name, s.AppliedAt})
+		}
+	}
+	return out
+}
+
+func migrateList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		list, err := loadMigrations(ctx, db, pos)
 		if err != nil {
 			return err
+		}
+		if *asJSON {
+			return writeJSON(out, migrationsJSON(list, false), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
@@ -105,10 +171,124 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 			fmt.Fprintf(tw, "%03d\t%s\t%s\n", s.Version, s.Name, at)
 		}
 		return tw.Flush()
-	default:
-		return fmt.Errorf("%w: unknown migrate verb %q: want up, down, list or sql", errUsage, pos[0])
 	}
-	return nil
+}
+
+func loadMigrations(ctx context.Context, db dbFlags, pos []string) ([]outbox.MigrationStatus, error) {
+	if err := wantArgs(pos, 0, ""); err != nil {
+		return nil, err
+	}
+	m, err := migrator(db.schema)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := connect(ctx, db.url, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return m.List(ctx, pool)
+}
+
+func migrateStatus(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		list, err := loadMigrations(ctx, db, pos)
+		if err != nil {
+			return err
+		}
+		pending := migrationsJSON(list, true)
+		status := struct {
+			Schema  string
+			Current int
+			Latest  int
+			Pending []migrationJSON
+		}{db.schema, current(list), list[len(list)-1].Version, pending}
+		if *asJSON {
+			if err := writeJSON(out, status, true); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(out, "schema %s: at version %d of %d\n", status.Schema, status.Current, status.Latest)
+			for _, p := range pending {
+				fmt.Fprintf(out, "pending %03d_%s\n", p.Version, p.Name)
+			}
+		}
+		if len(pending) > 0 {
+			return &exitError{exitPending, fmt.Sprintf("%d migrations pending: run docket migrate up", len(pending))}
+		}
+		return nil
+	}
+}
+
+func migrateSQL(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.registerSchema(fs)
+	version := versionFlag(fs, "print this migration only (default: all)")
+	direction := fs.String("direction", "", "up or down: print one direction as one script (default: both)")
+	dir := fs.String("out", "", "write NNN_name.up.sql and NNN_name.down.sql files into this directory instead of printing")
+	return func(_ context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		m, err := migrator(db.schema)
+		if err != nil {
+			return err
+		}
+		var directions []string
+		switch *direction {
+		case "":
+			directions = []string{"up", "down"}
+		case "up", "down":
+			directions = []string{*direction}
+		default:
+			return fmt.Errorf("%w: --direction %q: want up or down", errUsage, *direction)
+		}
+		type file struct{ name, sql string }
+		var files []file
+		for _, d := range directions {
+			migs := m.Migrations()
+			for i := range migs {
+				mig := migs[i]
+				if d == "down" {
+					mig = migs[len(migs)-1-i] // newest first
+				}
+				if *version >= 0 && mig.Version != *version {
+					continue
+				}
+				sql, err := m.SQL(mig.Version, d)
+				if err != nil {
+					return err
+				}
+				files = append(files, file{fmt.Sprintf("%03d_%s.%s.sql", mig.Version, mig.Name, d), sql})
+			}
+		}
+		if len(files) == 0 {
+			_, err := m.SQL(*version, "up") // names the known versions
+			return err
+		}
+		if *dir != "" {
+			if err := os.MkdirAll(*dir, 0o755); err != nil {
+				return err
+			}
+			for _, f := range files {
+				if err := os.WriteFile(filepath.Join(*dir, f.name), []byte(f.sql), 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "wrote %s\n", filepath.Join(*dir, f.name))
+			}
+			return nil
+		}
+		for i, f := range files {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			fmt.Fprintf(out, "-- docket: %s\n%s", f.name, f.sql)
+		}
+		return nil
+	}
 }
 
 func report(out io.Writer, verb string, done []outbox.Migration) {
@@ -117,6 +297,6 @@ func report(out io.Writer, verb string, done []outbox.Migration) {
 		return
 	}
 	for _, m := range done {
-		fmt.Fprintf(out, "%s %s_%s\n", verb, strconv.Itoa(m.Version), m.Name)
+		fmt.Fprintf(out, "%s %d_%s\n", verb, m.Version, m.Name)
 	}
 }

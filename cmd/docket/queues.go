@@ -2,55 +2,94 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 )
 
-func runQueues(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("queues", errOut)
+func queuesCommand() *command {
+	return &command{
+		name:    "queues",
+		summary: "pause, resume or list paused queues",
+		about: `A paused queue is claimed by no worker process from its next poll on
+(within one poll interval); jobs already running finish.`,
+		verbs: []*command{
+			{name: "pause", summary: "stop workers claiming from a queue", args: "QUEUE", flags: queuesPause},
+			{name: "resume", summary: "let workers claim from a paused queue again", args: "QUEUE", flags: queuesResume},
+			{name: "list", summary: "list the paused queues", flags: queuesList},
+		},
+	}
+}
+
+func queuesPause(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket queues pause|resume QUEUE | list [flags]\n\nA paused queue is claimed by no worker process from its next poll on\n(within one poll interval); jobs already running finish.")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: want pause QUEUE, resume QUEUE or list", errUsage)
-	}
-	verb := pos[0]
-	switch verb {
-	case "pause", "resume":
-		if len(pos) != 2 {
-			return fmt.Errorf("%w: %s takes one queue name", errUsage, verb)
-		}
-	case "list":
-	default:
-		return fmt.Errorf("%w: unknown queues verb %q: want pause, resume or list", errUsage, verb)
-	}
-	client, pool, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	switch verb {
-	case "pause":
-		if err := client.PauseQueue(ctx, pool, pos[1]); err != nil {
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 1, "one queue name"); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "paused queue %s: workers stop claiming from it within one poll interval\n", pos[1])
-	case "resume":
-		if err := client.ResumeQueue(ctx, pool, pos[1]); err != nil {
+		client, pool, err := db.open(ctx)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "resumed queue %s\n", pos[1])
-	case "list":
+		defer pool.Close()
+		if err := client.PauseQueue(ctx, pool, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "paused queue %s: workers stop claiming from it within one poll interval\n", pos[0])
+		return nil
+	}
+}
+
+func queuesResume(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 1, "one queue name"); err != nil {
+			return err
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := client.ResumeQueue(ctx, pool, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "resumed queue %s\n", pos[0])
+		return nil
+	}
+}
+
+// pausedQueue is one line of queues list --json.
+type pausedQueue struct {
+	Queue  string
+	Paused bool
+}
+
+func queuesList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		paused, err := client.PausedQueues(ctx, pool)
 		if err != nil {
 			return err
+		}
+		if *asJSON {
+			list := []pausedQueue{}
+			for _, q := range paused {
+				list = append(list, pausedQueue{q, true})
+			}
+			return writeJSON(out, list, true)
 		}
 		if len(paused) == 0 {
 			fmt.Fprintln(out, "no paused queues")
@@ -58,6 +97,6 @@ func runQueues(ctx context.Context, args []string, out, errOut io.Writer) error 
 		for _, q := range paused {
 			fmt.Fprintf(out, "%s\tpaused\n", q)
 		}
+		return nil
 	}
-	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,53 +12,52 @@ import (
 	"github.com/docketq/docket/schedule"
 )
 
-// runSchedules is `docket schedules list|pause|resume|trigger|remove`.
-func runSchedules(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("schedules", errOut)
-	var db dbFlags
-	db.register(fs)
-	stale := fs.Duration("stale", 0, "list: only schedules no process registered for this long")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket schedules list [--stale D] | pause NAME | resume NAME | trigger NAME | remove NAME [--database-url URL] [--schema S]")
-		fs.PrintDefaults()
+func schedulesCommand() *command {
+	return &command{
+		name:    "schedules",
+		summary: "list, pause, resume, trigger or remove recurring schedules",
+		verbs: []*command{
+			{name: "list", summary: "list the schedules with their next and last fire", flags: schedulesList},
+			{name: "pause", summary: "stop a schedule firing until resumed", args: "NAME", flags: scheduleOp("pause")},
+			{name: "resume", summary: "let a paused schedule fire again", args: "NAME", flags: scheduleOp("resume")},
+			{name: "trigger", summary: "enqueue one run of a schedule now", args: "NAME", flags: scheduleOp("trigger")},
+			{name: "remove", summary: "delete a schedule", args: "NAME", flags: scheduleOp("remove")},
+		},
 	}
-	pos, err := parse(fs, args)
+}
+
+// openSchedules connects and returns the schedule service of the schema.
+func openSchedules(ctx context.Context, db dbFlags) (*schedule.Service, func(), error) {
+	ob, err := outbox.New(outbox.Config{Schema: db.schema})
 	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return fmt.Errorf("%w: want list, pause, resume, trigger or remove", errUsage)
-	}
-	verb := pos[0]
-	var name string
-	switch verb {
-	case "list":
-		if len(pos) != 1 {
-			return fmt.Errorf("%w: list takes no arguments", errUsage)
-		}
-	case "pause", "resume", "trigger", "remove":
-		if len(pos) != 2 {
-			return fmt.Errorf("%w: %s takes one schedule name", errUsage, verb)
-		}
-		name = pos[1]
-	default:
-		return fmt.Errorf("%w: unknown verb %q: want list, pause, resume, trigger or remove", errUsage, verb)
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	pool, err := connect(ctx, db.url, 2)
 	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	ob, err := outbox.New(outbox.Config{Schema: db.schema})
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return nil, nil, err
 	}
 	svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, ReconcileInterval: -1})
 	if err != nil {
-		return err
+		pool.Close()
+		return nil, nil, err
 	}
-	switch verb {
-	case "list":
+	return svc, pool.Close, nil
+}
+
+func schedulesList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	stale := fs.Duration("stale", 0, "only schedules no process registered for this long")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		svc, done, err := openSchedules(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer done()
 		var list []schedule.Info
 		if *stale > 0 {
 			list, err = svc.Stale(ctx, *stale)
@@ -67,26 +67,51 @@ func runSchedules(ctx context.Context, args []string, out, errOut io.Writer) err
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			return writeJSON(out, list, true)
+		}
 		printSchedules(out, list)
 		return nil
-	case "pause":
-		err = svc.Pause(ctx, name)
-	case "resume":
-		err = svc.Resume(ctx, name)
-	case "remove":
-		err = svc.Remove(ctx, name)
-	case "trigger":
-		var id int64
-		if id, err = svc.Trigger(ctx, name); err == nil {
-			fmt.Fprintf(out, "schedule %s: triggered run enqueued as job %d\n", name, id)
+	}
+}
+
+// scheduleOp is the leaf of a verb that acts on one schedule by name.
+func scheduleOp(verb string) func(fs *flag.FlagSet) action {
+	return func(fs *flag.FlagSet) action {
+		var db dbFlags
+		db.register(fs)
+		return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+			if err := wantArgs(pos, 1, "one schedule name"); err != nil {
+				return err
+			}
+			name := pos[0]
+			svc, done, err := openSchedules(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer done()
+			switch verb {
+			case "pause":
+				err = svc.Pause(ctx, name)
+			case "resume":
+				err = svc.Resume(ctx, name)
+			case "remove":
+				err = svc.Remove(ctx, name)
+			case "trigger":
+				id, err := svc.Trigger(ctx, name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "schedule %s: triggered run enqueued as job %d\n", name, id)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "schedule %s: %sd\n", name, verb)
 			return nil
 		}
 	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "schedule %s: %sd\n", name, verb)
-	return nil
 }
 
 func printSchedules(out io.Writer, list []schedule.Info) {

@@ -53,9 +53,9 @@ func TestSchedulesVerbs(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"schedules"}, 2, "want list, pause"},
+		{[]string{"schedules"}, 2, "want one of list, pause"},
 		{[]string{"schedules", "pause"}, 2, "takes one schedule name"},
-		{[]string{"schedules", "fly", "x"}, 2, "unknown verb"},
+		{[]string{"schedules", "fly", "x"}, 2, "unknown schedules verb"},
 		{append([]string{"schedules", "pause", "ghost"}, db...), 1, `schedule not found: "ghost"`},
 	} {
 		code, _, errOut := docket(t, c.args...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -24,60 +23,58 @@ func (f *thresholdFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.th.ClaimP99, "claim-p99", 250*time.Millisecond, "warn when a live worker's claim p99 is above this")
 }
 
-func runStatus(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlagSet("status", errOut)
-	var db dbFlags
-	db.register(fs)
-	var th thresholdFlags
-	th.register(fs)
-	asJSON := fs.Bool("json", false, "print the status as JSON")
-	watch := fs.Duration("watch", 0, "refresh every interval until interrupted (e.g. 2s); 0 prints once")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket status [flags]\n\nPer queue: backlog, lag, throughput, dead-letter queue; tables' vacuum state;\nstuck leases, unserved kinds, what holds the vacuum horizon; and warnings.")
-		fs.PrintDefaults()
-	}
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return fmt.Errorf("%w: status takes no arguments", errUsage)
-	}
-	client, pool, err := db.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	for {
-		s, err := client.Status(ctx, pool, th.th)
-		if err != nil {
-			if *watch > 0 && ctx.Err() != nil {
-				return nil // interrupted while watching
+func statusCommand() *command {
+	return &command{
+		name:    "status",
+		summary: "queue health: backlog, lag, throughput, DLQ, vacuum, stuck leases, warnings",
+		about: `Per queue: backlog, lag, throughput, dead-letter queue; tables' vacuum state;
+stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
+		flags: func(fs *flag.FlagSet) action {
+			var db dbFlags
+			db.register(fs)
+			var th thresholdFlags
+			th.register(fs)
+			asJSON := fs.Bool("json", false, "print the status as JSON (with --watch, one line per snapshot)")
+			watch := fs.Duration("watch", 0, "refresh every interval until interrupted (e.g. 2s); 0 prints once")
+			return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+				if err := wantArgs(pos, 0, ""); err != nil {
+					return err
+				}
+				client, pool, err := db.open(ctx)
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				for {
+					s, err := client.Status(ctx, pool, th.th)
+					if err != nil {
+						if *watch > 0 && ctx.Err() != nil {
+							return nil // interrupted while watching
+						}
+						return err
+					}
+					if *watch > 0 && !*asJSON {
+						fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
+					}
+					if *asJSON {
+						err = writeJSON(out, s, *watch == 0)
+					} else {
+						err = printStatus(out, s)
+					}
+					if err != nil {
+						return err
+					}
+					if *watch <= 0 {
+						return nil
+					}
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-time.After(*watch):
+					}
+				}
 			}
-			return err
-		}
-		if *watch > 0 && !*asJSON {
-			fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
-		}
-		if *asJSON {
-			enc := json.NewEncoder(out)
-			if *watch == 0 {
-				enc.SetIndent("", "  ")
-			}
-			if err := enc.Encode(s); err != nil {
-				return err
-			}
-		} else if err := printStatus(out, s); err != nil {
-			return err
-		}
-		if *watch <= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(*watch):
-		}
+		},
 	}
 }
 

@@ -79,7 +79,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Error("status shows a payload")
 	}
 	code, out, _ = docket(t, append([]string{"status", "--json"}, db...)...)
-	var s outbox.Status
+	var s struct{ Queues, Warnings []map[string]any }
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || len(s.Queues) != 2 || len(s.Warnings) == 0 {
 		t.Fatalf("status --json: %d %s", code, out)
 	}
