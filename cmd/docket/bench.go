@@ -98,9 +98,9 @@ func benchFlags(fs *flag.FlagSet) action {
 			*scenario = bench.ScenarioDrain
 		}
 		dbURL := *url // set below from $DATABASE_URL, or when discovery finds the database
-	if dbURL == "" {
-		dbURL = os.Getenv("DATABASE_URL")
-	}
+		if dbURL == "" {
+			dbURL = os.Getenv("DATABASE_URL")
+		}
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
 			Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
