@@ -101,7 +101,7 @@ func TestUsageErrorsBeforeConnecting(t *testing.T) {
 		{[]string{"nope"}, `unknown command "nope"`},
 		{[]string{"migrate", "sideways"}, `unknown migrate verb "sideways"`},
 		{[]string{"migrate", "sideways", "--database-url", "postgres://x"}, `unknown migrate verb "sideways"`},
-		{[]string{"dlq", "--json", "list"}, "--json before flags: want one of list"},
+		{[]string{"dlq", "--json", "list"}, "flag --json before the verb: want one of list"},
 		{[]string{"dlq", "list", "--payload"}, "flag provided but not defined: -payload"},
 		{[]string{"dlq", "list", "--older-than", "1h"}, "not defined: -older-than"},
 		{[]string{"dlq", "list", "--rate", "5/s"}, "not defined: -rate"},

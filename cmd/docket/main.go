@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 				what = "unknown command"
 			}
 			if strings.HasPrefix(args[0], "-") {
-				return usageError(errOut, path, fmt.Errorf("%s before flags: want %s", args[0], cmd.verbList()))
+				return usageError(errOut, path, fmt.Errorf("flag %s before the verb: want %s, then flags", args[0], cmd.verbList()))
 			}
 			return usageError(errOut, path, fmt.Errorf("%s %q: want %s", what, args[0], cmd.verbList()))
 		}
