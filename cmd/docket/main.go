@@ -107,14 +107,14 @@ func (e *exitError) Error() string { return e.msg }
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	cmd, path := commands(), "docket"
 	if len(args) > 0 && args[0] == "--version" {
-		args[0] = "version"
+		args = append([]string{"version"}, args[1:]...)
 	}
 	if len(args) > 0 && args[0] == "help" {
 		return help(args[1:], out, errOut)
 	}
 	for cmd.verbs != nil {
 		if len(args) == 0 {
-			if cmd.flags == nil && path == "docket" {
+			if path == "docket" {
 				printHelp(errOut, cmd, path)
 				return exitUsage
 			}
