@@ -11,6 +11,7 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -162,5 +163,56 @@ func TestTracing(t *testing.T) {
 		if children != 1 {
 			t.Errorf("run %d: %d handler spans under it, want 1", attempt, children)
 		}
+	}
+}
+
+// Each run of a schedule is the root of a trace of its own: the next run
+// is enqueued by the outcome hook, which writes a batch of outcomes outside
+// any run span, so no run is the parent of the next and a schedule does
+// not grow one endless trace.
+func TestTracingScheduleRuns(t *testing.T) {
+	t.Parallel()
+	pool, schema := migrated(t)
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[tracedJob]) error { return nil }, handlers.KindOpts{})
+	c, err := docket.NewClient(pool, docket.Config{
+		Outbox:    outbox.Config{Schema: schema},
+		Registry:  reg,
+		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: tracedJob{}}},
+		Worker:    handlers.Config{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		traces := map[trace.TraceID]bool{}
+		for _, s := range exp.GetSpans() {
+			if s.Name != "docket.run traced" {
+				continue
+			}
+			if s.Parent.IsValid() {
+				t.Fatalf("a schedule run has parent %s", s.Parent.SpanID())
+			}
+			traces[s.SpanContext.TraceID()] = true
+		}
+		if len(traces) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d traces of schedule runs, want 2", len(traces))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
