@@ -233,11 +233,11 @@
 // The runs are children, not links: a retry keeps the job's meta, so every
 // attempt is a sibling under the enqueuer's span, in the order they ran,
 // and so is a run of a dead job replayed later (a replay keeps the meta).
-// A job enqueued without a span starts a trace of its own. A schedule's next run
-// is enqueued by the outcome hook, outside any run span, so each run of a
-// schedule is the root of its own trace rather than one trace growing
-// forever; a run enqueued by schedule.Service.Trigger inside a span is that
-// span's child.
+// A job enqueued without a span starts a trace of its own. A schedule's
+// next run is enqueued by the outcome hook, outside any run span, so each
+// run of a schedule is the root of its own trace rather than one trace
+// growing forever; a run enqueued by schedule.Service.Trigger inside a
+// span is that span's child.
 //
 // Config.TracerProvider makes the spans (nil: otel.GetTracerProvider()).
 // Config.Propagator reads the context back (nil: W3C Trace Context, as
