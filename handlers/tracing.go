@@ -51,12 +51,15 @@ func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) tra
 func (t tracing) start(e *task) {
 	j := e.job
 	parent := t.prop.Extract(context.Background(), propagation.MapCarrier(j.Meta))
-	_, e.span = t.tracer.Start(parent, "docket.run "+j.Kind,
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	_, e.span = t.tracer.Start(parent, "docket.run "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
+	// Without an SDK the span records nothing: spare the hot path the
+	// attributes.
+	if e.span.IsRecording() {
+		e.span.SetAttributes(
 			AttrKind.String(j.Kind), AttrQueue.String(j.Queue),
 			AttrJobID.Int64(j.ID), AttrAttempt.Int(j.Attempt),
-		))
+		)
+	}
 }
 
 // withSpan returns ctx carrying e's run span, so that the handler's own
@@ -71,7 +74,7 @@ func withSpan(ctx context.Context, e *task) context.Context {
 // traceOutcome records what a run led to on its span; err is the
 // handler's error, recorded when the run failed.
 func traceOutcome(e *task, what string, err error) {
-	if e.span == nil {
+	if e.span == nil || !e.span.IsRecording() {
 		return
 	}
 	e.span.SetAttributes(AttrOutcome.String(what))
