@@ -214,6 +214,36 @@
 // [JobAttrs] gives the attributes Docket logs for a job (job_id, kind,
 // attempt, queue) for middleware of your own: metrics, tracing.
 //
+// # Tracing
+//
+// Docket traces with the OpenTelemetry API, which records nothing until the
+// application installs an SDK. Enqueue writes the W3C trace context of its
+// ctx into the job's meta ("traceparent", and "tracestate" when present)
+// when ctx carries a span and the caller did not set those keys
+// (outbox.Config.Propagator). The worker starts one span per run, named
+// "docket.run <kind>" and of kind consumer, as a child of that context, so
+// a job's runs appear in the trace of the request that enqueued it. Its
+// attributes are the job's kind, queue, id and attempt ([AttrKind],
+// [AttrQueue], [AttrJobID], [AttrAttempt]) and the run's outcome
+// ([AttrOutcome]: completed, retried, snoozed, cancelled, dead, released or
+// lost); a failed run records its error and sets the span's error status.
+// The payload is never an attribute. The handler's ctx carries the run
+// span, so the handler's own spans nest under it.
+//
+// The runs are children, not links: a retry keeps the job's meta, so every
+// attempt is a sibling under the enqueuer's span, in the order they ran,
+// and so is a run of a dead job replayed later (a replay keeps the meta).
+// A job enqueued without a span starts a trace of its own. A schedule's
+// next run is enqueued by the outcome hook, outside any run span, so each
+// run of a schedule is the root of its own trace rather than one trace
+// growing forever; a run enqueued by schedule.Service.Trigger inside a
+// span is that span's child.
+//
+// Config.TracerProvider makes the spans (nil: otel.GetTracerProvider()).
+// Config.Propagator reads the context back (nil: W3C Trace Context, as
+// enqueue writes it by default, whatever the global propagator is). A job
+// run by dockettest.Work has no span.
+//
 // # Guarantees
 //
 //   - At-least-once: a job runs until an outcome is recorded; a crashed or

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	docket "github.com/docketq/docket/internal/core"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Execution states. A claimed job starts running; exactly one of the
@@ -28,6 +29,7 @@ type task struct {
 	pool   *pool
 	ctx    context.Context // the handler's context, cancelled on lease loss and hard shutdown
 	cancel context.CancelCauseFunc
+	span   trace.Span // the run's span (tracing.go); nil outside a worker's run
 
 	state      atomic.Int32
 	leaseUntil atomic.Int64 // local clock, unix ns: after it the lease may have been reaped

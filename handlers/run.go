@@ -32,6 +32,8 @@ func (w *Worker) run(e *task) {
 	if e.state.Load() != stRunning {
 		return // lost before it started
 	}
+	w.tracing.start(e)
+	defer endSpan(e)
 	// Whatever the handler left running with its context ends with the job.
 	defer e.cancel(errJobDone)
 	// An earlier run of this job that this process lost may still be in its
@@ -65,7 +67,7 @@ func (w *Worker) run(e *task) {
 // call runs the kind's middleware chain and handler with the kind's timeout,
 // turning panics into *PanicError.
 func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
-	ctx := e.ctx
+	ctx := withSpan(e.ctx, e)
 	if d := e.kind.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, ErrTimeout)
@@ -152,6 +154,9 @@ func (w *Worker) runInTx(e *task) {
 		w.dropped(e)
 		return
 	}
+	// Recorded before the completion commits: should it fail, the job's
+	// next run has a span of its own.
+	traceOutcome(e, "completed", nil)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
 	defer cancel()
 	done = true // completeInTx commits or rolls back
@@ -163,6 +168,7 @@ func (w *Worker) runInTx(e *task) {
 func (w *Worker) snoozeSerial(e *task) {
 	d := w.serialRetry/2 + rand.N(w.serialRetry/2+1)
 	if e.state.CompareAndSwap(stRunning, stFinishing) {
+		traceOutcome(e, "snoozed", nil)
 		w.fin.add(outcome{ex: e, what: oSnooze, delay: d})
 	}
 }
@@ -180,10 +186,12 @@ func (w *Worker) finish(e *task, err error, timedOut bool) {
 		return
 	}
 	w.met.outcome(e.job.Kind, outcomeName(o))
+	traceOutcome(e, tracedOutcome(o), err)
 	w.fin.add(o)
 }
 
 func (w *Worker) dropped(e *task) {
+	traceOutcome(e, "lost", nil)
 	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", JobAttrs(e.job)...)
 }
 

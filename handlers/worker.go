@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // PoolConfig is one worker pool: a set of queues served by a fixed number of
@@ -90,6 +92,14 @@ type Config struct {
 	Middleware []Middleware
 	// Logger receives the worker's logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes the span of every job run (see Tracing in the
+	// package doc). Nil means otel.GetTracerProvider(), which records
+	// nothing until the application installs an OpenTelemetry SDK.
+	TracerProvider trace.TracerProvider
+	// Propagator reads back the trace context that enqueue wrote into a
+	// job's meta (outbox.Config.Propagator). Nil means W3C Trace Context
+	// (propagation.TraceContext), the default of enqueue too.
+	Propagator propagation.TextMapPropagator
 	// ID identifies this worker process in locked_by. Zero means a new
 	// random UUID. Two live workers must never share an ID.
 	ID uuid.UUID
@@ -182,6 +192,7 @@ type Worker struct {
 
 	claimLat claimWindow
 	onClaim  func(time.Duration, int) // Config.OnClaim; nil when unset
+	tracing  tracing
 
 	met        *workerMetrics // nil: metrics off
 	gatherer   prometheus.Gatherer
@@ -241,6 +252,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		serial:      serialHolds{held: map[string]struct{}{}},
 		byQueue:     map[string][]*pool{},
 		stopClaims:  make(chan struct{}),
+		tracing:     newTracing(cfg.TracerProvider, cfg.Propagator),
 	}
 	w.hbInterval = orDefault(cfg.HeartbeatInterval, w.lease/3)
 	if w.hbInterval >= w.lease {

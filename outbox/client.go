@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/pgsql"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Config configures a Client. The zero value is valid: tables in schema
@@ -38,6 +39,16 @@ type Config struct {
 	// ErrUnknownKind. Nil means any kind is enqueued with the built-in
 	// defaults, as a service that enqueues kinds another service runs needs.
 	Kinds Kinds
+
+	// Propagator writes the trace context of an enqueue's ctx into the
+	// job's Meta, where the worker reads it back to make the job's run
+	// span a child of the enqueuer's span (see handlers, Tracing). It is
+	// used only when ctx carries a valid span, and never overwrites a key
+	// the caller set. Nil means W3C Trace Context
+	// (propagation.TraceContext), whatever the global propagator is; pass
+	// otel.GetTextMapPropagator() to follow the global one instead, or
+	// propagation.NewCompositeTextMapPropagator() to write nothing.
+	Propagator propagation.TextMapPropagator
 }
 
 // Client reads and writes Docket's tables in one schema. It holds no
@@ -50,6 +61,7 @@ type Client struct {
 	sql       statements
 	debounce  time.Duration
 	kinds     Kinds // Config.Kinds; nil: any kind, built-in defaults
+	prop      propagation.TextMapPropagator
 
 	mu         sync.Mutex
 	lastNotify map[string]time.Time
@@ -97,7 +109,12 @@ func New(cfg Config) (*Client, error) {
 	if debounce == 0 {
 		debounce = 2 * time.Millisecond
 	}
+	prop := cfg.Propagator
+	if prop == nil {
+		prop = propagation.TraceContext{}
+	}
 	return &Client{
+		prop:       prop,
 		schema:     schema,
 		history:    !cfg.DisableHistory,
 		cursorLag:  cfg.ClaimCursorLag,

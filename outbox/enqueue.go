@@ -14,6 +14,7 @@ import (
 	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Limits on names and keys, so a bad value is rejected before it reaches the
@@ -65,8 +66,13 @@ type Opts struct {
 	// SerialKey serializes jobs: two jobs with the same key never run at
 	// the same time. Empty means none; at most MaxKeyLen bytes.
 	SerialKey string
-	// Meta is small job metadata (trace context, schedule name). Unlike the
-	// payload it may be logged, and errors about it name its keys.
+	// Meta is small job metadata. Unlike the payload it may be logged, and
+	// errors about it name its keys. Docket writes two kinds of keys here:
+	// the W3C trace context of the enqueue's ctx ("traceparent", and
+	// "tracestate" when it has one; see Config.Propagator), unless the
+	// caller set those keys, and, for a schedule's runs, the keys of
+	// package schedule ("schedule", "fire", "trigger"). The caller's map is
+	// never modified.
 	Meta map[string]string
 }
 
@@ -145,7 +151,11 @@ type job struct {
 // priority and max attempts kinds registered for the kind, which win over
 // the built-in defaults (queue "default", priority 0, 25 attempts). With
 // kinds set, a kind it does not know is rejected with ErrUnknownKind.
-func prepare(kinds Kinds, args docket.Args, opts Opts) (job, error) {
+//
+// It is also the one place that fills a job's meta: with ctx carrying a
+// span, prop's trace context goes into the keys the caller left unset
+// (traceMeta).
+func prepare(ctx context.Context, kinds Kinds, prop propagation.TextMapPropagator, args docket.Args, opts Opts) (job, error) {
 	if args == nil {
 		return job{}, fmt.Errorf("%w: nil args", ErrInvalidJob)
 	}
@@ -209,6 +219,7 @@ func prepare(kinds Kinds, args docket.Args, opts Opts) (job, error) {
 	} else {
 		j.delayMS = opts.Delay.Milliseconds()
 	}
+	opts.Meta = traceMeta(ctx, prop, opts.Meta)
 	for k, v := range opts.Meta {
 		if p := badText(k); p != "" {
 			return job{}, fmt.Errorf("%w: kind %s: meta key %q %s", ErrInvalidJob, j.kind, k, p)
@@ -244,7 +255,7 @@ func prepare(kinds Kinds, args docket.Args, opts Opts) (job, error) {
 // enqueue later, such as a schedule's template, and rejects it when it is
 // given rather than at every enqueue.
 func Validate(args docket.Args, opts Opts) error {
-	_, err := prepare(nil, args, opts)
+	_, err := prepare(context.Background(), nil, nil, args, opts)
 	return err
 }
 
@@ -384,7 +395,7 @@ func (c *Client) EnqueueSQL(ctx context.Context, db SQLDB, args docket.Args, opt
 }
 
 func (c *Client) enqueue(ctx context.Context, cn conn, args docket.Args, opts Opts) (Enqueued, error) {
-	j, err := prepare(c.kinds, args, opts)
+	j, err := prepare(ctx, c.kinds, c.prop, args, opts)
 	if err != nil {
 		return Enqueued{}, err
 	}
@@ -554,7 +565,7 @@ func (c *Client) EnqueueManySQL(ctx context.Context, db SQLDB, items []Item) ([]
 func (c *Client) enqueueMany(ctx context.Context, cn conn, inTx func(func(conn) error) error, items []Item) ([]Enqueued, error) {
 	jobs := make([]job, len(items))
 	for i, it := range items {
-		j, err := prepare(c.kinds, it.Args, it.Opts)
+		j, err := prepare(ctx, c.kinds, c.prop, it.Args, it.Opts)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
