@@ -2,6 +2,7 @@ package pgbouncer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -285,4 +286,19 @@ func TestDefaultQueryModeFailsBehindBouncer(t *testing.T) {
 		t.Errorf("failure is not about prepared statements: %v", sample)
 	}
 	t.Logf("default query mode: %d of 200 enqueue transactions failed, e.g. %v", failed, sample)
+}
+
+// A ListenURL that does not parse is a config error, found by NewWorker.
+func TestBadListenURL(t *testing.T) {
+	db := pgtest.Pool(t)
+	ob, err := outbox.New(outbox.Config{Schema: pgtest.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[plainJob]) error { return nil }, handlers.KindOpts{})
+	w, err := handlers.NewWorker(handlers.Config{DB: db, Outbox: ob, Registry: reg, ListenURL: "postgres://%zz"})
+	if !errors.Is(err, handlers.ErrInvalidConfig) || w != nil || !strings.Contains(err.Error(), "ListenURL") {
+		t.Errorf("bad ListenURL: %v, want ErrInvalidConfig naming ListenURL", err)
+	}
 }
