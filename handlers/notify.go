@@ -19,7 +19,22 @@ const listenCheck = 30 * time.Second
 // are off.
 type listener struct {
 	loop
-	w *Worker
+	w    *Worker
+	conn *pgx.ConnConfig // of the LISTEN connection
+}
+
+// newListener makes the worker's listener. Its connection uses listenURL
+// when set (Config.ListenURL: straight to PostgreSQL past a transaction
+// pooler), else the pool's own settings.
+func newListener(w *Worker, listenURL string) (*listener, error) {
+	if listenURL == "" {
+		return &listener{w: w, conn: w.db.Config().ConnConfig}, nil
+	}
+	cfg, err := pgx.ParseConfig(listenURL)
+	if err != nil {
+		return nil, err
+	}
+	return &listener{w: w, conn: cfg}, nil
 }
 
 // start makes the first LISTEN before Start returns, so that jobs enqueued
@@ -37,7 +52,7 @@ func (l *listener) start(ctx context.Context) {
 // connect opens the dedicated LISTEN connection.
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	w := l.w
-	conn, err := pgx.ConnectConfig(ctx, w.db.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, l.conn.Copy())
 	if err != nil {
 		return nil, err
 	}

@@ -86,8 +86,14 @@ type Config struct {
 	SerialRetry time.Duration
 	// DisableNotify turns off LISTEN: pools wake only on their poll
 	// interval. Use it behind poolers that do not support LISTEN
-	// (PgBouncer in transaction mode).
+	// (PgBouncer in transaction mode), or set ListenURL instead.
 	DisableNotify bool
+	// ListenURL, when set, is the connection string of the listener's
+	// dedicated LISTEN connection; everything else still goes through DB.
+	// Behind PgBouncer in transaction mode, point it straight at
+	// PostgreSQL so that notifications keep working (docs/compatibility.md).
+	// Empty means DB's own connection settings.
+	ListenURL string
 	// Middleware wraps every handler run; the first is the outermost.
 	Middleware []Middleware
 	// Logger receives the worker's logs. Nil means slog.Default().
@@ -333,7 +339,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	w.presence = newPresence(w)
 	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	if !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0 {
-		w.services = append(w.services, &listener{w: w})
+		l, err := newListener(w, cfg.ListenURL)
+		if err != nil {
+			return bad("ListenURL: %v", err)
+		}
+		w.services = append(w.services, l)
 	}
 	// The paused queues and this process's row are read and written before
 	// the pools' first claim, since the services start before the pools.

@@ -1,0 +1,155 @@
+package pgsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Bouncer is a private PgBouncer process in transaction pooling mode in
+// front of one PostgreSQL database, for tests of Docket behind a
+// transaction pooler. Start it with [StartBouncer]; stop it with
+// [Bouncer.Stop].
+type Bouncer struct {
+	dir  string
+	port int
+	db   string
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// bouncerBinary finds the pgbouncer binary: on PATH, or where Debian's
+// package puts it (/usr/sbin is not on every user's PATH).
+func bouncerBinary() (string, error) {
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/sbin/pgbouncer"); err == nil {
+		return "/usr/sbin/pgbouncer", nil
+	}
+	return "", errors.New("pgsrv: pgbouncer not found (install it: apt-get install -y pgbouncer; .ci/run does)")
+}
+
+// StartBouncer starts pgbouncer on a free 127.0.0.1 port with
+// pool_mode=transaction, forwarding to the database of upstream (a
+// connection string of a server that trusts its user), and waits until it
+// accepts connections. Clients connect with [Bouncer.URL]; any user name
+// is accepted and the upstream user is used.
+func StartBouncer(ctx context.Context, upstream string) (_ *Bouncer, err error) {
+	bin, err := bouncerBinary()
+	if err != nil {
+		return nil, err
+	}
+	up, err := pgx.ParseConfig(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("pgsrv: upstream: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "docket-pgbouncer-")
+	if err != nil {
+		return nil, fmt.Errorf("pgsrv: %w", err)
+	}
+	b := &Bouncer{dir: dir, db: up.Database}
+	defer func() {
+		if err != nil {
+			_ = b.Stop()
+		}
+	}()
+	attr, err := asServerUser(dir) // pgbouncer, too, refuses to run as root
+	if err != nil {
+		return nil, err
+	}
+	if b.port, err = freePort(); err != nil {
+		return nil, fmt.Errorf("pgsrv: find a free port: %w", err)
+	}
+	ini := fmt.Sprintf(`[databases]
+%s = host=%s port=%d dbname=%s user=%s
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = any
+pool_mode = transaction
+default_pool_size = 20
+max_client_conn = 500
+ignore_startup_parameters = extra_float_digits,search_path
+logfile = %s
+pidfile = %s
+`, up.Database, up.Host, up.Port, up.Database, up.User, b.port,
+		filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
+	iniPath := filepath.Join(dir, "pgbouncer.ini")
+	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
+		return nil, fmt.Errorf("pgsrv: %w", err)
+	}
+	b.cmd = exec.Command(bin, iniPath)
+	b.cmd.SysProcAttr = attr
+	if err := b.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgsrv: start pgbouncer: %w", err)
+	}
+	b.done = make(chan error, 1)
+	go func() { b.done <- b.cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)), time.Second)
+		if err == nil {
+			c.Close()
+			return b, nil
+		}
+		select {
+		case err := <-b.done:
+			b.done <- err
+			return nil, fmt.Errorf("pgsrv: pgbouncer exited (%v): %s", err, b.logTail())
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("pgsrv: pgbouncer did not accept connections: %s", b.logTail())
+		}
+	}
+}
+
+// URL returns the connection string of the database through the bouncer,
+// with the query parameters in query (e.g. "default_query_exec_mode=exec")
+// appended when not empty.
+func (b *Bouncer) URL(query string) string {
+	u := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", b.port, b.db)
+	if query != "" {
+		u += "&" + query
+	}
+	return u
+}
+
+// Stop ends the pgbouncer process and removes its directory.
+func (b *Bouncer) Stop() error {
+	var err error
+	if b.cmd != nil && b.cmd.Process != nil {
+		_ = b.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-b.done:
+		case <-time.After(5 * time.Second):
+			_ = b.cmd.Process.Kill()
+			<-b.done
+		}
+	}
+	if rmErr := os.RemoveAll(b.dir); rmErr != nil {
+		err = rmErr
+	}
+	return err
+}
+
+func (b *Bouncer) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(b.dir, "pgbouncer.log"))
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return string(data)
+}
