@@ -49,26 +49,29 @@ func (q *Queue) Heartbeat(ctx context.Context, db DB, worker uuid.UUID, runs []R
 // JSON object from job id to claim id that heartbeat, complete and release
 // match rows against (see the package doc). Of two runs of one job, the later
 // claim is kept: the earlier one is stale and would match nothing anyway.
-func runClaims(runs []Run) (ids []int64, claims []byte) {
+func runClaims(runs []Run) (ids []int64, claims string) {
 	sorted := slices.Clone(runs)
 	slices.SortFunc(sorted, func(a, b Run) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.ClaimID, b.ClaimID))
 	})
 	ids = make([]int64, 0, len(sorted))
-	claims = make([]byte, 0, 24*len(sorted)+2)
-	claims = append(claims, '{')
+	buf := make([]byte, 0, 24*len(sorted)+2)
+	buf = append(buf, '{')
 	for i, r := range sorted {
 		if i+1 < len(sorted) && sorted[i+1].ID == r.ID {
 			continue // a later claim of the same job follows
 		}
 		if len(ids) > 0 {
-			claims = append(claims, ',')
+			buf = append(buf, ',')
 		}
 		ids = append(ids, r.ID)
-		claims = append(claims, '"')
-		claims = strconv.AppendInt(claims, r.ID, 10)
-		claims = append(claims, '"', ':')
-		claims = strconv.AppendInt(claims, r.ClaimID, 10)
+		buf = append(buf, '"')
+		buf = strconv.AppendInt(buf, r.ID, 10)
+		buf = append(buf, '"', ':')
+		buf = strconv.AppendInt(buf, r.ClaimID, 10)
 	}
-	return ids, append(claims, '}')
+	// A string, not bytes: with pgx's exec and simple-protocol query modes
+	// (PgBouncer in transaction mode) a []byte is sent as bytea text, which
+	// jsonb cannot read.
+	return ids, string(append(buf, '}'))
 }
