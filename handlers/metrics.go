@@ -399,21 +399,24 @@ func NewMetricsRegistry() *prometheus.Registry {
 	return reg
 }
 
-// MetricsServer serves a gatherer's metrics at /metrics over HTTP.
+// MetricsServer serves a gatherer's metrics at /metrics over HTTP, with
+// /healthz, /readyz and an index at /.
 type MetricsServer struct {
 	srv *http.Server
 	ln  net.Listener
 }
 
 // ServeMetrics listens on addr ("host:port"; ":0" picks a free port) and
-// serves g at /metrics in the background until Close.
-func ServeMetrics(addr string, g prometheus.Gatherer) (*MetricsServer, error) {
+// serves g at /metrics in the background until Close. ready decides /readyz
+// (see SchemaReadiness); nil means ready while the server runs.
+func ServeMetrics(addr string, g prometheus.Gatherer, ready Readiness) (*MetricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	healthMux(mux, ready)
 	s := &MetricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil

@@ -15,9 +15,9 @@ func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error
 	db.register(fs)
 	var th thresholdFlags
 	th.register(fs)
-	addr := fs.String("addr", ":9471", "address to serve /metrics on")
+	addr := fs.String("addr", ":9471", "address to serve /metrics, /healthz and /readyz on")
 	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: docket metrics serve [flags]\n\nServes the status views as Prometheus metrics at /metrics; every scrape reads them.")
+		fmt.Fprintln(errOut, "usage: docket metrics serve [flags]\n\nServes the status views as Prometheus metrics at /metrics (every scrape reads them),\nwith /healthz, /readyz (database reachable, schema migrated) and an index at /.")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -34,11 +34,15 @@ func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error
 	defer pool.Close()
 	reg := handlers.NewMetricsRegistry()
 	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
-	srv, err := handlers.ServeMetrics(*addr, reg)
+	ready, err := handlers.SchemaReadiness(pool, client.Schema())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(errOut, "serving Docket metrics of schema %s at http://%s/metrics\n", db.schema, srv.Addr())
+	srv, err := handlers.ServeMetrics(*addr, reg, ready)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "serving Docket metrics of schema %s at http://%s/ (metrics, healthz, readyz)\n", db.schema, srv.Addr())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
