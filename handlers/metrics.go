@@ -43,7 +43,7 @@ type workerMetrics struct {
 	mu      sync.Mutex
 	workers []*Worker // for the in-flight gauge and the claim window
 
-	inFlightDesc, windowDesc *prometheus.Desc
+	inFlightDesc *prometheus.Desc
 }
 
 var (
@@ -88,8 +88,6 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 		}),
 		inFlightDesc: prometheus.NewDesc("docket_jobs_in_flight",
 			"Jobs claimed by this process whose outcome is not written yet.", nil, nil),
-		windowDesc: prometheus.NewDesc("docket_claim_duration_window_seconds",
-			"Claim round-trip percentiles over this process's recent claims (up to 1024 in the last 5 minutes).", []string{"quantile"}, nil),
 	}
 	for _, c := range []prometheus.Collector{m.claimDur, m.claimed, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m} {
 		if err := reg.Register(c); err != nil {
@@ -103,7 +101,6 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 // Describe implements prometheus.Collector for the per-process gauges.
 func (m *workerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.inFlightDesc
-	ch <- m.windowDesc
 }
 
 // Collect implements prometheus.Collector for the per-process gauges.
@@ -112,18 +109,10 @@ func (m *workerMetrics) Collect(ch chan<- prometheus.Metric) {
 	workers := slices.Clone(m.workers)
 	m.mu.Unlock()
 	n := 0
-	var samples []time.Duration
 	for _, w := range workers {
 		n += w.inflight.len()
-		samples = w.claimLat.recent(samples)
 	}
 	ch <- prometheus.MustNewConstMetric(m.inFlightDesc, prometheus.GaugeValue, float64(n))
-	for _, q := range []struct {
-		label string
-		p     float64
-	}{{"0.5", 0.5}, {"0.95", 0.95}, {"0.99", 0.99}} {
-		ch <- prometheus.MustNewConstMetric(m.windowDesc, prometheus.GaugeValue, percentile(samples, q.p).Seconds(), q.label)
-	}
 }
 
 func (m *workerMetrics) attach(w *Worker) {
@@ -194,8 +183,9 @@ func outcomeName(o outcome) string {
 }
 
 // claimWindow keeps the round-trip times of a process's recent claims, for
-// percentiles published in docket_workers (where `docket status` reads
-// them) and in docket_claim_duration_window_seconds.
+// percentiles published in docket_workers, where `docket status` reads
+// them. Prometheus gets the docket_claim_duration_seconds histogram instead:
+// percentiles of one process cannot be summed across processes.
 type claimWindow struct {
 	mu    sync.Mutex
 	at    [claimWindowSize]time.Time
@@ -284,9 +274,8 @@ func NewStatusCollector(db outbox.Pgx, ob *outbox.Client, th outbox.Thresholds) 
 		"stuck":       d("docket_stuck_jobs", "Running jobs whose lease expired and that nobody reaped."),
 		"unserved":    d("docket_unserved_jobs", "Ready jobs of a queue and kind that no live worker serves.", "queue", "kind"),
 		"horizon":     d("docket_vacuum_horizon_age_seconds", "How long the oldest transaction of this database has held back the vacuum horizon; 0 if none."),
-		"horizonXIDs": d("docket_vacuum_horizon_xid_age", "Age in transactions of the oldest xmin holding back this database's vacuum horizon (transactions, replication slots, prepared transactions)."),
+		"horizonXIDs": d("docket_vacuum_horizon_age_xids", "Age in transactions of the oldest xmin holding back this database's vacuum horizon (transactions, replication slots, prepared transactions)."),
 		"workers":     d("docket_workers_live", "Worker processes that heartbeated recently."),
-		"workerClaim": d("docket_worker_claim_duration_seconds", "Claim round-trip percentiles each live worker published.", "worker", "quantile"),
 		"warnings":    d("docket_status_warnings", "Status warnings by code.", "code"),
 	}}
 }
@@ -355,9 +344,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		live++
-		gauge("workerClaim", w.ClaimP50.Seconds(), w.ID.String(), "0.5")
-		gauge("workerClaim", w.ClaimP95.Seconds(), w.ID.String(), "0.95")
-		gauge("workerClaim", w.ClaimP99.Seconds(), w.ID.String(), "0.99")
 	}
 	gauge("workers", float64(live))
 	byCode := map[string]int{}
