@@ -86,6 +86,7 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 	if strings.Contains(text, `worker="`) {
 		t.Errorf("a metric carries a per-process worker label:\n%s", text)
 	}
+	checkMonitoringMetrics(t, text)
 	checks := []struct {
 		prefix string
 		ok     func(float64) bool
