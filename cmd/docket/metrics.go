@@ -42,7 +42,7 @@ func runMetrics(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(errOut, "serving Docket metrics of schema %s at http://%s/ (metrics, healthz, readyz)\n", db.schema, srv.Addr())
+	fmt.Fprintf(errOut, "serving Docket metrics of schema %s at http://%s/metrics\n", db.schema, srv.Addr())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
