@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -315,11 +316,11 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("dlq", float64(q.DLQSize), q.Queue)
 		gauge("dlqDelta", float64(q.DLQDelta24h), q.Queue)
 	}
-	for _, t := range s.Tables {
-		gauge("dead", float64(t.DeadTuples), t.Table)
-		gauge("live", float64(t.LiveTuples), t.Table)
-		gauge("vacuumed", unix(t.LastVacuumed()), t.Table)
-		gauge("analyzed", unix(laterTime(t.LastAnalyze, t.LastAutoanalyze)), t.Table)
+	for _, t := range tableStats(s.Tables) {
+		gauge("dead", float64(t.dead), t.name)
+		gauge("live", float64(t.live), t.name)
+		gauge("vacuumed", unix(t.vacuumed), t.name)
+		gauge("analyzed", unix(t.analyzed), t.name)
 	}
 	gauge("stuck", float64(s.StuckCount))
 	for _, u := range s.Unserved {
@@ -418,4 +419,41 @@ func (s *MetricsServer) Close(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// historyTable is the partitioned history table; its per-day partitions
+// (docket_jobs_done_YYYYMMDD) are reported under its name, so that the
+// table label does not churn with a new series every day.
+const historyTable = "docket_jobs_done"
+
+// tableStat is one table label's numbers.
+type tableStat struct {
+	name               string
+	dead, live         int64
+	vacuumed, analyzed time.Time
+}
+
+// tableStats folds the history partitions into one historyTable row:
+// tuples summed, the latest vacuum and analyze of any of them.
+func tableStats(tables []outbox.TableStatus) []tableStat {
+	var out []tableStat
+	at := map[string]int{}
+	for _, t := range tables {
+		name := t.Table
+		if strings.HasPrefix(name, historyTable) {
+			name = historyTable
+		}
+		i, ok := at[name]
+		if !ok {
+			i = len(out)
+			at[name] = i
+			out = append(out, tableStat{name: name})
+		}
+		o := &out[i]
+		o.dead += t.DeadTuples
+		o.live += t.LiveTuples
+		o.vacuumed = laterTime(o.vacuumed, t.LastVacuumed())
+		o.analyzed = laterTime(o.analyzed, laterTime(t.LastAnalyze, t.LastAutoanalyze))
+	}
+	return out
 }

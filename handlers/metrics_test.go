@@ -86,6 +86,9 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 	if strings.Contains(text, `worker="`) {
 		t.Errorf("a metric carries a per-process worker label:\n%s", text)
 	}
+	if strings.Contains(text, `table="docket_jobs_done_`) {
+		t.Errorf("a history partition has its own table label:\n%s", text)
+	}
 	checkMonitoringMetrics(t, text)
 	checks := []struct {
 		prefix string
@@ -109,6 +112,7 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		{`docket_dlq_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
 		{`docket_dlq_delta_24h_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
 		{`docket_table_dead_tuples{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
+		{`docket_table_live_tuples{table="docket_jobs_done"}`, func(v float64) bool { return v >= 0 }},
 		{`docket_table_live_tuples{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
 		{`docket_table_last_vacuum_timestamp_seconds{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
 		{`docket_stuck_jobs`, func(v float64) bool { return v == 0 }},
