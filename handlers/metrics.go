@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +44,7 @@ type workerMetrics struct {
 	mu      sync.Mutex
 	workers []*Worker // for the in-flight gauge and the claim window
 
-	inFlightDesc, windowDesc *prometheus.Desc
+	inFlightDesc *prometheus.Desc
 }
 
 var (
@@ -88,8 +89,6 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 		}),
 		inFlightDesc: prometheus.NewDesc("docket_jobs_in_flight",
 			"Jobs claimed by this process whose outcome is not written yet.", nil, nil),
-		windowDesc: prometheus.NewDesc("docket_claim_duration_window_seconds",
-			"Claim round-trip percentiles over this process's recent claims (up to 1024 in the last 5 minutes).", []string{"quantile"}, nil),
 	}
 	for _, c := range []prometheus.Collector{m.claimDur, m.claimed, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m} {
 		if err := reg.Register(c); err != nil {
@@ -103,7 +102,6 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 // Describe implements prometheus.Collector for the per-process gauges.
 func (m *workerMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.inFlightDesc
-	ch <- m.windowDesc
 }
 
 // Collect implements prometheus.Collector for the per-process gauges.
@@ -112,18 +110,10 @@ func (m *workerMetrics) Collect(ch chan<- prometheus.Metric) {
 	workers := slices.Clone(m.workers)
 	m.mu.Unlock()
 	n := 0
-	var samples []time.Duration
 	for _, w := range workers {
 		n += w.inflight.len()
-		samples = w.claimLat.recent(samples)
 	}
 	ch <- prometheus.MustNewConstMetric(m.inFlightDesc, prometheus.GaugeValue, float64(n))
-	for _, q := range []struct {
-		label string
-		p     float64
-	}{{"0.5", 0.5}, {"0.95", 0.95}, {"0.99", 0.99}} {
-		ch <- prometheus.MustNewConstMetric(m.windowDesc, prometheus.GaugeValue, percentile(samples, q.p).Seconds(), q.label)
-	}
 }
 
 func (m *workerMetrics) attach(w *Worker) {
@@ -194,8 +184,9 @@ func outcomeName(o outcome) string {
 }
 
 // claimWindow keeps the round-trip times of a process's recent claims, for
-// percentiles published in docket_workers (where `docket status` reads
-// them) and in docket_claim_duration_window_seconds.
+// percentiles published in docket_workers, where `docket status` reads
+// them. Prometheus gets the docket_claim_duration_seconds histogram instead:
+// percentiles of one process cannot be summed across processes.
 type claimWindow struct {
 	mu    sync.Mutex
 	at    [claimWindowSize]time.Time
@@ -284,9 +275,8 @@ func NewStatusCollector(db outbox.Pgx, ob *outbox.Client, th outbox.Thresholds) 
 		"stuck":       d("docket_stuck_jobs", "Running jobs whose lease expired and that nobody reaped."),
 		"unserved":    d("docket_unserved_jobs", "Ready jobs of a queue and kind that no live worker serves.", "queue", "kind"),
 		"horizon":     d("docket_vacuum_horizon_age_seconds", "How long the oldest transaction of this database has held back the vacuum horizon; 0 if none."),
-		"horizonXIDs": d("docket_vacuum_horizon_xid_age", "Age in transactions of the oldest xmin holding back this database's vacuum horizon (transactions, replication slots, prepared transactions)."),
+		"horizonXIDs": d("docket_vacuum_horizon_age_xids", "Age in transactions of the oldest xmin holding back this database's vacuum horizon (transactions, replication slots, prepared transactions)."),
 		"workers":     d("docket_workers_live", "Worker processes that heartbeated recently."),
-		"workerClaim": d("docket_worker_claim_duration_seconds", "Claim round-trip percentiles each live worker published.", "worker", "quantile"),
 		"warnings":    d("docket_status_warnings", "Status warnings by code.", "code"),
 	}}
 }
@@ -326,11 +316,11 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("dlq", float64(q.DLQSize), q.Queue)
 		gauge("dlqDelta", float64(q.DLQDelta24h), q.Queue)
 	}
-	for _, t := range s.Tables {
-		gauge("dead", float64(t.DeadTuples), t.Table)
-		gauge("live", float64(t.LiveTuples), t.Table)
-		gauge("vacuumed", unix(t.LastVacuumed()), t.Table)
-		gauge("analyzed", unix(laterTime(t.LastAnalyze, t.LastAutoanalyze)), t.Table)
+	for _, t := range tableStats(s.Tables) {
+		gauge("dead", float64(t.dead), t.name)
+		gauge("live", float64(t.live), t.name)
+		gauge("vacuumed", unix(t.vacuumed), t.name)
+		gauge("analyzed", unix(t.analyzed), t.name)
 	}
 	gauge("stuck", float64(s.StuckCount))
 	for _, u := range s.Unserved {
@@ -355,9 +345,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		live++
-		gauge("workerClaim", w.ClaimP50.Seconds(), w.ID.String(), "0.5")
-		gauge("workerClaim", w.ClaimP95.Seconds(), w.ID.String(), "0.95")
-		gauge("workerClaim", w.ClaimP99.Seconds(), w.ID.String(), "0.99")
 	}
 	gauge("workers", float64(live))
 	byCode := map[string]int{}
@@ -399,21 +386,24 @@ func NewMetricsRegistry() *prometheus.Registry {
 	return reg
 }
 
-// MetricsServer serves a gatherer's metrics at /metrics over HTTP.
+// MetricsServer serves a gatherer's metrics at /metrics over HTTP, with
+// /healthz, /readyz and an index at /.
 type MetricsServer struct {
 	srv *http.Server
 	ln  net.Listener
 }
 
 // ServeMetrics listens on addr ("host:port"; ":0" picks a free port) and
-// serves g at /metrics in the background until Close.
-func ServeMetrics(addr string, g prometheus.Gatherer) (*MetricsServer, error) {
+// serves g at /metrics in the background until Close. ready decides /readyz
+// (see SchemaReadiness); nil means ready while the server runs.
+func ServeMetrics(addr string, g prometheus.Gatherer, ready Readiness) (*MetricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	healthMux(mux, ready)
 	s := &MetricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -429,4 +419,41 @@ func (s *MetricsServer) Close(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// historyTable is the partitioned history table; its per-day partitions
+// (docket_jobs_done_YYYYMMDD) are reported under its name, so that the
+// table label does not churn with a new series every day.
+const historyTable = "docket_jobs_done"
+
+// tableStat is one table label's numbers.
+type tableStat struct {
+	name               string
+	dead, live         int64
+	vacuumed, analyzed time.Time
+}
+
+// tableStats folds the history partitions into one historyTable row:
+// tuples summed, the latest vacuum and analyze of any of them.
+func tableStats(tables []outbox.TableStatus) []tableStat {
+	var out []tableStat
+	at := map[string]int{}
+	for _, t := range tables {
+		name := t.Table
+		if strings.HasPrefix(name, historyTable) {
+			name = historyTable
+		}
+		i, ok := at[name]
+		if !ok {
+			i = len(out)
+			at[name] = i
+			out = append(out, tableStat{name: name})
+		}
+		o := &out[i]
+		o.dead += t.DeadTuples
+		o.live += t.LiveTuples
+		o.vacuumed = laterTime(o.vacuumed, t.LastVacuumed())
+		o.analyzed = laterTime(o.analyzed, laterTime(t.LastAnalyze, t.LastAutoanalyze))
+	}
+	return out
 }

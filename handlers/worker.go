@@ -427,7 +427,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("docket: start worker: create history partitions: %w", err)
 	}
 	if w.metricsAdr != "" {
-		srv, err := ServeMetrics(w.metricsAdr, w.gatherer)
+		ready, err := SchemaReadiness(w.db, w.ob.Schema())
+		if err != nil {
+			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
+		}
+		srv, err := ServeMetrics(w.metricsAdr, w.gatherer, ready)
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}

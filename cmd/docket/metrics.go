@@ -16,13 +16,13 @@ func metricsCommand() *command {
 		summary: "serve the status as Prometheus metrics",
 		verbs: []*command{{
 			name:    "serve",
-			summary: "serve the status views as Prometheus metrics at /metrics; every scrape reads them",
+			summary: "serve the status views as Prometheus metrics at /metrics (every scrape reads them), with /healthz, /readyz and an index at /",
 			flags: func(fs *flag.FlagSet) action {
 				var db dbFlags
 				db.register(fs)
 				var th thresholdFlags
 				th.register(fs)
-				addr := fs.String("addr", ":9471", "address to serve /metrics on")
+				addr := fs.String("addr", ":9471", "address to serve /metrics, /healthz and /readyz on")
 				return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
 					if err := wantArgs(pos, 0, ""); err != nil {
 						return err
@@ -42,7 +42,11 @@ func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr strin
 	defer pool.Close()
 	reg := handlers.NewMetricsRegistry()
 	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
-	srv, err := handlers.ServeMetrics(addr, reg)
+	ready, err := handlers.SchemaReadiness(pool, client.Schema())
+	if err != nil {
+		return err
+	}
+	srv, err := handlers.ServeMetrics(addr, reg, ready)
 	if err != nil {
 		return err
 	}

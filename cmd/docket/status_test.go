@@ -196,6 +196,13 @@ func TestMetricsServeCommand(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+	// The migrated schema makes the server ready; the body says so.
+	if got := httpGet(t, "http://"+addr+"/readyz"); got != "ready\n" {
+		t.Errorf("/readyz = %q, want ready", got)
+	}
+	if got := httpGet(t, "http://"+addr+"/healthz"); got != "ok\n" {
+		t.Errorf("/healthz = %q, want ok", got)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("metrics serve exit %d: %s", code, errOut.String())
