@@ -2,15 +2,12 @@ package dockettest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docketq/docket/internal/pgsrv"
@@ -110,12 +107,12 @@ func NewDB(t TB) *DB {
 		t.Fatalf("dockettest: %v", err)
 	}
 	ctx := context.Background()
-	schema := "docket_test_" + randomHex(8)
-	if err := exec(ctx, srv.URL, "CREATE SCHEMA "+schema); err != nil {
+	schema := "docket_test_" + pgsrv.RandomHex(8)
+	if err := pgsrv.Exec(ctx, srv.URL, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("dockettest: create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := exec(ctx, srv.URL, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		if err := pgsrv.Exec(ctx, srv.URL, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 			t.Errorf("dockettest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -144,23 +141,4 @@ func NewDB(t TB) *DB {
 		t.Fatalf("dockettest: %v", err)
 	}
 	return &DB{Schema: schema, Pool: pool, Client: client, URL: srv.URL}
-}
-
-// exec runs one statement on a short-lived connection.
-func exec(ctx context.Context, url, sql string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
-	return hex.EncodeToString(b)
 }

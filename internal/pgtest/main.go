@@ -2,8 +2,6 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"runtime"
@@ -48,13 +46,13 @@ func run(m *testing.M, pkg string) (code int) {
 		}
 	}()
 
-	name := "docket_test_" + pkg + "_" + randomHex(4)
-	if err := adminExec(ctx, srv.URL, "CREATE DATABASE "+ident(name)+" TEMPLATE template0"); err != nil {
+	name := "docket_test_" + pkg + "_" + pgsrv.RandomHex(4)
+	if err := pgsrv.Exec(ctx, srv.URL, "CREATE DATABASE "+ident(name)+" TEMPLATE template0"); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: create database %s: %v\n", name, err)
 		return 1
 	}
 	defer func() {
-		if err := adminExec(ctx, srv.URL, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
+		if err := pgsrv.Exec(ctx, srv.URL, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: drop database %s: %v\n", name, err)
 			code = 1
 		}
@@ -75,26 +73,7 @@ func run(m *testing.M, pkg string) (code int) {
 	return 0
 }
 
-// adminExec runs one statement on a short-lived connection.
-func adminExec(ctx context.Context, url, sql string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
-	return err
-}
-
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
-	return hex.EncodeToString(b)
-}
 
 // callerPackage names the package whose TestMain called Main, for the
 // database name: github.com/docketq/docket/outbox_test.TestMain -> "outbox".
