@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/docketq/docket/outbox"
 )
 
 func queuesCommand() *command {
@@ -22,26 +24,15 @@ func queuesCommand() *command {
 }
 
 func queuesPause(fs *flag.FlagSet) action {
-	var db dbFlags
-	db.register(fs)
-	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		if err := wantArgs(pos, 1, "one queue name"); err != nil {
-			return err
-		}
-		client, pool, err := db.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		if err := client.PauseQueue(ctx, pool, pos[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "paused queue %s: workers stop claiming from it within one poll interval\n", pos[0])
-		return nil
-	}
+	return queuesSet(fs, (*outbox.Client).PauseQueue, "paused queue %s: workers stop claiming from it within one poll interval\n")
 }
 
 func queuesResume(fs *flag.FlagSet) action {
+	return queuesSet(fs, (*outbox.Client).ResumeQueue, "resumed queue %s\n")
+}
+
+// queuesSet is pause and resume: set a queue's state with op, then say so.
+func queuesSet(fs *flag.FlagSet, op func(*outbox.Client, context.Context, outbox.Pgx, string) error, done string) action {
 	var db dbFlags
 	db.register(fs)
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
@@ -53,10 +44,10 @@ func queuesResume(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		if err := client.ResumeQueue(ctx, pool, pos[0]); err != nil {
+		if err := op(client, ctx, pool, pos[0]); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "resumed queue %s\n", pos[0])
+		fmt.Fprintf(out, done, pos[0])
 		return nil
 	}
 }
