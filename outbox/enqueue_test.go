@@ -14,6 +14,7 @@ import (
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -341,14 +342,7 @@ func TestEnqueueBeforeMigrations(t *testing.T) {
 func TestNotifyOnlyForDueJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, outbox.Config{NotifyDebounce: time.Nanosecond})
-	conn, err := b.pool.Acquire(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{b.client.NotifyChannel()}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := b.listen(t)
 	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{Queue: "later", Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,14 +374,7 @@ func TestNotifyOnlyForDueJobs(t *testing.T) {
 func TestNotifyDebounced(t *testing.T) {
 	t.Parallel()
 	b := setup(t, outbox.Config{NotifyDebounce: time.Hour})
-	conn, err := b.pool.Acquire(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{b.client.NotifyChannel()}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := b.listen(t)
 	// A scheduled job sends nothing and does not use up the window.
 	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{Delay: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -412,6 +399,21 @@ func TestNotifyDebounced(t *testing.T) {
 	}
 }
 
+// listen returns a connection of the pool listening on the client's notify
+// channel, released when the test ends.
+func (b *bundle) listen(t *testing.T) *pgxpool.Conn {
+	t.Helper()
+	conn, err := b.pool.Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{b.client.NotifyChannel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // waitFor polls cond until it holds or 10s pass.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
@@ -430,14 +432,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestEnqueueManyNotifiesDueQueues(t *testing.T) {
 	t.Parallel()
 	b := setup(t, outbox.Config{NotifyDebounce: time.Nanosecond})
-	conn, err := b.pool.Acquire(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{b.client.NotifyChannel()}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := b.listen(t)
 	db, err := sql.Open("pgx", pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
