@@ -38,7 +38,12 @@ import (
 // first claim after a short one always looks back. And now and then a
 // sweep looks behind the cursors, without locking anything, for ready jobs
 // left there (late commits, and jobs a failed claimer had locked); the next
-// claims take each one it found with a range that holds just that job. The
+// claims take each one it found with a range that holds just that job. A
+// sweep that finds as many as it may collect has found a backlog behind the
+// cursor (enqueuing transactions slowed past the lag, as after a server
+// restart on a loaded machine): it moves the cursor back to the first of
+// them, so claims drain that backlog in order at the full claim rate
+// instead of a sweep's worth at a time. The
 // sweep steps over every entry behind the cursor, so with a connection pool
 // it runs in a goroutine of its own, off the claim path, and the next sweep
 // is put off by sweepSpacing times what this one cost: while the horizon is
@@ -90,6 +95,9 @@ type cursor struct {
 	seen       int64
 	marks      []mark  // oldest first; marks[0] is the newest one at least lag old
 	stragglers []int64 // ready_seq of jobs found behind the cursor, to claim
+	// rewound is when a sweep last moved the cursor back; claims planned
+	// before then do not move it forward again past the backlog.
+	rewound time.Time
 }
 
 // after returns the cursor as it stood lag ago.
@@ -114,6 +122,14 @@ func (c *cursor) note(now time.Time, seen int64, lag time.Duration) {
 		return
 	}
 	c.marks = append(c.marks, mark{at: now, seen: seen})
+}
+
+// rewind moves the cursor back to just before seq, for claims from now on.
+func (c *cursor) rewind(now time.Time, seq int64) {
+	c.seen = seq - 1
+	c.marks = append(c.marks[:0], mark{seen: seq - 1})
+	c.stragglers = c.stragglers[:0]
+	c.rewound = now
 }
 
 // cursors holds a Queue's claim cursors.
@@ -143,6 +159,7 @@ func newCursors(lag time.Duration) *cursors {
 // probe order: highest priority first, queues in the caller's order, and
 // within a (queue, priority) the stragglers before the cursor's range.
 type claimPlan struct {
+	at         time.Time
 	key        string // kinds + queues, for lagScans
 	kinds      string
 	queues     []string
@@ -169,7 +186,7 @@ func (p *claimPlan) add(queue string, prio int, after, upto int64) {
 }
 
 func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
-	p := claimPlan{kinds: strings.Join(kinds, "\x00")}
+	p := claimPlan{at: now, kinds: strings.Join(kinds, "\x00")}
 	p.key = p.kinds + "\x01" + strings.Join(queues, "\x00")
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -239,6 +256,9 @@ func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, limit 
 			c = &cursor{}
 			cs.byKey[key] = c
 		}
+		if p.at.Before(c.rewound) {
+			continue // planned before a rewind: its jobs lie past the backlog
+		}
 		c.note(now, seqs[i], cs.lag)
 	}
 }
@@ -249,6 +269,10 @@ func (cs *cursors) swept(sw sweep, found map[cursorKey][]int64, now time.Time, t
 	defer cs.mu.Unlock()
 	for key, seqs := range found {
 		if c := cs.byKey[key]; c != nil {
+			if len(seqs) >= maxStragglers {
+				c.rewind(now, slices.Min(seqs))
+				continue
+			}
 			for _, s := range seqs {
 				if !slices.Contains(c.stragglers, s) && len(c.stragglers) < maxStragglers {
 					c.stragglers = append(c.stragglers, s)

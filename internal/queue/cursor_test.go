@@ -59,3 +59,62 @@ func TestCursorLooksBackAfterShortClaimsAndEveryInterval(t *testing.T) {
 		claimed(p, s.from, s.to, s.limit, now)
 	}
 }
+
+// TestSweepFindingABacklogRewindsTheCursor checks that a sweep that finds as
+// many jobs behind the cursor as it may collect moves the cursor back to the
+// first of them, and that a claim planned before then does not move it
+// forward again.
+func TestSweepFindingABacklogRewindsTheCursor(t *testing.T) {
+	t.Parallel()
+	cs := newCursors(time.Second)
+	queues, kinds := []string{"q"}, []string{"k"}
+	t0 := time.Unix(1_000_000, 0)
+	p := cs.plan(queues, kinds, t0)
+	jobs := []*docket.Job{{Queue: "q"}}
+	cs.advance(p, jobs, []int64{5000}, 10, t0)
+
+	// This claim is in flight while its sweep runs.
+	stale := cs.plan(queues, kinds, t0.Add(2*time.Second))
+	key := cursorKey{"q", 0, "k"}
+	behind := make([]int64, maxStragglers)
+	for i := range behind {
+		behind[i] = int64(1000 + i)
+	}
+	sw := stale.sweeps
+	if len(sw) != 1 {
+		t.Fatalf("want one sweep due, got %d", len(sw))
+	}
+	cs.swept(sw[0], map[cursorKey][]int64{key: behind}, t0.Add(3*time.Second), time.Millisecond)
+	cs.advance(stale, jobs, []int64{6000}, 10, t0.Add(3*time.Second))
+
+	p = cs.plan(queues, kinds, t0.Add(4*time.Second))
+	for i := range p.queues {
+		if p.priorities[i] != 0 {
+			continue
+		}
+		if p.upto[i] != math.MaxInt64 {
+			t.Fatalf("range (%d, %d]: the backlog should be claimed by the cursor's range, not one straggler at a time", p.after[i], p.upto[i])
+		}
+		if p.after[i] != 999 {
+			t.Fatalf("claim scans from %d after a sweep found a backlog from 1000, want 999", p.after[i])
+		}
+	}
+
+	// A sweep that finds fewer leaves the cursor and hands the jobs out
+	// one range each.
+	cs2 := newCursors(time.Second)
+	p = cs2.plan(queues, kinds, t0)
+	cs2.advance(p, jobs, []int64{5000}, 10, t0)
+	sw = cs2.plan(queues, kinds, t0.Add(3*time.Second)).sweeps
+	cs2.swept(sw[0], map[cursorKey][]int64{key: {1000, 1001}}, t0.Add(3*time.Second), time.Millisecond)
+	p = cs2.plan(queues, kinds, t0.Add(4*time.Second))
+	var singles int
+	for i := range p.queues {
+		if p.priorities[i] == 0 && p.upto[i] == p.after[i]+1 {
+			singles++
+		}
+	}
+	if singles != 2 {
+		t.Fatalf("want the two stragglers as single-job ranges, got %d", singles)
+	}
+}

@@ -208,6 +208,70 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	}
 }
 
+// TestLateBacklogBehindCursorDrainsAtClaimRate commits a thousand jobs only
+// after the cursor has moved past them, as slow enqueuing transactions do
+// after a server restart on a loaded machine. Once the first of them is
+// claimed, every following claim comes back full until all are claimed:
+// they are not handed out a sweep's worth at a time.
+func TestLateBacklogBehindCursorDrainsAtClaimRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.PoolN(t, 4)
+	ob, c, _ := migrated(t, ctx, pool, outbox.Config{ClaimCursorLag: 10 * time.Millisecond})
+	const late, limit = 1000, 100
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	items := make([]outbox.Item, late)
+	for i := range items {
+		items[i] = outbox.Item{Args: noopArgs{}}
+	}
+	if _, err := ob.EnqueueMany(ctx, tx, items); err != nil {
+		t.Fatal(err)
+	}
+	params := ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: limit, Lease: time.Minute}
+	claim := func() int {
+		t.Helper()
+		jobs, err := c.Claim(ctx, pool, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(jobs)
+	}
+	for range 3 {
+		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		claim()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	first := 0
+	for first == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no late job was claimed")
+		}
+		time.Sleep(20 * time.Millisecond)
+		first = claim()
+	}
+	got := first
+	for got < late {
+		n := claim()
+		if n != min(limit, late-got) {
+			t.Fatalf("after %d of %d late jobs, a claim took %d: the backlog behind the cursor is handed out piecemeal", got, late, n)
+		}
+		got += n
+	}
+	if n := claim(); n != 0 {
+		t.Fatalf("claimed %d more jobs than were enqueued", n)
+	}
+}
+
 type noopArgs struct{}
 
 func (noopArgs) Kind() string { return "noop" }
