@@ -265,4 +265,3 @@ func TestFaultFrozenWorkerLateOutcomeDropped(t *testing.T) {
 		t.Errorf("the other worker's run was recorded %d times, want 1", n)
 	}
 }
-

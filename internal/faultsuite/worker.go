@@ -41,19 +41,30 @@ type WorkerSpec struct {
 	// Schedules, when positive, makes the process keep that many schedules
 	// named tick-0000... that fire every minute.
 	Schedules int `json:"schedules"`
+	// ScheduleEveryMS is their period; see Schedules.
+	ScheduleEveryMS int `json:"schedule_every_ms"`
 }
 
 // IsWorker reports whether this process was started as a worker process.
 func IsWorker() bool { return os.Getenv(envWorker) != "" }
 
 // Schedules returns the n schedules a worker process with
-// WorkerSpec.Schedules = n keeps: every minute, spread over the whole
-// minute by name, so that n schedules do not all fire in the same second.
-func Schedules(n int) []schedule.Schedule {
+// WorkerSpec.Schedules = n keeps, named tick-0000 and on. They fire every
+// minute, or every `every` when it is a whole number of seconds that
+// divides a minute, and are spread over five sixths of that period by name,
+// so that n schedules do not all run in the same second. Late runs still
+// run (RunOnce), so that a fault never costs a run.
+func Schedules(n int, every time.Duration) []schedule.Schedule {
+	spec := "* * * * *"
+	if every > 0 && every < time.Minute {
+		spec = fmt.Sprintf("*/%d * * * * *", int(every.Seconds()))
+	} else {
+		every = time.Minute
+	}
 	out := make([]schedule.Schedule, n)
 	for i := range out {
-		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: "* * * * *",
-			Args: Tick{}, Window: 50 * time.Second, Misfire: schedule.RunOnce}
+		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: spec,
+			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce}
 	}
 	return out
 }
@@ -104,7 +115,7 @@ func RunWorker() int {
 			ShutdownTimeout: 5 * time.Second,
 			Logger:          logger,
 		},
-		Schedules: Schedules(spec.Schedules),
+		Schedules: Schedules(spec.Schedules, time.Duration(spec.ScheduleEveryMS)*time.Millisecond),
 		Scheduler: schedule.Config{ReconcileInterval: 10 * time.Second},
 	})
 	if err != nil {
