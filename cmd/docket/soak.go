@@ -123,8 +123,8 @@ func printSoak(out io.Writer, r *faultsuite.SoakResult) {
 	fmt.Fprintf(out, "finished     %d done, %d dead (%d meant to), %d left, %d running; %d done after more than one attempt\n",
 		c.Done, c.Dead, c.Doomed, c.Left, c.Running, c.Retried)
 	fmt.Fprintf(out, "exactly once %d rows for %d job ids and %d job numbers\n", c.Finished, c.FinishedIDs, c.FinishedNs)
-	fmt.Fprintf(out, "effects      transactional %d for %d jobs done; plain %d for %d jobs done (%d with one)\n",
-		c.TxEffects, c.TxDone, c.PlainEffects, c.PlainDone, c.PlainWithEffect)
+	fmt.Fprintf(out, "effects      transactional %d for %d jobs done; plain %d for %d jobs done (%d without one)\n",
+		c.TxEffects, c.TxDone, c.PlainEffects, c.PlainDone, c.PlainMissing)
 	fmt.Fprintf(out, "schedules    %d over %d whole periods: %d runs recorded, %d twice\n", r.Schedules, r.Periods, r.Ticks, r.DuplicateTicks)
 	var faults []string
 	for _, f := range r.Faults {

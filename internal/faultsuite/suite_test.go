@@ -239,7 +239,7 @@ func (r *run) verify() faultsuite.Counts {
 		r.t.Error(v)
 	}
 	r.t.Logf("%d jobs: %d done, %d dead, %d retried; transactional %d done, %d effects; plain %d done, %d effects (%d ran again)",
-		c.Enqueued, c.Done, c.Dead, c.Retried, c.TxDone, c.TxEffects, c.PlainDone, c.PlainEffects, c.PlainEffects-c.PlainWithEffect)
+		c.Enqueued, c.Done, c.Dead, c.Retried, c.TxDone, c.TxEffects, c.PlainDone, c.PlainEffects, c.PlainEffects-(c.PlainDone-c.PlainMissing))
 	return c
 }
 
