@@ -267,7 +267,7 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 
 	// Drain, then wait for the schedules' last whole period to have run.
 	drainStart := time.Now()
-	if err := s.waitDrained(ctx, 10*time.Minute); err != nil {
+	if err := s.waitDrained(ctx, 30*time.Minute); err != nil {
 		res.Violations = append(res.Violations, err.Error())
 	}
 	res.DrainSeconds = time.Since(drainStart).Seconds()
