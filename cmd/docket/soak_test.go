@@ -43,20 +43,3 @@ func TestSoakShort(t *testing.T) {
 		t.Errorf("RSS of %d workers compared, want the 2 never killed", len(res.RSS))
 	}
 }
-
-func TestSoakUsageErrors(t *testing.T) {
-	t.Parallel()
-	for _, args := range [][]string{
-		{"soak", "--rate", "0"},
-		{"soak", "--duration", "0s"},
-		{"soak", "--schedule-every", "7s"},
-		{"soak", "--workers", "0"},
-		{"soak", "extra"},
-		{"soak", "--serve-worker"},
-	} {
-		code, _, errOut := docket(t, args...)
-		if code != 2 || !strings.Contains(errOut, "Run 'docket soak --help'") {
-			t.Errorf("%q: exit %d, %q; want a usage error", args, code, errOut)
-		}
-	}
-}

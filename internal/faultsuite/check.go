@@ -114,9 +114,9 @@ func (c Counts) Violations() []string {
 	return v
 }
 
-// Sessions returns how many server sessions the worker processes with ids
+// sessions returns how many server sessions the worker processes with ids
 // hold, by their application_name.
-func Sessions(ctx context.Context, db *pgxpool.Pool, ids ...string) (int, error) {
+func sessions(ctx context.Context, db *pgxpool.Pool, ids ...string) (int, error) {
 	names := make([]string, len(ids))
 	for i, id := range ids {
 		names[i] = appPrefix + id
@@ -133,7 +133,7 @@ func Sessions(ctx context.Context, db *pgxpool.Pool, ids ...string) (int, error)
 func WaitSessionsGone(ctx context.Context, db *pgxpool.Pool, timeout time.Duration, ids ...string) (int, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		n, err := Sessions(ctx, db, ids...)
+		n, err := sessions(ctx, db, ids...)
 		if err != nil || n == 0 || time.Now().After(deadline) {
 			return n, err
 		}

@@ -20,7 +20,7 @@
 //
 // A Work job's Mode makes its handler fail once, fail always, snooze once
 // or sleep deaf to its context. Each process names its connections
-// (application_name) so that [Sessions] finds any it left behind, and at a
+// (application_name) so that [WaitSessionsGone] finds any it left behind, and at a
 // clean shutdown reports the goroutines of Docket or pgx still running
 // after its client stopped and its pool closed; [Process.Stop] fails if
 // there are any.

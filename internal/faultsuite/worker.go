@@ -48,13 +48,13 @@ type WorkerSpec struct {
 // IsWorker reports whether this process was started as a worker process.
 func IsWorker() bool { return os.Getenv(envWorker) != "" }
 
-// Schedules returns the n schedules a worker process with
+// schedules returns the n schedules a worker process with
 // WorkerSpec.Schedules = n keeps, named tick-0000 and on. They fire every
 // minute, or every `every` when it is a whole number of seconds that
 // divides a minute, and are spread over five sixths of that period by name,
 // so that n schedules do not all run in the same second. Late runs still
 // run (RunOnce), so that a fault never costs a run.
-func Schedules(n int, every time.Duration) []schedule.Schedule {
+func schedules(n int, every time.Duration) []schedule.Schedule {
 	spec := "* * * * *"
 	if every > 0 && every < time.Minute {
 		spec = fmt.Sprintf("*/%d * * * * *", int(every.Seconds()))
@@ -115,7 +115,7 @@ func RunWorker() int {
 			ShutdownTimeout: 5 * time.Second,
 			Logger:          logger,
 		},
-		Schedules: Schedules(spec.Schedules, time.Duration(spec.ScheduleEveryMS)*time.Millisecond),
+		Schedules: schedules(spec.Schedules, time.Duration(spec.ScheduleEveryMS)*time.Millisecond),
 		Scheduler: schedule.Config{ReconcileInterval: 10 * time.Second},
 	})
 	if err != nil {
