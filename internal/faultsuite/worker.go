@@ -53,7 +53,10 @@ func IsWorker() bool { return os.Getenv(envWorker) != "" }
 // minute, or every `every` when it is a whole number of seconds that
 // divides a minute, and are spread over five sixths of that period by name,
 // so that n schedules do not all run in the same second. Late runs still
-// run (RunOnce), so that a fault never costs a run.
+// run (RunOnce), so that a fault never costs a run, and they run at the
+// highest priority: a run that waits behind a backlog for longer than the
+// misfire grace (a minute) would skip the periods it missed, and a soak
+// may offer more jobs than a loaded machine drains.
 func schedules(n int, every time.Duration) []schedule.Schedule {
 	spec := "* * * * *"
 	if every > 0 && every < time.Minute {
@@ -64,7 +67,7 @@ func schedules(n int, every time.Duration) []schedule.Schedule {
 	out := make([]schedule.Schedule, n)
 	for i := range out {
 		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: spec,
-			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce}
+			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: outbox.MaxPriority}
 	}
 	return out
 }
