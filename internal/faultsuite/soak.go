@@ -94,7 +94,7 @@ func soakItem(n int) outbox.Item {
 		w.Mode = ModeSnooze
 	}
 	if n%10 == 3 {
-		o.SerialKey = fmt.Sprintf("serial-%d", n%50)
+		o.SerialKey = fmt.Sprintf("serial-%d", n/10%50)
 	}
 	if n%20 == 7 {
 		o.UniqueKey = fmt.Sprintf("unique-%d", n)
