@@ -29,7 +29,8 @@ unique keys; the workers also keep --schedules schedules firing every
 --schedule-every. Every --fault-every it injects a fault, in turn: a reset
 of every connection of a worker, kill -9 (worker 0, started again), refused
 connections for 10s, a 15s blackhole, 100ms +/- 50ms latency for 15s, SIGSTOP
-for 10s; halfway it restarts the server.
+for 10s (each at most three quarters of --fault-every); halfway it restarts
+the server.
 
 Then it drains and checks: every job exactly once in history or dead
 letters (dead only if meant to), none left or running, transactional

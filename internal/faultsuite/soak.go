@@ -130,7 +130,8 @@ type soak struct {
 // turn: a reset of every connection, a SIGKILL (of worker 0, started
 // again), refused connections for twice the lease, a 15 s blackhole,
 // 100 ms ± 50 ms latency for 15 s, a SIGSTOP for twice the lease (on the
-// other workers in turn); halfway it restarts the server. Then it lets the
+// other workers in turn; none lasts more than three quarters of
+// cfg.FaultEvery); halfway it restarts the server. Then it lets the
 // workers drain, stops them and checks the invariants (Check), that every
 // schedule fired exactly once in every whole period, and that no worker's
 // RSS grew more than 10% from the first half to the second.
@@ -437,10 +438,12 @@ func (s *soak) inject(ctx context.Context) {
 		s.mu.Lock()
 		p := s.slots[w]
 		s.mu.Unlock()
+		// A fault lasts at most three quarters of the time between faults,
+		// so that the next one comes on time.
 		hold := func(d time.Duration) {
 			select {
 			case <-ctx.Done():
-			case <-time.After(d):
+			case <-time.After(min(d, s.cfg.FaultEvery*3/4)):
 			}
 		}
 		switch f {
