@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envProcess) != "" {
-		// Re-executed as a worker process by a crash or signal test.
+		// Re-executed as a worker process by a fence, shutdown or signal test.
 		os.Exit(workerProcess())
 	}
 	pgtest.Main(m)

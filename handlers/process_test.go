@@ -17,15 +17,14 @@ import (
 
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The crash, freeze and signal tests run workers as real OS processes: the
+// The fence, shutdown and signal tests run workers as real OS processes: the
 // test binary re-executes itself with these variables set, and TestMain
 // runs workerProcess instead of the tests.
 const (
-	envProcess = "DOCKET_HANDLERS_TEST_PROCESS" // the mode: crash, block or slow
+	envProcess = "DOCKET_HANDLERS_TEST_PROCESS"
 	envURL     = "DOCKET_HANDLERS_TEST_URL"
 	envSchema  = "DOCKET_HANDLERS_TEST_SCHEMA"
 	envID      = "DOCKET_HANDLERS_TEST_ID"
@@ -42,24 +41,12 @@ const (
 
 // Args of the process tests' kinds. Each records its run in the effects
 // table: (job id, attempt, kind, worker id).
-type plainArgs struct{ N int }
-
-func (plainArgs) Kind() string { return "proc_plain" }
-
-type txArgs struct{ N int }
-
-func (txArgs) Kind() string { return "proc_tx" }
-
 type blockArgs struct{ Block bool }
 
 func (blockArgs) Kind() string { return "proc_block" }
 
 // blockStarted is the effect kind a proc_block handler records as it starts.
 const blockStarted = "proc_block_started"
-
-type slowArgs struct{}
-
-func (slowArgs) Kind() string { return "proc_slow" }
 
 const sqlEffect = `INSERT INTO %s.effects (job_id, attempt, kind, worker) VALUES ($1, $2, $3, $4)`
 
@@ -77,20 +64,6 @@ func createEffects(t *testing.T, pool *pgxpool.Pool, schema string) {
 // write their effects through pool; me is the worker id recorded with each.
 func registerProcessKinds(reg *Registry, pool *pgxpool.Pool, schema string, me *string, sleep time.Duration) {
 	effect := fmt.Sprintf(sqlEffect, schema)
-	MustRegister(reg, func(ctx context.Context, j *Job[plainArgs]) error {
-		if sleep > 0 {
-			time.Sleep(sleep)
-		}
-		_, err := pool.Exec(ctx, effect, j.ID, j.Attempt, j.Kind, *me)
-		return err
-	}, KindOpts{})
-	MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *Job[txArgs]) error {
-		if sleep > 0 {
-			time.Sleep(sleep)
-		}
-		_, err := tx.Exec(ctx, effect, j.ID, j.Attempt, j.Kind, *me)
-		return err
-	}, KindOpts{})
 	MustRegister(reg, func(ctx context.Context, j *Job[blockArgs]) error {
 		// Mark the start, so that a test can wait for its handlers to run
 		// rather than for their jobs to be claimed.
@@ -104,13 +77,6 @@ func registerProcessKinds(reg *Registry, pool *pgxpool.Pool, schema string, me *
 		time.Sleep(sleep)
 		_, err := pool.Exec(context.WithoutCancel(ctx), effect, j.ID, j.Attempt, j.Kind, *me)
 		return err
-	}, KindOpts{})
-	MustRegister(reg, func(ctx context.Context, j *Job[slowArgs]) error {
-		if _, err := pool.Exec(ctx, effect, j.ID, j.Attempt, j.Kind, *me); err != nil {
-			return err
-		}
-		time.Sleep(sleep) // deliberately deaf to ctx: its late outcome must be dropped
-		return nil
 	}, KindOpts{})
 }
 

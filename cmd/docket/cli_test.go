@@ -130,6 +130,13 @@ func TestUsageErrorsBeforeConnecting(t *testing.T) {
 		{[]string{"version", "--schema", "x"}, "not defined: -schema"},
 		{[]string{"demo", "--orders", "0"}, "--orders must be at least 1"},
 		{[]string{"bench", "--scenario", "all", "--rate", "-1"}, "--rate must be positive"},
+		{[]string{"soak", "--rate", "0"}, "--rate must be at least 1"},
+		{[]string{"soak", "--workers", "0"}, "--workers must be at least 1"},
+		{[]string{"soak", "--duration", "0s"}, "--duration must be positive"},
+		{[]string{"soak", "--schedule-every", "7s"}, "--schedule-every 7s: want 1m or whole seconds that divide a minute"},
+		{[]string{"soak", "--schedules", "-1"}, "--schedules must be 0 or more"},
+		{[]string{"soak", "extra"}, `unexpected argument "extra"`},
+		{[]string{"soak", "--serve-worker"}, "--serve-worker is for the soak's own worker processes"},
 	}
 	// Every group without its verb, and every leaf with a flag nobody has.
 	for _, l := range walk(commands(), "") {

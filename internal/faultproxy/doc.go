@@ -27,6 +27,12 @@
 //     already on their way are held by the proxy, not delivered, and new
 //     connections are accepted but never reach the target. A client sees no
 //     error until its own deadlines fire, as in a half-open network.
+//   - [Proxy.CutAfter] aims a Cut at one statement: it reads PostgreSQL's
+//     wire protocol and resets every connection right after the server ran
+//     (or, for COPY, began) the next statement whose SQL matches, so the
+//     client never learns how it ended.
+//   - [Proxy.Delay] adds latency, base ± jitter, to every read in both
+//     directions.
 //   - [Proxy.Restore] forwards again. Connections that were open before the
 //     blackhole resume, and the bytes held for them are delivered in order,
 //     as when a network heals before TCP gives up. Connections accepted

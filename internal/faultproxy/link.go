@@ -14,6 +14,7 @@ type link struct {
 	held   bool     // accepted during a blackhole, never dialed
 	pipes  int      // copying directions still running
 	done   chan struct{}
+	wire   *wire // what each side says, for CutAfter
 }
 
 func (l *link) isDone() bool {
@@ -34,6 +35,13 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if !p.pass(l) {
+			return
+		}
+		if n > 0 && !p.delay(l) {
+			return
+		}
+		if n > 0 && l.wire.read(src == l.client, buf[:n]) {
+			p.Cut() // instead of the bytes that would tell the client
 			return
 		}
 		if n > 0 {

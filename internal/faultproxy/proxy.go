@@ -39,6 +39,9 @@ type Proxy struct {
 	resume chan struct{} // closed when the current blackhole ends
 	links  map[*link]struct{}
 	closed bool
+
+	latency latency       // added to every read; see Delay
+	armed   *statementCut // see CutAfter
 }
 
 // New starts a proxy that listens on 127.0.0.1 on a free port and forwards
@@ -120,7 +123,7 @@ func (p *Proxy) admit(c net.Conn) {
 		reset(c)
 		return
 	}
-	l := &link{client: c, done: make(chan struct{})}
+	l := &link{client: c, done: make(chan struct{}), wire: newWire(p)}
 	p.links[l] = struct{}{}
 	if p.mode == blackhole {
 		l.held = true // never dialed: the client waits for nothing
