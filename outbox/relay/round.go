@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
 )
 
 // Headers the relay adds to every keyed message, so that consumers of a
@@ -195,7 +194,6 @@ func truncate(s string) string {
 	}
 	return s[:maxErrorLen]
 }
-
 
 const (
 	// sqlFetch walks the pending index in id order (per key, commit order)
