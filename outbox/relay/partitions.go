@@ -92,8 +92,11 @@ ORDER BY 1`
 	// partition, %[3]s..%[4]s the day) and moves into it the rows the
 	// default partition holds for that day, which PostgreSQL would
 	// otherwise refuse to attach it over. Rows keep their ids, so moving
-	// changes nothing the relay sees.
-	sqlCreatePartition = `CREATE TABLE "%[1]s".%[2]s (LIKE "%[1]s".docket_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+	// changes nothing the relay sees. The LOCK waits out publishes in
+	// flight: ATTACH alone lets an insert routed to the default partition
+	// before it fail a check after it, aborting the producer's transaction.
+	sqlCreatePartition = `LOCK TABLE "%[1]s".docket_events IN SHARE ROW EXCLUSIVE MODE;
+CREATE TABLE "%[1]s".%[2]s (LIKE "%[1]s".docket_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
 WITH moved AS (
 	DELETE FROM "%[1]s".docket_events_default WHERE created_at >= '%[3]s' AND created_at < '%[4]s'
 	RETURNING *
