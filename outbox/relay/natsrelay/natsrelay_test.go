@@ -296,4 +296,3 @@ func TestBrokerRestart(t *testing.T) {
 		t.Errorf("%d dead letters after a restart", st.Dead)
 	}
 }
-
