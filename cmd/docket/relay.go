@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
@@ -25,6 +26,7 @@ commit order per key, at least once; any number of relays may run against one
 schema and share its 64 partitions (docs/outbox.md).`,
 		verbs: []*command{
 			{name: "run", summary: "run relays until interrupted", flags: relayRun},
+			{name: "status", summary: "backlog, lag, dead events and live relays", flags: relayStatus},
 			{name: "dlq", summary: "list, replay or purge dead events", verbs: []*command{
 				{name: "list", summary: "list dead events, oldest first", flags: relayDLQList},
 				{name: "replay", summary: "make dead events pending again (all, or the ids given)", args: "[ID...]", flags: relayDLQReplay},
@@ -59,6 +61,7 @@ func relayRun(fs *flag.FlagSet) action {
 	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
 	attempts := fs.Int("max-attempts", 0, "permanent refusals before an event is dead-lettered (default 3)")
 	skip := fs.Bool("skip-dead", false, "let a dead event's later events of its key pass instead of holding them back")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at host:port/metrics (default: none)")
 	return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
@@ -96,6 +99,15 @@ func relayRun(fs *flag.FlagSet) action {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
 			relays = append(relays, r)
+		}
+		if *metricsAddr != "" {
+			reg := handlers.NewMetricsRegistry()
+			reg.MustRegister(relay.Collector(relays...))
+			srv, err := handlers.ServeMetrics(*metricsAddr, reg, nil)
+			if err != nil {
+				return err
+			}
+			defer srv.Close(context.WithoutCancel(ctx))
 		}
 		for _, r := range relays {
 			if err := r.Start(ctx); err != nil {
@@ -212,4 +224,34 @@ func relayDLQAct(fs *flag.FlagSet, verb string, op func(context.Context, relayDL
 type relayDLQ struct {
 	client *outbox.Client
 	pool   *pgxpool.Pool
+}
+
+func relayStatus(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		st, err := client.EventStatus(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, st, true)
+		}
+		lag := "none"
+		if !st.OldestPending.IsZero() {
+			lag = time.Since(st.OldestPending).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(out, "pending\t%d\nlag\t%s\ndead\t%d\nblocked keys\t%d\npublished (kept)\t%d\nrelays\t%d\n",
+			st.Pending, lag, st.Dead, st.BlockedKeys, st.Published, st.Relays)
+		return nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // checkOrder asserts that msgs, de-duplicated by id (first copy kept), hold
@@ -245,4 +248,30 @@ func ids(msgs []relay.Message) []string {
 		out[i] = m.ID
 	}
 	return out
+}
+
+// TestCollector: the exported counters are the relays' Stats, summed.
+func TestCollector(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := &sink{}
+	r1 := b.start(t, relay.Config{Publisher: s, LeaseTTL: time.Second})
+	r2 := b.start(t, relay.Config{Publisher: s, LeaseTTL: time.Second})
+	for i := range 20 {
+		b.publishOne(t, outbox.Message{Topic: "t", Key: strconv.Itoa(i)})
+	}
+	waitFor(t, 10*time.Second, "20 published", func() bool { return r1.Stats().Published+r2.Stats().Published == 20 })
+	waitFor(t, 10*time.Second, "the partitions shared", func() bool { return r1.Stats().Parts+r2.Stats().Parts == 64 })
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(relay.Collector(r1, r2))
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP docket_relay_published_total Events the broker acknowledged, by this process's relays.
+# TYPE docket_relay_published_total counter
+docket_relay_published_total 20
+# HELP docket_relay_partitions Event partitions this process's relays hold now (of 64).
+# TYPE docket_relay_partitions gauge
+docket_relay_partitions 64
+`), "docket_relay_published_total", "docket_relay_partitions"); err != nil {
+		t.Fatal(err)
+	}
 }
