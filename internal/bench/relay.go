@@ -155,6 +155,7 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 	var mu sync.Mutex
 	committedAt := map[string]time.Time{}
 	var lat []time.Duration
+	warm := make(chan struct{}, 1)
 	cons, err := js.OrderedConsumer(ctx, schema, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	if err != nil {
 		return res, err
@@ -162,6 +163,13 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		now := time.Now()
 		id := msg.Headers().Get(nats.MsgIdHdr)
+		if id == "warm-up" {
+			select {
+			case warm <- struct{}{}:
+			default:
+			}
+			return
+		}
 		mu.Lock()
 		if t, ok := committedAt[id]; ok {
 			lat = append(lat, now.Sub(t))
@@ -173,6 +181,16 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 		return res, err
 	}
 	defer cc.Stop()
+	// The consumer's first delivery was seen to lag by its heartbeat (5s):
+	// wait for one warm-up message to arrive before measuring.
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: nats.Header{nats.MsgIdHdr: []string{"warm-up"}}}); err != nil {
+		return res, err
+	}
+	select {
+	case <-warm:
+	case <-time.After(30 * time.Second):
+		return res, fmt.Errorf("relay bench: the consumer received nothing within 30s")
+	}
 	say("steady %d/s for %s", cfg.Rate, cfg.Duration)
 	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
 	defer tick.Stop()
@@ -217,8 +235,11 @@ func startRelays(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Rel
 			stop()
 			return nil, err
 		}
-		r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, PollInterval: 2 * time.Millisecond,
-			Logger: slog.New(slog.DiscardHandler)})
+		log := slog.New(slog.DiscardHandler)
+		if cfg.Progress != nil {
+			log = slog.New(slog.NewTextHandler(cfg.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
+		r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, PollInterval: 2 * time.Millisecond, Logger: log})
 		if err != nil {
 			stop()
 			return nil, err
