@@ -54,4 +54,9 @@ func TestRelayDLQVerbs(t *testing.T) {
 	if st, _ := c.EventStatus(ctx, pool); st.Pending != 1 || st.Dead != 0 {
 		t.Fatalf("after replay %+v", st)
 	}
+	// docket status shows the relay's backlog too.
+	code, out, _ = docket(t, append([]string{"status"}, conn...)...)
+	if code != 0 || !strings.Contains(out, "events: 1 pending, lag ") || !strings.Contains(out, "0 dead (0 keys blocked), 0 relays live") {
+		t.Fatalf("status: %d %q", code, out)
+	}
 }
