@@ -10,6 +10,7 @@ import (
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/schedwire"
 	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -50,6 +51,13 @@ type Config struct {
 	// clock, logger). Its DB and Outbox must be nil: NewClient sets them.
 	// A nil Logger means Worker.Logger.
 	Scheduler schedule.Config
+
+	// Relay, when set, runs an outbox relay in this process from Start to
+	// Stop, publishing the events of Outbox's schema (see package
+	// outbox/relay; its Schema must be empty: NewClient sets it). It runs
+	// on enqueue-only clients too. Nil runs none (run `docket relay run`
+	// elsewhere, or none if you publish no events).
+	Relay *relay.Config
 }
 
 // ErrInvalidConfig wraps every error of NewClient about its Config.
@@ -69,6 +77,7 @@ type Client struct {
 	sched  *schedule.Service
 	wire   schedwire.Engine
 	cfg    []schedule.Schedule
+	relay  *relay.Relay // nil: no relay in this process
 
 	mu      sync.Mutex
 	started bool
@@ -124,6 +133,19 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("docket: new client: %w", err)
 	}
 	c := &Client{ob: ob, sched: sched, wire: schedwire.Of(sched), cfg: slices.Clone(cfg.Schedules)}
+	if cfg.Relay != nil {
+		if cfg.Relay.Schema != "" {
+			return nil, fmt.Errorf("%w: leave Relay.Schema unset: NewClient sets it to Outbox's", ErrInvalidConfig)
+		}
+		rcfg := *cfg.Relay
+		rcfg.Schema = ob.Schema()
+		if rcfg.Logger == nil {
+			rcfg.Logger = cfg.Worker.Logger
+		}
+		if c.relay, err = relay.New(pool, rcfg); err != nil {
+			return nil, fmt.Errorf("docket: new client: %w", err)
+		}
+	}
 	// Also with no kinds: then Schedules().Register rejects every schedule
 	// instead of registering one no worker of this client would advance.
 	if err := c.wire.Attach(cfg.Registry, kinds); err != nil {
@@ -172,20 +194,26 @@ func servedQueues(reg *handlers.Registry, schedules []schedule.Schedule) []strin
 	return slices.Compact(qs)
 }
 
-// Start registers Config.Schedules, starts the worker and the schedules'
-// reconciler, and returns; they run until Stop or until ctx ends. It fails
+// Start registers Config.Schedules, starts the worker, the schedules'
+// reconciler and the relay (Config.Relay), and returns; they run until Stop or until ctx ends. It fails
 // with outbox.ErrNotMigrated before `docket migrate up`, with the
 // errors of schedule.Service.Register for invalid schedules (nothing of
 // them is written), and with handlers.ErrStarted when called twice. On an
-// enqueue-only client it does nothing. A failed Start may be retried.
+// enqueue-only client it starts only the relay, if any. A failed Start may be retried.
 func (c *Client) Start(ctx context.Context) error {
-	if c.worker == nil {
-		return nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
 		return handlers.ErrStarted
+	}
+	if c.worker == nil {
+		if c.relay != nil {
+			if err := c.relay.Start(ctx); err != nil {
+				return err
+			}
+			c.started = true
+		}
+		return nil
 	}
 	if len(c.cfg) > 0 {
 		if err := c.sched.Register(ctx, c.cfg...); err != nil {
@@ -201,19 +229,33 @@ func (c *Client) Start(ctx context.Context) error {
 			return fmt.Errorf("docket: start: schedules: %w", err)
 		}
 	}
+	if c.relay != nil {
+		if err := c.relay.Start(ctx); err != nil {
+			_ = c.wire.Stop(context.WithoutCancel(ctx))
+			_ = c.worker.Stop(context.WithoutCancel(ctx))
+			return fmt.Errorf("docket: start: relay: %w", err)
+		}
+	}
 	c.started = true
 	return nil
 }
 
-// Stop stops the schedules' reconciler, then shuts the worker down
+// Stop stops the relay (finishing its round in flight and giving its
+// partitions back), the schedules' reconciler, then shuts the worker down
 // gracefully (see handlers.Worker.Stop): in-flight jobs get until
 // Worker.ShutdownTimeout or ctx's deadline to finish. It is idempotent and
-// does nothing on an enqueue-only client or one never started.
+// does nothing on a client never started.
 func (c *Client) Stop(ctx context.Context) error {
-	if c.worker == nil {
-		return nil
+	var err error
+	if c.relay != nil {
+		err = c.relay.Stop(ctx)
 	}
-	err := c.wire.Stop(ctx)
+	if c.worker == nil {
+		return err
+	}
+	if werr := c.wire.Stop(ctx); err == nil {
+		err = werr
+	}
 	if werr := c.worker.Stop(ctx); err == nil {
 		err = werr
 	}

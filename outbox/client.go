@@ -49,6 +49,13 @@ type Config struct {
 	// otel.GetTextMapPropagator() to follow the global one instead, or
 	// propagation.NewCompositeTextMapPropagator() to write nothing.
 	Propagator propagation.TextMapPropagator
+
+	// MaxEventPayload is the largest event payload Publish accepts, in
+	// bytes. Zero means DefaultMaxEventPayload (1 MiB, a NATS server's
+	// default max_payload); -1 means no limit but PostgreSQL's own (1 GB).
+	// Set it to your broker's limit so that an oversized event is refused
+	// in the producer's transaction instead of dead-lettered by the relay.
+	MaxEventPayload int
 }
 
 // Client reads and writes Docket's tables in one schema. It holds no
@@ -62,6 +69,8 @@ type Client struct {
 	debounce  time.Duration
 	kinds     Kinds // Config.Kinds; nil: any kind, built-in defaults
 	prop      propagation.TextMapPropagator
+	// maxPayload is Config.MaxEventPayload resolved; <= 0: no limit.
+	maxPayload int
 
 	mu         sync.Mutex
 	lastNotify map[string]time.Time
@@ -69,6 +78,8 @@ type Client struct {
 	// migrated is set once the client has seen its jobs table exist
 	// (checkMigrated).
 	migrated atomic.Bool
+	// eventsMigrated is migrated for the events table (checkEvents).
+	eventsMigrated atomic.Bool
 }
 
 // ErrInvalidSchema is returned by New for a schema name that is not a plain
@@ -82,6 +93,8 @@ type statements struct {
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	pausedQueues, setPaused                                                        string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
+	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
+	eventDeadList, eventReplay, eventPurge, eventStatus                            string
 }
 
 func renderStatements(schema string) statements {
@@ -96,6 +109,10 @@ func renderStatements(schema string) statements {
 		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
 		jobState: r(sqlJobState),
+		publish:  r(sqlPublish), publishKeyed: r(sqlPublishKeyed), reserveSeqs: r(sqlReserveSeqs),
+		eventIDs: r(sqlEventIDs), inbox: r(sqlInbox), inboxPrune: r(sqlInboxPrune),
+		eventDeadList: r(sqlEventDeadList), eventReplay: r(sqlEventReplay), eventPurge: r(sqlEventPurge),
+		eventStatus: r(sqlEventStatus),
 	}
 }
 
@@ -113,7 +130,12 @@ func New(cfg Config) (*Client, error) {
 	if prop == nil {
 		prop = propagation.TraceContext{}
 	}
+	maxPayload := cfg.MaxEventPayload
+	if maxPayload == 0 {
+		maxPayload = DefaultMaxEventPayload
+	}
 	return &Client{
+		maxPayload: maxPayload,
 		prop:       prop,
 		schema:     schema,
 		history:    !cfg.DisableHistory,

@@ -33,6 +33,18 @@
 // that item a Duplicate, never fails the batch. Due jobs are announced with
 // NOTIFY on Client.NotifyChannel, at most once per queue per debounce window.
 //
+// # Events
+//
+// Client.Publish, PublishSQL and PublishMany (COPY) write events for the
+// relay (package outbox/relay) in the caller's transaction, into
+// docket_events (migration 007, one partition per UTC day). A keyed event
+// takes its key's row lock in docket_event_keys until the transaction ends
+// and draws its id under it, so one key's events are ordered by commit and
+// numbered without gaps. Client.Inbox and InboxSQL record a consumed
+// message's id in the consumer's transaction and report repeats.
+// ListDeadEvents, ReplayDeadEvents, PurgeDeadEvents and EventStatus serve
+// operators (docs/outbox.md).
+//
 // # Operations and migrations
 //
 // Client.Status reads the status views (migration 003; also for psql) and

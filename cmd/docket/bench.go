@@ -24,6 +24,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 200ms on an otherwise empty queue (50 jobs)"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
+	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window"},
 }
 
@@ -63,6 +64,7 @@ func benchFlags(fs *flag.FlagSet) action {
 	producerTx := fs.Bool("producer-tx", false, "producers wrap each enqueue in BEGIN/COMMIT instead of running it on the pool")
 	rate := fs.Int("rate", 0, "total target enqueue rate in jobs/s for sustained (default 1000) and heldxmin (default 2000)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long sustained produces")
+	natsURL := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server with JetStream, for the relay scenario")
 	baseline := fs.Duration("baseline", bench.DefaultHeldBaseline, "heldxmin: how long to run before holding the transaction")
 	held := fs.Duration("held", bench.DefaultHeldHold, "heldxmin: how long the transaction holds back the vacuum horizon")
 	recovery := fs.Duration("recovery", bench.DefaultHeldRecovery, "heldxmin: how long to run after releasing it")
@@ -100,6 +102,10 @@ func benchFlags(fs *flag.FlagSet) action {
 		dbURL := *url // set below from $DATABASE_URL, or when discovery finds the database
 		if dbURL == "" {
 			dbURL = os.Getenv("DATABASE_URL")
+		}
+		if *scenario == bench.ScenarioRelay {
+			return benchRelay(ctx, dbURL, bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: *workers,
+				Rate: *rate, Duration: *duration, Progress: errOut}, out, errOut)
 		}
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
@@ -164,4 +170,26 @@ func workerProcess(url *string, workers int, history string, pollOnly bool) func
 		}
 		return exec.Command(self, args...)
 	}
+}
+
+// benchRelay runs the relay scenario and prints its JSON line.
+func benchRelay(ctx context.Context, dbURL string, cfg bench.RelayConfig, out, errOut io.Writer) error {
+	if dbURL == "" {
+		srv, err := pgsrv.Discover(ctx)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		dbURL = srv.URL
+	}
+	pool, err := connect(ctx, dbURL, int32(2*max(cfg.Relays, 2)+2))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	res, err := bench.RunRelay(ctx, pool, cfg)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(out).Encode(res)
 }

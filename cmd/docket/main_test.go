@@ -43,7 +43,7 @@ func TestMigrateVerbs(t *testing.T) {
 	if code, out, _ = docket(t, "migrate", "list", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "001      core") {
 		t.Fatalf("list: %d %q", code, out)
 	}
-	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 6_claim_id") || strings.Contains(out, "5_one_sequence") {
+	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 7_events") || strings.Contains(out, "6_claim_id") {
 		t.Fatalf("down one step: %d %q", code, out)
 	}
 	if code, out, _ = docket(t, "migrate", "down", "--version", "0", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 1_core") {

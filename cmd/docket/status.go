@@ -59,7 +59,13 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 					if *asJSON {
 						err = writeJSON(out, s, *watch == 0)
 					} else {
-						err = printStatus(out, s)
+						// The relay's backlog, when migration 7 is applied
+						// (docket relay status --json has it as JSON).
+						var ev *outbox.EventStatus
+						if es, err := client.EventStatus(ctx, pool); err == nil {
+							ev = &es
+						}
+						err = printStatus(out, s, ev)
 					}
 					if err != nil {
 						return err
@@ -78,8 +84,9 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 	}
 }
 
-// printStatus writes the compact text form of a status snapshot.
-func printStatus(out io.Writer, s *outbox.Status) error {
+// printStatus writes the compact text form of a status snapshot, with the
+// relay's backlog when ev is not nil.
+func printStatus(out io.Writer, s *outbox.Status, ev *outbox.EventStatus) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHED\tRUNNING\tLAG\tDONE 1m/1h\tRETRIES 1m/1h\tDEAD 1m/1h\tDLQ\tDLQ 24h")
 	for _, q := range s.Queues {
@@ -119,6 +126,14 @@ func printStatus(out io.Writer, s *outbox.Status) error {
 		}
 	}
 	fmt.Fprintf(out, "\nstuck leases: %d\n", s.StuckCount)
+	if ev != nil {
+		lag := "none"
+		if !ev.OldestPending.IsZero() {
+			lag = short(s.At.Sub(ev.OldestPending))
+		}
+		fmt.Fprintf(out, "events: %d pending, lag %s, %d dead (%d keys blocked), %d relays live\n",
+			ev.Pending, lag, ev.Dead, ev.BlockedKeys, ev.Relays)
+	}
 	if h, ok := s.OldestHorizon(); ok {
 		age := fmt.Sprintf("%d xids", h.XIDAge)
 		if h.AgeKnown {

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/outbox/relay"
+	"github.com/docketq/docket/outbox/relay/natsrelay"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func relayCommand() *command {
+	return &command{
+		name:    "relay",
+		summary: "publish outbox events to a broker; triage dead events",
+		about: `A relay publishes committed events (outbox.Publish) to NATS JetStream, in
+commit order per key, at least once; any number of relays may run against one
+schema and share its 64 partitions (docs/outbox.md).`,
+		verbs: []*command{
+			{name: "run", summary: "run relays until interrupted", flags: relayRun},
+			{name: "status", summary: "backlog, lag, dead events and live relays", flags: relayStatus},
+			{name: "dlq", summary: "list, replay or purge dead events", verbs: []*command{
+				{name: "list", summary: "list dead events, oldest first", flags: relayDLQList},
+				{name: "replay", summary: "make dead events pending again (all, or the ids given)", args: "[ID...]", flags: relayDLQReplay},
+				{name: "purge", summary: "delete dead events unpublished (all, or the ids given)", args: "[ID...]", flags: relayDLQPurge},
+			}},
+		},
+	}
+}
+
+// subjectsFlag collects --subject TOPIC=SUBJECT pairs.
+type subjectsFlag map[string]string
+
+func (s subjectsFlag) String() string { return "" }
+
+func (s subjectsFlag) Set(v string) error {
+	topic, subject, ok := strings.Cut(v, "=")
+	if !ok || topic == "" || subject == "" {
+		return fmt.Errorf("want TOPIC=SUBJECT, got %q", v)
+	}
+	s[topic] = subject
+	return nil
+}
+
+func relayRun(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	subjects := subjectsFlag{}
+	fs.Var(subjects, "subject", "map a topic to a NATS subject, as TOPIC=SUBJECT (repeatable; default: the topic)")
+	n := fs.Int("concurrency", 1, "relays to run in this process; each takes its share of partitions")
+	batch := fs.Int("batch", 0, "events per publish round (default 500)")
+	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
+	attempts := fs.Int("max-attempts", 0, "permanent refusals before an event is dead-lettered (default 3)")
+	skip := fs.Bool("skip-dead", false, "let a dead event's later events of its key pass instead of holding them back")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at host:port/metrics (default: none)")
+	return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		if *n < 1 || *n > 64 {
+			return fmt.Errorf("%w: --concurrency %d outside 1..64", errUsage, *n)
+		}
+		if *lease != 0 && *lease < 300*time.Millisecond {
+			return fmt.Errorf("%w: --lease %s under 300ms", errUsage, *lease)
+		}
+		client, err := outbox.New(outbox.Config{Schema: db.schema})
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		// Each relay runs one statement at a time; a second connection
+		// each leaves room for lease renewal and partition maintenance.
+		pool, err := connect(ctx, db.url, int32(2**n))
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		log := slog.New(slog.NewTextHandler(errOut, nil))
+		var relays []*relay.Relay
+		for range *n {
+			pub, err := natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
+			if err != nil {
+				return err
+			}
+			r, err := relay.New(pool, relay.Config{
+				Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
+				MaxAttempts: *attempts, SkipDead: *skip, Logger: log,
+			})
+			if err != nil {
+				pub.Close()
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
+			relays = append(relays, r)
+		}
+		if *metricsAddr != "" {
+			reg := handlers.NewMetricsRegistry()
+			reg.MustRegister(relay.Collector(relays...))
+			srv, err := handlers.ServeMetrics(*metricsAddr, reg, nil)
+			if err != nil {
+				return err
+			}
+			defer srv.Close(context.WithoutCancel(ctx))
+		}
+		for _, r := range relays {
+			if err := r.Start(ctx); err != nil {
+				return err
+			}
+		}
+		log.Info("docket relay running", "relays", *n, "nats", *url)
+		<-ctx.Done()
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		var published uint64
+		for _, r := range relays {
+			if err := r.Stop(stopCtx); err != nil {
+				return err
+			}
+			published += r.Stats().Published
+		}
+		log.Info("docket relay stopped", "published", published)
+		return nil
+	}
+}
+
+func relayDLQList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	topic := fs.String("topic", "", "only this topic")
+	limit := fs.Int("limit", 100, "most events to list")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		if *limit < 1 {
+			return fmt.Errorf("%w: --limit must be at least 1", errUsage)
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		dead, err := client.ListDeadEvents(ctx, pool, *topic, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if dead == nil {
+				return writeJSON(out, []any{}, true)
+			}
+			return writeJSON(out, dead, true)
+		}
+		if len(dead) == 0 {
+			fmt.Fprintln(out, "no dead events")
+		}
+		for _, d := range dead {
+			blocks := ""
+			if d.BlocksKey {
+				blocks = "\tblocks key"
+			}
+			fmt.Fprintf(out, "%d\t%s\tkey=%q seq=%d\t%d attempts\t%s\t%s%s\n", d.ID, d.Topic, d.Key, d.Seq, d.Attempts,
+				d.DeadAt.UTC().Format(time.RFC3339), d.LastError, blocks)
+		}
+		return nil
+	}
+}
+
+func relayDLQReplay(fs *flag.FlagSet) action {
+	return relayDLQAct(fs, "replayed", func(ctx context.Context, r relayDLQ, ids []int64) ([]int64, error) {
+		return r.client.ReplayDeadEvents(ctx, r.pool, ids)
+	})
+}
+
+func relayDLQPurge(fs *flag.FlagSet) action {
+	return relayDLQAct(fs, "purged", func(ctx context.Context, r relayDLQ, ids []int64) ([]int64, error) {
+		return r.client.PurgeDeadEvents(ctx, r.pool, ids)
+	})
+}
+
+// relayDLQAct is replay and purge: ids from the arguments (none: all), the
+// operation, then a count.
+func relayDLQAct(fs *flag.FlagSet, verb string, op func(context.Context, relayDLQ, []int64) ([]int64, error)) action {
+	var db dbFlags
+	db.register(fs)
+	all := fs.Bool("all", false, "act on every dead event (required when no id is given)")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		var ids []int64
+		for _, p := range pos {
+			id, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || id <= 0 {
+				return fmt.Errorf("%w: event id %q is not a positive integer", errUsage, p)
+			}
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 && !*all {
+			return fmt.Errorf("%w: give event ids, or --all", errUsage)
+		}
+		if len(ids) > 0 && *all {
+			return fmt.Errorf("%w: give event ids or --all, not both", errUsage)
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		done, err := op(ctx, relayDLQ{client: client, pool: pool}, ids)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s %d dead events\n", verb, len(done))
+		return nil
+	}
+}
+
+// relayDLQ is what replay and purge act through.
+type relayDLQ struct {
+	client *outbox.Client
+	pool   *pgxpool.Pool
+}
+
+func relayStatus(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return err
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		st, err := client.EventStatus(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, st, true)
+		}
+		lag := "none"
+		if !st.OldestPending.IsZero() {
+			lag = time.Since(st.OldestPending).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(out, "pending\t%d\nlag\t%s\ndead\t%d\nblocked keys\t%d\npublished (kept)\t%d\nrelays\t%d\n",
+			st.Pending, lag, st.Dead, st.BlockedKeys, st.Published, st.Relays)
+		return nil
+	}
+}

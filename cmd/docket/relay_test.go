@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+)
+
+// TestRelayDLQVerbs: a dead event shows in relay status and dlq list,
+// replay makes it pending again, purge needs ids or --all.
+func TestRelayDLQVerbs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	m, _ := outbox.NewMigrator(schema)
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := outbox.New(outbox.Config{Schema: schema})
+	p, err := c.Publish(ctx, pool, outbox.Message{Topic: "orders", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the relay leaves an event after its last permanent refusal.
+	if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_events SET dead_at = now(), blocks_key = true,
+		attempts = 3, last_error = 'message too large' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"--database-url", pgtest.URL(t), "--schema", schema}
+	code, out, errOut := docket(t, append([]string{"relay", "status", "--json"}, conn...)...)
+	var st outbox.EventStatus
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Dead != 1 || st.BlockedKeys != 1 || st.Pending != 0 {
+		t.Fatalf("relay status: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = docket(t, append([]string{"relay", "dlq", "list", "--json"}, conn...)...)
+	var dead []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &dead) != nil || len(dead) != 1 || dead[0]["last_error"] != "message too large" || dead[0]["blocks_key"] != true {
+		t.Fatalf("dlq list: %d %q", code, out)
+	}
+	if code, _, errOut := docket(t, append([]string{"relay", "dlq", "purge"}, conn...)...); code != 2 || !strings.Contains(errOut, "--all") {
+		t.Fatalf("purge without ids: %d %q", code, errOut)
+	}
+	if code, _, errOut := docket(t, "relay", "dlq", "replay", "x1"); code != 2 || !strings.Contains(errOut, "not a positive integer") {
+		t.Fatalf("replay with a bad id: %d %q", code, errOut)
+	}
+	code, out, _ = docket(t, append([]string{"relay", "dlq", "replay", "--all"}, conn...)...)
+	if code != 0 || out != "replayed 1 dead events\n" {
+		t.Fatalf("replay: %d %q", code, out)
+	}
+	if st, _ := c.EventStatus(ctx, pool); st.Pending != 1 || st.Dead != 0 {
+		t.Fatalf("after replay %+v", st)
+	}
+	// docket status shows the relay's backlog too.
+	code, out, _ = docket(t, append([]string{"status"}, conn...)...)
+	if code != 0 || !strings.Contains(out, "events: 1 pending, lag ") || !strings.Contains(out, "0 dead (0 keys blocked), 0 relays live") {
+		t.Fatalf("status: %d %q", code, out)
+	}
+}

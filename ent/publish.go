@@ -1,0 +1,64 @@
+package ent
+
+import (
+	"context"
+	"fmt"
+
+	entgo "entgo.io/ent"
+	"github.com/docketq/docket/outbox"
+)
+
+// EventPublisher writes events through database/sql: *outbox.Client.
+type EventPublisher interface {
+	PublishSQL(ctx context.Context, db outbox.SQLDB, m outbox.Message) (outbox.Published, error)
+}
+
+// Publish writes one event inside the Ent transaction tx: the relay
+// delivers it once tx commits, never if it rolls back. It behaves as
+// outbox.Client.Publish: an invalid message returns an
+// outbox.ErrInvalidEvent error before anything is sent, so tx stays usable.
+func Publish(ctx context.Context, c EventPublisher, tx Tx, m outbox.Message) (outbox.Published, error) {
+	if tx == nil {
+		return outbox.Published{}, ErrNilTx
+	}
+	return c.PublishSQL(ctx, tx, m)
+}
+
+// EventsFunc returns the events to publish for a mutation that has
+// succeeded, as JobsFunc does for jobs. Returning none publishes nothing;
+// an error fails the mutation, and the caller should roll back.
+type EventsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]outbox.Message, error)
+
+// PublishHook returns an ent.Hook that publishes the events of events in
+// the same transaction as the mutation it is attached to, through c. As
+// with Hook, outside a transaction it returns an error wrapping ErrNoTx
+// before the mutation runs, so neither the row nor an event is written.
+func PublishHook[M TxMutation[T], T Tx](c EventPublisher, events EventsFunc[M]) entgo.Hook {
+	return func(next entgo.Mutator) entgo.Mutator {
+		return entgo.MutateFunc(func(ctx context.Context, m entgo.Mutation) (entgo.Value, error) {
+			mm, ok := m.(M)
+			if !ok {
+				var want M
+				return nil, fmt.Errorf("docket: hook for %T attached to a %T mutation", want, m)
+			}
+			tx, err := mm.Tx()
+			if err != nil {
+				return nil, fmt.Errorf("%w (%s %s: %v)", ErrNoTx, m.Op(), m.Type(), err)
+			}
+			v, err := next.Mutate(ctx, m)
+			if err != nil {
+				return v, err
+			}
+			msgs, err := events(ctx, mm, v)
+			if err != nil {
+				return nil, err
+			}
+			for _, msg := range msgs {
+				if _, err := c.PublishSQL(ctx, tx, msg); err != nil {
+					return nil, fmt.Errorf("docket: %s %s: publish to %s: %w", m.Op(), m.Type(), msg.Topic, err)
+				}
+			}
+			return v, nil
+		})
+	}
+}

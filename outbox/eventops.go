@@ -1,0 +1,119 @@
+package outbox
+
+import (
+	"context"
+	"time"
+)
+
+// DeadEvent is an event the broker refused permanently as many times as the
+// relay allows (relay.Config.MaxAttempts). Payloads are not listed: they
+// may hold personal data.
+type DeadEvent struct {
+	ID        int64     `json:"id"`
+	Topic     string    `json:"topic"`
+	Key       string    `json:"key,omitempty"`
+	Seq       int64     `json:"seq,omitempty"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	CreatedAt time.Time `json:"created_at"`
+	DeadAt    time.Time `json:"dead_at"`
+	// BlocksKey is true while the event holds back the later events of its
+	// key: until it is replayed or purged, they wait.
+	BlocksKey bool `json:"blocks_key"`
+}
+
+// ListDeadEvents returns up to limit dead events, oldest first; topic, when
+// not empty, keeps that topic's only. limit <= 0 means 100.
+func (c *Client) ListDeadEvents(ctx context.Context, db Pgx, topic string, limit int) ([]DeadEvent, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := db.Query(ctx, c.sql.eventDeadList, topic, limit)
+	if err != nil {
+		return nil, c.wrapErr(err)
+	}
+	defer rows.Close()
+	var out []DeadEvent
+	for rows.Next() {
+		var d DeadEvent
+		if err := rows.Scan(&d.ID, &d.Topic, &d.Key, &d.Seq, &d.Attempts, &d.LastError, &d.CreatedAt, &d.DeadAt, &d.BlocksKey); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, c.wrapErr(rows.Err())
+}
+
+// ReplayDeadEvents makes dead events pending again, with their attempts
+// reset, and returns the ids it replayed; nil ids means every dead event.
+// A replayed event keeps its id and sequence number, so it is published
+// before the later events of its key that its dead letter held back.
+// (Events dead-lettered with the skip option let later events of their key
+// pass: replaying one publishes it after them.)
+func (c *Client) ReplayDeadEvents(ctx context.Context, db Pgx, ids []int64) ([]int64, error) {
+	return c.ids(ctx, db, c.sql.eventReplay, ids)
+}
+
+// PurgeDeadEvents deletes dead events, never publishing them, and returns
+// the ids it deleted; nil ids means every dead event. The later events of a
+// key blocked by a purged event proceed.
+func (c *Client) PurgeDeadEvents(ctx context.Context, db Pgx, ids []int64) ([]int64, error) {
+	return c.ids(ctx, db, c.sql.eventPurge, ids)
+}
+
+// EventStatus is the relay's backlog as the events table shows it.
+type EventStatus struct {
+	// Pending is the number of committed events not yet acknowledged by
+	// the broker (dead letters excluded).
+	Pending int64 `json:"pending"`
+	// OldestPending is the creation time of the oldest pending event; zero
+	// when none. Now minus it is the relay's lag.
+	OldestPending time.Time `json:"oldest_pending,omitzero"`
+	// Dead is the number of dead events; BlockedKeys how many keys they
+	// hold back.
+	Dead        int64 `json:"dead"`
+	BlockedKeys int64 `json:"blocked_keys"`
+	// Published is the number of events published so far that retention
+	// has not dropped, and Relays the number of relays with a live lease.
+	Published int64 `json:"published"`
+	Relays    int64 `json:"relays"`
+}
+
+// EventStatus reads the relay's backlog. It counts rows, so it costs a scan
+// of the pending index and, for Published, of the kept events: meant for an
+// operator's status, not a hot loop.
+func (c *Client) EventStatus(ctx context.Context, db Pgx) (EventStatus, error) {
+	var s EventStatus
+	var oldest *time.Time
+	err := db.QueryRow(ctx, c.sql.eventStatus).Scan(&s.Pending, &oldest, &s.Dead, &s.BlockedKeys, &s.Published, &s.Relays)
+	if oldest != nil {
+		s.OldestPending = *oldest
+	}
+	return s, c.wrapErr(err)
+}
+
+const (
+	sqlEventDeadList = `SELECT id, topic, COALESCE(key, ''), COALESCE(seq, 0), attempts, COALESCE(last_error, ''),
+	created_at, dead_at, blocks_key
+FROM {{schema}}.docket_events
+WHERE dead_at IS NOT NULL AND ($1 = '' OR topic = $1)
+ORDER BY dead_at, id
+LIMIT $2`
+
+	sqlEventReplay = `UPDATE {{schema}}.docket_events
+SET dead_at = NULL, blocks_key = false, attempts = 0
+WHERE dead_at IS NOT NULL AND ($1::bigint[] IS NULL OR id = ANY($1))
+RETURNING id`
+
+	sqlEventPurge = `DELETE FROM {{schema}}.docket_events
+WHERE dead_at IS NOT NULL AND ($1::bigint[] IS NULL OR id = ANY($1))
+RETURNING id`
+
+	sqlEventStatus = `SELECT
+	(SELECT count(*) FROM {{schema}}.docket_events WHERE published_at IS NULL AND dead_at IS NULL),
+	(SELECT created_at FROM {{schema}}.docket_events WHERE published_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 1),
+	(SELECT count(*) FROM {{schema}}.docket_events WHERE dead_at IS NOT NULL),
+	(SELECT count(DISTINCT key) FROM {{schema}}.docket_events WHERE dead_at IS NOT NULL AND blocks_key),
+	(SELECT count(*) FROM {{schema}}.docket_events WHERE published_at IS NOT NULL),
+	(SELECT count(*) FROM {{schema}}.docket_relays WHERE lease_until > now())`
+)

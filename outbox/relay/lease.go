@@ -1,0 +1,96 @@
+package relay
+
+import (
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// parts is the number of partitions events are spread over (outbox.EventParts).
+const parts = 64
+
+// maintainLeases registers the relay, renews the partitions it holds, and
+// moves it toward its fair share of ceil(64 / live relays): it gives back
+// the partitions above its share and takes free or expired ones below it.
+// It runs between rounds, so no message of a partition given back is in
+// flight. All in one transaction, so the count and the moves agree.
+func (r *Relay) maintainLeases(ctx context.Context) error {
+	ttlMS := r.ttl.Milliseconds()
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+		var live int
+		if err := tx.QueryRow(ctx, r.sql.register, r.id, r.cfg.Name, ttlMS).Scan(&live); err != nil {
+			return err
+		}
+		owned, err := scanParts(tx.Query(ctx, r.sql.renew, r.id, ttlMS))
+		if err != nil {
+			return err
+		}
+		share := (parts + live - 1) / max(live, 1)
+		switch {
+		case len(owned) > share:
+			slices.Sort(owned)
+			extra := owned[share:]
+			if _, err := tx.Exec(ctx, r.sql.giveBack, r.id, extra); err != nil {
+				return err
+			}
+			owned = owned[:share]
+		case len(owned) < share:
+			more, err := scanParts(tx.Query(ctx, r.sql.take, r.id, ttlMS, share-len(owned)))
+			if err != nil {
+				return err
+			}
+			owned = append(owned, more...)
+		}
+		slices.Sort(owned)
+		r.owned = owned
+		r.parts.Store(int64(len(owned)))
+		return nil
+	})
+}
+
+func scanParts(rows pgx.Rows, err error) ([]int16, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int16])
+}
+
+const (
+	// sqlRegister renews the relay's presence, forgets relays gone for a
+	// minute, and counts the live ones (this one included).
+	sqlRegister = `WITH me AS (
+	INSERT INTO {{schema}}.docket_relays (id, name, lease_until)
+	VALUES ($1, $2, now() + $3::bigint * interval '1 millisecond')
+	ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
+	RETURNING id
+), gone AS (
+	DELETE FROM {{schema}}.docket_relays WHERE lease_until < now() - interval '1 minute'
+)
+SELECT 1 + count(*) FROM {{schema}}.docket_relays WHERE lease_until > now() AND id <> $1`
+
+	sqlRenew = `UPDATE {{schema}}.docket_relay_parts
+SET lease_until = now() + $2::bigint * interval '1 millisecond'
+WHERE owner = $1 AND lease_until > now()
+RETURNING part`
+
+	sqlGiveBack = `UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL
+WHERE owner = $1 AND part = ANY($2::smallint[])`
+
+	// sqlTake takes up to $3 partitions that nobody holds or whose holder
+	// let its lease expire.
+	sqlTake = `UPDATE {{schema}}.docket_relay_parts p
+SET owner = $1, lease_until = now() + $2::bigint * interval '1 millisecond'
+WHERE p.part IN (
+	SELECT part FROM {{schema}}.docket_relay_parts
+	WHERE owner IS NULL OR lease_until <= now()
+	ORDER BY part LIMIT $3
+	FOR UPDATE SKIP LOCKED)
+RETURNING p.part`
+
+	// sqlLeave gives back every partition and removes the relay.
+	sqlLeave = `WITH parts AS (
+	UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL WHERE owner = $1
+)
+DELETE FROM {{schema}}.docket_relays WHERE id = $1`
+)

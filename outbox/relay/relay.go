@@ -1,0 +1,279 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket/internal/pgsql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what the relay needs of a database: *pgxpool.Pool satisfies it.
+// It must not be a transaction: the relay commits as it goes.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Config configures a Relay. Only Publisher is required; every zero value
+// means the documented default.
+type Config struct {
+	// Schema holds Docket's tables. Empty means "public".
+	Schema string
+	// Publisher delivers messages to the broker. Required. The relay
+	// closes it when Run returns.
+	Publisher Publisher
+	// Name identifies the relay in status and logs. Empty means
+	// "hostname:pid".
+	Name string
+	// BatchSize is how many events one round fetches and publishes at most;
+	// it bounds the messages in flight. Zero means 500.
+	BatchSize int
+	// PollInterval is how long an idle relay waits before it looks for new
+	// events again. Zero means 20ms.
+	PollInterval time.Duration
+	// LeaseTTL is how long a relay's ownership of its partitions lasts
+	// without renewal: the time after which a dead relay's events are
+	// taken over by the others. The relay renews every LeaseTTL/3, and one
+	// publish round may last at most LeaseTTL/2. Zero means 15s; at least
+	// 300ms.
+	LeaseTTL time.Duration
+	// MaxAttempts is how many permanent refusals (see Permanent) an event
+	// gets before it becomes a dead letter. Transient failures (broker
+	// down) are retried forever and never counted. Zero means 3.
+	MaxAttempts int
+	// SkipDead makes a dead letter let the later events of its key pass.
+	// False (the default) holds them back until the dead letter is
+	// replayed or purged, which keeps the key's order.
+	SkipDead bool
+	// MinBackoff and MaxBackoff bound the wait after a failed round, which
+	// doubles from MinBackoff up to MaxBackoff, with jitter, while the
+	// broker or the database keeps failing. Zero means 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// Retention is how long published events are kept, counted in whole
+	// UTC days: a day's partition is dropped once every event in it was
+	// published and the day ended more than Retention ago. Zero means 7
+	// days; -1 keeps every partition.
+	Retention time.Duration
+	// Logger receives the relay's warnings. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats are a relay's counters since New.
+type Stats struct {
+	// Published counts messages the broker acknowledged.
+	Published uint64
+	// Refused counts permanent refusals, DeadLettered the events that
+	// became dead letters, and Failed the transient publish failures.
+	Refused, DeadLettered, Failed uint64
+	// Parts is how many partitions the relay holds now.
+	Parts int
+}
+
+// Relay publishes committed events of its partitions to a broker. Any
+// number of relays may run against one schema, in any processes: they share
+// the 64 partitions between them, and take over the partitions of a relay
+// that stopped renewing its lease.
+type Relay struct {
+	db   DB
+	cfg  Config
+	id   uuid.UUID
+	sql  statements
+	log  *slog.Logger
+	pub  Publisher
+	ttl  time.Duration
+	mu   sync.Mutex
+	stop context.CancelFunc
+	done chan struct{}
+
+	published, refused, dead, failed atomic.Uint64
+	parts                            atomic.Int64
+
+	owned       []int16   // partitions held, maintained by the Run loop
+	nextLease   time.Time // when to renew
+	nextRetain  time.Time // when to run partition maintenance
+	leaseExpiry time.Time
+}
+
+// ErrNoPublisher is returned by New when Config.Publisher is nil.
+var ErrNoPublisher = errors.New("docket: relay needs a Publisher")
+
+// New returns a relay on db for cfg. It fails on a nil Publisher, an
+// invalid schema name or a LeaseTTL under 300ms; it does not connect.
+func New(db DB, cfg Config) (*Relay, error) {
+	if cfg.Publisher == nil {
+		return nil, ErrNoPublisher
+	}
+	schema, err := pgsql.Schema(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Schema = schema
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 20 * time.Millisecond
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
+	if cfg.LeaseTTL < 300*time.Millisecond {
+		return nil, fmt.Errorf("docket: relay lease TTL %s under 300ms", cfg.LeaseTTL)
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = cfg.MinBackoff
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Relay{
+		db: db, cfg: cfg, id: uuid.New(), sql: render(schema), pub: cfg.Publisher, ttl: cfg.LeaseTTL,
+		log: log.With("relay", cfg.Name),
+	}, nil
+}
+
+// Stats returns the relay's counters.
+func (r *Relay) Stats() Stats {
+	return Stats{
+		Published: r.published.Load(), Refused: r.refused.Load(), DeadLettered: r.dead.Load(),
+		Failed: r.failed.Load(), Parts: int(r.parts.Load()),
+	}
+}
+
+// Start runs the relay in a goroutine until Stop is called or ctx ends. It
+// fails if the relay was started before.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done != nil {
+		return errors.New("docket: relay already started")
+	}
+	ctx, r.stop = context.WithCancel(ctx)
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		if err := r.Run(ctx); err != nil {
+			r.log.Error("docket: relay stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Stop ends a relay started with Start: it finishes the round in flight,
+// gives its partitions back so other relays take them over at once, and
+// closes the Publisher. It returns ctx's error if ctx ends first.
+func (r *Relay) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	stop, done := r.stop, r.done
+	r.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run publishes until ctx ends, then gives its partitions back, closes the
+// Publisher and returns nil. Database and broker failures are logged and
+// retried with backoff, never returned: a relay outlives outages.
+func (r *Relay) Run(ctx context.Context) error {
+	defer func() {
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := r.db.Exec(bg, r.sql.leave, r.id); err != nil {
+			r.log.Warn("docket: relay could not give its partitions back; they are taken over when its lease ends", "err", err)
+		}
+		r.parts.Store(0)
+		if err := r.pub.Close(); err != nil {
+			r.log.Warn("docket: relay publisher close", "err", err)
+		}
+	}()
+	var backoff time.Duration
+	for ctx.Err() == nil {
+		wait, err := r.step(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			backoff = nextBackoff(backoff, r.cfg.MinBackoff, r.cfg.MaxBackoff)
+			r.log.Warn("docket: relay round failed; backing off", "err", err, "backoff", backoff)
+			wait = jitter(backoff)
+		} else {
+			backoff = 0
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+	return nil
+}
+
+// step renews leases when due and runs one round. It returns how long to
+// wait before the next step.
+func (r *Relay) step(ctx context.Context) (time.Duration, error) {
+	now := time.Now()
+	if !now.Before(r.nextLease) {
+		if err := r.maintainLeases(ctx); err != nil {
+			return 0, fmt.Errorf("lease: %w", err)
+		}
+		r.nextLease = now.Add(r.ttl / 3)
+		r.leaseExpiry = now.Add(r.ttl)
+	}
+	if r.cfg.Retention >= 0 && !now.Before(r.nextRetain) && len(r.owned) > 0 {
+		r.nextRetain = now.Add(time.Minute)
+		if err := r.maintainPartitions(ctx, now); err != nil {
+			r.log.Warn("docket: relay partition maintenance", "err", err)
+		}
+	}
+	if len(r.owned) == 0 {
+		return r.cfg.PollInterval, nil
+	}
+	n, err := r.round(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n < r.cfg.BatchSize {
+		return r.cfg.PollInterval, nil
+	}
+	return 0, nil
+}

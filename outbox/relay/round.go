@@ -1,0 +1,228 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Headers the relay adds to every keyed message, so that consumers of a
+// broker without message keys can still group and order by key.
+const (
+	HeaderKey = "Docket-Key"
+	HeaderSeq = "Docket-Seq"
+)
+
+// maxErrorLen bounds the broker error kept with a refused event.
+const maxErrorLen = 1000
+
+// row is one fetched event.
+type row struct {
+	msg Message
+	id  int64
+}
+
+// round fetches up to BatchSize pending events of the relay's partitions,
+// publishes them and records the outcome. It returns how many it fetched,
+// and an error when the database failed or a publish failed transiently
+// (the broker is down): the caller backs off.
+//
+// Messages go to the Publisher in waves: each wave holds at most one
+// message per key (the oldest not yet published), so a message is sent only
+// once every earlier message of its key was acknowledged. When a message
+// fails, the rest of its key waits for the next round. Whatever the
+// Publisher pipelines, a key's messages cannot then reach the broker out of
+// order.
+func (r *Relay) round(ctx context.Context) (int, error) {
+	rows, err := r.fetch(ctx)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	// The round must end while the lease holds, so that no other relay can
+	// publish these partitions meanwhile; the ctx of Publish ends earlier.
+	pctx, cancel := context.WithDeadline(ctx, r.leaseExpiry.Add(-r.ttl/6))
+	defer cancel()
+
+	// groups: one queue per key in order of first appearance; each keyless
+	// message is a group of its own.
+	var groups [][]int
+	byKey := map[string]int{}
+	for i, rw := range rows {
+		if rw.msg.Key == "" {
+			groups = append(groups, []int{i})
+			continue
+		}
+		g, ok := byKey[rw.msg.Key]
+		if !ok {
+			g = len(groups)
+			byKey[rw.msg.Key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	var done []int64
+	var refusedIDs []int64
+	var refusedErrs []string
+	var transient error
+	head := make([]int, len(groups))
+	active := make([]int, len(groups))
+	for g := range groups {
+		active[g] = g
+	}
+	wave := make([]Message, 0, len(groups))
+	at := make([]int, 0, len(groups)) // group of each wave message
+	for len(active) > 0 && pctx.Err() == nil {
+		wave, at = wave[:0], at[:0]
+		for _, g := range active {
+			wave = append(wave, rows[groups[g][head[g]]].msg)
+			at = append(at, g)
+		}
+		errs := r.pub.Publish(pctx, wave)
+		if len(errs) != len(wave) {
+			return len(rows), fmt.Errorf("docket: publisher returned %d results for %d messages", len(errs), len(wave))
+		}
+		next := active[:0]
+		for i, g := range at {
+			rw := rows[groups[g][head[g]]]
+			switch err := errs[i]; {
+			case err == nil:
+				done = append(done, rw.id)
+				head[g]++
+				if head[g] < len(groups[g]) {
+					next = append(next, g)
+				}
+			case IsPermanent(err):
+				refusedIDs = append(refusedIDs, rw.id)
+				refusedErrs = append(refusedErrs, truncate(err.Error()))
+			default:
+				if transient == nil {
+					transient = fmt.Errorf("docket: publish message %d (topic %s): %w", rw.id, rw.msg.Topic, err)
+				}
+			}
+		}
+		active = next
+	}
+	// Marks go through ctx, not pctx: an acknowledged message is recorded
+	// even when the round ran out of time.
+	if len(done) > 0 {
+		if _, err := r.db.Exec(ctx, r.sql.mark, done, r.id); err != nil {
+			return len(rows), fmt.Errorf("docket: mark %d messages published: %w", len(done), err)
+		}
+		r.published.Add(uint64(len(done)))
+	}
+	if len(refusedIDs) > 0 {
+		if err := r.refuse(ctx, refusedIDs, refusedErrs); err != nil {
+			return len(rows), err
+		}
+	}
+	if transient != nil {
+		r.failed.Add(1)
+		return len(rows), transient
+	}
+	if err := pctx.Err(); err != nil && ctx.Err() == nil {
+		r.failed.Add(1)
+		return len(rows), errors.New("docket: publish round outlasted half the relay lease; the broker is slow")
+	}
+	return len(rows), nil
+}
+
+// fetch reads the oldest pending events of the relay's partitions, skipping
+// keys held back by a dead letter.
+func (r *Relay) fetch(ctx context.Context) ([]row, error) {
+	dbRows, err := r.db.Query(ctx, r.sql.fetch, r.owned, r.cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer dbRows.Close()
+	var out []row
+	for dbRows.Next() {
+		var rw row
+		var key *string
+		var seq *int64
+		var headers []byte
+		if err := dbRows.Scan(&rw.id, &rw.msg.Topic, &key, &seq, &rw.msg.Payload, &headers, &rw.msg.CreatedAt); err != nil {
+			return nil, err
+		}
+		rw.msg.ID = strconv.FormatInt(rw.id, 10)
+		if headers != nil || key != nil {
+			rw.msg.Headers = map[string]string{}
+		}
+		if headers != nil {
+			if err := json.Unmarshal(headers, &rw.msg.Headers); err != nil {
+				return nil, fmt.Errorf("docket: event %d: headers: %w", rw.id, err)
+			}
+		}
+		if key != nil {
+			rw.msg.Key = *key
+			rw.msg.Headers[HeaderKey] = *key
+			rw.msg.Headers[HeaderSeq] = strconv.FormatInt(*seq, 10)
+		}
+		out = append(out, rw)
+	}
+	return out, dbRows.Err()
+}
+
+// refuse counts a permanent refusal against each event and dead-letters
+// those out of attempts.
+func (r *Relay) refuse(ctx context.Context, ids []int64, errs []string) error {
+	rows, err := r.db.Query(ctx, r.sql.refuse, ids, errs, r.cfg.MaxAttempts, !r.cfg.SkipDead)
+	if err != nil {
+		return fmt.Errorf("docket: record %d refused messages: %w", len(ids), err)
+	}
+	defer rows.Close()
+	r.refused.Add(uint64(len(ids)))
+	for rows.Next() {
+		var id int64
+		var topic string
+		var dead bool
+		if err := rows.Scan(&id, &topic, &dead); err != nil {
+			return err
+		}
+		if dead {
+			r.dead.Add(1)
+			r.log.Warn("docket: event dead-lettered after permanent refusals", "event", id, "topic", topic, "blocks_key", !r.cfg.SkipDead)
+		}
+	}
+	return rows.Err()
+}
+
+func truncate(s string) string {
+	if len(s) <= maxErrorLen {
+		return s
+	}
+	return s[:maxErrorLen]
+}
+
+const (
+	// sqlFetch walks the pending index in id order (per key, commit order)
+	// over the relay's partitions $1. An event whose key has a blocking
+	// dead letter waits.
+	sqlFetch = `SELECT e.id, e.topic, e.key, e.seq, e.payload, e.headers, e.created_at
+FROM {{schema}}.docket_events e
+WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[])
+	AND (e.key IS NULL OR NOT EXISTS (
+		SELECT 1 FROM {{schema}}.docket_events d
+		WHERE d.key = e.key AND d.dead_at IS NOT NULL AND d.blocks_key))
+ORDER BY e.id
+LIMIT $2`
+
+	// sqlMark records acknowledged events $1, only while relay $2 still
+	// holds their partitions: a relay that lost its lease changes nothing,
+	// and the new holder publishes them again (a duplicate the broker's
+	// de-duplication and the consumers' inbox absorb).
+	sqlMark = `UPDATE {{schema}}.docket_events SET published_at = now()
+WHERE id = ANY($1::bigint[]) AND published_at IS NULL
+	AND part IN (SELECT part FROM {{schema}}.docket_relay_parts WHERE owner = $2 AND lease_until > now())`
+
+	// sqlRefuse counts a refusal against events $1 with errors $2; those
+	// reaching $3 attempts become dead letters, blocking their key when $4.
+	sqlRefuse = `UPDATE {{schema}}.docket_events e
+SET attempts = e.attempts + 1, last_error = f.err,
+	dead_at = CASE WHEN e.attempts + 1 >= $3 THEN now() END,
+	blocks_key = e.attempts + 1 >= $3 AND e.key IS NOT NULL AND $4
+FROM unnest($1::bigint[], $2::text[]) AS f(id, err)
+WHERE e.id = f.id AND e.published_at IS NULL AND e.dead_at IS NULL
+RETURNING e.id, e.topic, e.dead_at IS NOT NULL`
+)
