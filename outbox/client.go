@@ -59,6 +59,7 @@ type Client struct {
 	history   bool
 	cursorLag time.Duration
 	sql       statements
+	list      map[string]string // ListJobs' statement per state
 	debounce  time.Duration
 	kinds     Kinds // Config.Kinds; nil: any kind, built-in defaults
 	prop      propagation.TextMapPropagator
@@ -82,6 +83,7 @@ type statements struct {
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	pausedQueues, setPaused                                                        string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
+	jobByID, deleteJob                                                             string
 }
 
 func renderStatements(schema string) statements {
@@ -95,7 +97,7 @@ func renderStatements(schema string) statements {
 		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
 		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
-		jobState: r(sqlJobState),
+		jobState: r(sqlJobState), jobByID: r(sqlJobByID), deleteJob: r(sqlDeleteJob),
 	}
 }
 
@@ -119,6 +121,7 @@ func New(cfg Config) (*Client, error) {
 		history:    !cfg.DisableHistory,
 		cursorLag:  cfg.ClaimCursorLag,
 		sql:        renderStatements(schema),
+		list:       listStatements(schema),
 		debounce:   debounce,
 		kinds:      cfg.Kinds,
 		lastNotify: make(map[string]time.Time),

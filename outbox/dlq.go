@@ -76,6 +76,18 @@ SET state = 'ready', run_at = now(), ready_seq = ` + pgsql.NextReadySeq + `
 WHERE id = $1 AND state = 'scheduled'
 RETURNING queue`
 
+	// sqlDeleteJob deletes a job that is not running, live or dead, for
+	// good; a dead one is counted as removed, as a purge counts it.
+	sqlDeleteJob = `WITH live AS (
+	DELETE FROM {{schema}}.docket_jobs WHERE id = $1 AND state <> 'running' RETURNING id
+), dead AS (
+	DELETE FROM {{schema}}.docket_jobs_dead WHERE id = $1 RETURNING id, queue, dead_at
+), logged AS (
+	INSERT INTO {{schema}}.docket_dead_removed (queue, dead_minute, n)
+	SELECT queue, date_trunc('minute', dead_at), 1 FROM dead
+)
+SELECT id FROM live UNION ALL SELECT id FROM dead`
+
 	sqlJobState = `SELECT state FROM {{schema}}.docket_jobs WHERE id = $1
 UNION ALL SELECT 'dead' FROM {{schema}}.docket_jobs_dead WHERE id = $1
 LIMIT 1`
@@ -350,6 +362,24 @@ func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) e
 		return nil
 	default:
 		return fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
+	}
+}
+
+// DeleteJob deletes a scheduled, ready or dead job for good: it never runs
+// and leaves no dead letter. A running job cannot be deleted under its
+// worker (ErrJobRunning); an unknown id is ErrJobNotFound.
+func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
+	got, err := c.ids(ctx, db, c.sql.deleteJob, id)
+	if err != nil || len(got) > 0 {
+		return err
+	}
+	switch state, err := c.jobState(ctx, db, id); {
+	case err != nil:
+		return err
+	case state == "running":
+		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
+	default:
+		return fmt.Errorf("docket: job %d is %s: delete raced with its claim; try again", id, state)
 	}
 }
 
