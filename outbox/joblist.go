@@ -135,9 +135,9 @@ type JobInfo struct {
 	RunAt time.Time
 	// LockedBy is the worker process running the job (uuid.Nil unless
 	// running); WorkerHost and WorkerPID name it when it is registered.
-	LockedBy   uuid.UUID
-	WorkerHost string
-	WorkerPID  int
+	LockedBy   uuid.UUID `json:",omitempty"`
+	WorkerHost string    `json:",omitempty"`
+	WorkerPID  int       `json:",omitempty"`
 	// StartedAt is when the current (running) or last (completed) attempt
 	// started; LeaseUntil when a running job's lease ends.
 	StartedAt  time.Time

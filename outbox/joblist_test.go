@@ -157,4 +157,3 @@ func TestDeleteJob(t *testing.T) {
 		}
 	}
 }
-
