@@ -83,7 +83,7 @@ type statements struct {
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	pausedQueues, setPaused                                                        string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
-	jobByID, deleteJob                                                             string
+	jobByID, deleteJob, throughput, deadGroups                                     string
 }
 
 func renderStatements(schema string) statements {
@@ -98,6 +98,7 @@ func renderStatements(schema string) statements {
 		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
 		jobState: r(sqlJobState), jobByID: r(sqlJobByID), deleteJob: r(sqlDeleteJob),
+		throughput: r(sqlThroughput), deadGroups: r(sqlDeadGroups),
 	}
 }
 

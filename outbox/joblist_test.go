@@ -157,3 +157,42 @@ func TestDeleteJob(t *testing.T) {
 		}
 	}
 }
+
+// Dead jobs group by kind and exact error, a group's filter selects exactly
+// its jobs (wildcards in the error included), and throughput counts the
+// minute's completions and deaths.
+func TestDeadGroupsAndThroughput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deadN(t, 3, outbox.Opts{}, "disk 100% full_now")
+	b.deadN(t, 1, outbox.Opts{}, "disk 1000 fullXnow")
+	worker := uuid.New()
+	b.enqueueN(t, 2, outbox.Opts{})
+	done := b.claim(t, worker, 2, time.Minute)
+	if _, err := b.q.Complete(b.ctx, b.pool, worker, runsOf(done), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := b.client.DeadGroups(b.ctx, b.pool, 10)
+	if err != nil || len(groups) != 2 || groups[0].Jobs != 3 || groups[0].Error != "disk 100% full_now" || groups[0].Queue != "default" {
+		t.Fatalf("groups: %+v %v", groups, err)
+	}
+	f, ok := groups[0].Filter()
+	if !ok {
+		t.Fatal("group with an error has no filter")
+	}
+	if dead, err := b.client.ListDead(b.ctx, b.pool, f); err != nil || len(dead) != 3 {
+		t.Errorf("the group's filter selects %d jobs (%v), want 3", len(dead), err)
+	}
+	stats, err := b.client.Throughput(b.ctx, b.pool, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed, dead int64
+	for _, m := range stats {
+		completed += m.Completed
+		dead += m.Dead
+	}
+	if completed != 2 || dead != 4 {
+		t.Errorf("throughput: %d completed, %d dead; want 2 and 4 (%+v)", completed, dead, stats)
+	}
+}
