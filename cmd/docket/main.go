@@ -77,6 +77,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate s
 			jobsCommand(),
 			queuesCommand(),
 			schedulesCommand(),
+			dashboardCommand(),
 			metricsCommand(),
 			demoCommand(),
 			benchCommand(),
