@@ -17,9 +17,10 @@ import (
 // run only the scripts and styles they are served with.
 const (
 	// csp allows this origin's scripts, styles, images and fetches only:
-	// no inline script or style, no frames, forms posting here only.
+	// no inline script or style, no frames, forms posting here only; the
+	// pages' <base> (the mount prefix) must be of this origin too.
 	csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"
 
 	tokenCookie = "docket_dashboard_token"
 	csrfCookie  = "docket_dashboard_csrf"
