@@ -66,6 +66,7 @@ type Client struct {
 	history   bool
 	cursorLag time.Duration
 	sql       statements
+	list      map[string]string // ListJobs' statement per state
 	debounce  time.Duration
 	kinds     Kinds // Config.Kinds; nil: any kind, built-in defaults
 	prop      propagation.TextMapPropagator
@@ -95,6 +96,7 @@ type statements struct {
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
 	eventDeadList, eventReplay, eventPurge, eventStatus                            string
+	jobByID, deleteJob, throughput, deadGroups                                     string
 }
 
 func renderStatements(schema string) statements {
@@ -113,6 +115,8 @@ func renderStatements(schema string) statements {
 		eventIDs: r(sqlEventIDs), inbox: r(sqlInbox), inboxPrune: r(sqlInboxPrune),
 		eventDeadList: r(sqlEventDeadList), eventReplay: r(sqlEventReplay), eventPurge: r(sqlEventPurge),
 		eventStatus: r(sqlEventStatus),
+		jobByID:     r(sqlJobByID), deleteJob: r(sqlDeleteJob),
+		throughput: r(sqlThroughput), deadGroups: r(sqlDeadGroups),
 	}
 }
 
@@ -141,6 +145,7 @@ func New(cfg Config) (*Client, error) {
 		history:    !cfg.DisableHistory,
 		cursorLag:  cfg.ClaimCursorLag,
 		sql:        renderStatements(schema),
+		list:       listStatements(schema),
 		debounce:   debounce,
 		kinds:      cfg.Kinds,
 		lastNotify: make(map[string]time.Time),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docketq/docket/internal/pgsql"
@@ -75,6 +76,27 @@ SELECT count(*) FROM del`
 SET state = 'ready', run_at = now(), ready_seq = ` + pgsql.NextReadySeq + `
 WHERE id = $1 AND state = 'scheduled'
 RETURNING queue`
+
+	// sqlDeleteJob deletes a job that is not running, live or dead, for
+	// good; a dead one is counted as removed, as a purge counts it.
+	sqlDeleteJob = `WITH live AS (
+	DELETE FROM {{schema}}.docket_jobs WHERE id = $1 AND state <> 'running' RETURNING id
+), dead AS (
+	DELETE FROM {{schema}}.docket_jobs_dead WHERE id = $1 RETURNING id, queue, dead_at
+), logged AS (
+	INSERT INTO {{schema}}.docket_dead_removed (queue, dead_minute, n)
+	SELECT queue, date_trunc('minute', dead_at), 1 FROM dead
+)
+SELECT id FROM live UNION ALL SELECT id FROM dead`
+
+	// sqlDeadGroups groups the dead-letter table by kind and last error:
+	// one pass over it, as large as the retention window keeps it.
+	sqlDeadGroups = `SELECT kind, COALESCE(last_error, ''), count(*), min(dead_at), max(dead_at),
+	min(queue), count(DISTINCT queue)
+FROM {{schema}}.docket_jobs_dead
+GROUP BY kind, last_error
+ORDER BY count(*) DESC, kind, last_error
+LIMIT $1`
 
 	sqlJobState = `SELECT state FROM {{schema}}.docket_jobs WHERE id = $1
 UNION ALL SELECT 'dead' FROM {{schema}}.docket_jobs_dead WHERE id = $1
@@ -158,6 +180,48 @@ func (c *Client) ListDead(ctx context.Context, db Pgx, f DeadFilter) ([]DeadJob,
 			out = append(out, d)
 			return nil
 		})
+	return out, err
+}
+
+// DeadGroup is the dead jobs of one kind that died with the same last
+// error: usually one cause, triaged and replayed together.
+type DeadGroup struct {
+	Kind  string
+	Error string
+	Jobs  int64
+	// First and Last are when the oldest and newest of them died.
+	First, Last time.Time
+	// Queue is their queue, or the first by name of Queues.
+	Queue  string
+	Queues int
+}
+
+// Filter selects the group's jobs for ListDead and ReplayDead: its kind and
+// exactly its error. A group without an error selects its kind's dead jobs
+// that have none only through ListDead's results, so Filter reports false
+// for it.
+func (g DeadGroup) Filter() (DeadFilter, bool) {
+	if g.Error == "" {
+		return DeadFilter{}, false
+	}
+	return DeadFilter{Kind: g.Kind, ErrorLike: likeEscaper.Replace(g.Error)}, true
+}
+
+// likeEscaper quotes LIKE's wildcards and its escape character.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// DeadGroups returns up to limit groups of dead jobs by kind and last
+// error, largest first.
+func (c *Client) DeadGroups(ctx context.Context, db Pgx, limit int) ([]DeadGroup, error) {
+	var out []DeadGroup
+	err := c.each(ctx, db, c.sql.deadGroups, []any{limit}, func(scan func(...any) error) error {
+		var g DeadGroup
+		if err := scan(&g.Kind, &g.Error, &g.Jobs, &g.First, &g.Last, &g.Queue, &g.Queues); err != nil {
+			return err
+		}
+		out = append(out, g)
+		return nil
+	})
 	return out, err
 }
 
@@ -350,6 +414,24 @@ func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) e
 		return nil
 	default:
 		return fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
+	}
+}
+
+// DeleteJob deletes a scheduled, ready or dead job for good: it never runs
+// and leaves no dead letter. A running job cannot be deleted under its
+// worker (ErrJobRunning); an unknown id is ErrJobNotFound.
+func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
+	got, err := c.ids(ctx, db, c.sql.deleteJob, id)
+	if err != nil || len(got) > 0 {
+		return err
+	}
+	switch state, err := c.jobState(ctx, db, id); {
+	case err != nil:
+		return err
+	case state == "running":
+		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
+	default:
+		return fmt.Errorf("docket: job %d is %s: delete raced with its claim; try again", id, state)
 	}
 }
 

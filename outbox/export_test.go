@@ -25,3 +25,8 @@ func MigratedClient(t testing.TB, ctx context.Context, pool TxBeginner, cfg Conf
 	}
 	return c, cfg.Schema
 }
+
+// ListSQL is the statement ListJobs runs for a state; JobByIDSQL the one of
+// JobByID. For the plan tests.
+func (c *Client) ListSQL(state string) string { return c.list[state] }
+func (c *Client) JobByIDSQL() string          { return c.sql.jobByID }

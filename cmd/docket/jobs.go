@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
 
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,8 +16,10 @@ import (
 func jobsCommand() *command {
 	return &command{
 		name:    "jobs",
-		summary: "cancel or retry one job",
+		summary: "list, show, cancel or retry jobs",
 		verbs: []*command{
+			{name: "list", summary: "list jobs newest first, one page at a time (--after continues)", flags: jobsList},
+			{name: "show", summary: "show one job wherever it is; the payload only with --payload", args: "ID", flags: jobsShow},
 			{name: "cancel", summary: "move a scheduled or ready job to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
 			{name: "retry", summary: "run a dead job again (replayed) or a scheduled one now", args: "ID", flags: jobsRetry},
 		},
@@ -65,4 +70,132 @@ func onJob(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client
 	}
 	defer pool.Close()
 	return op(client, pool, ids[0])
+}
+
+func jobsList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	var f outbox.JobFilter
+	fs.StringVar(&f.State, "state", "", "scheduled, ready, running, dead or completed (default: every live job)")
+	fs.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
+	fs.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
+	fs.StringVar(&f.Tenant, "tenant", "", "only jobs of this tenant")
+	fs.StringVar(&f.SerialKey, "serial-key", "", "only jobs of this serial key")
+	fs.StringVar(&f.ErrorContains, "error", "", "only jobs whose last error contains this text (any case)")
+	fs.Int64Var(&f.After, "after", 0, "continue after this job id (the last id of the previous page)")
+	fs.IntVar(&f.Limit, "limit", 50, fmt.Sprintf("page size, 1 to %d", outbox.MaxJobPage))
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return fmt.Errorf("%w (list takes no ids; use show ID)", err)
+		}
+		if f.Limit == 0 {
+			return fmt.Errorf("%w: --limit 0: want 1 to %d", errUsage, outbox.MaxJobPage)
+		}
+		if err := f.Check(); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		page, err := client.ListJobs(ctx, pool, f)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, page, true)
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tTENANT\tATTEMPTS\tRUN AT\tERROR")
+		for _, j := range page.Jobs {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(j.Tenant),
+				j.Attempts, j.MaxAttempts, fmtTime(j.RunAt), dash(oneLine(j.LastError, 60)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		switch {
+		case page.Next != 0:
+			fmt.Fprintf(out, "more: --after %d\n", page.Next)
+		case len(page.Jobs) == 0:
+			fmt.Fprintln(out, "(no jobs)")
+		}
+		return nil
+	}
+}
+
+func jobsShow(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	payload := fs.Bool("payload", false, "include the payload (it may hold personal data)")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		return onJob(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
+			j, err := client.JobByID(ctx, pool, id, *payload)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return writeJSON(out, j, true)
+			}
+			printJob(out, j, *payload)
+			return nil
+		})
+	}
+}
+
+func printJob(out io.Writer, j outbox.JobInfo, payload bool) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" && v != "-" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("id", fmt.Sprint(j.ID))
+	row("state", j.State)
+	row("queue", j.Queue)
+	row("kind", j.Kind)
+	row("priority", fmt.Sprint(j.Priority))
+	row("tenant", j.Tenant)
+	row("serial key", j.SerialKey)
+	row("unique key", j.UniqueKey)
+	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
+	row("created", fmtTime(j.CreatedAt))
+	row("run at", fmtTime(j.RunAt))
+	row("started", fmtTime(j.StartedAt))
+	row("lease until", fmtTime(j.LeaseUntil))
+	if j.State == outbox.StateDead {
+		row("died", fmtTime(j.FinishedAt))
+	} else {
+		row("finished", fmtTime(j.FinishedAt))
+	}
+	row("reason", j.Reason)
+	if j.State == outbox.StateRunning {
+		holder := j.LockedBy.String()
+		if j.WorkerHost != "" {
+			holder += fmt.Sprintf(" (%s pid %d)", j.WorkerHost, j.WorkerPID)
+		}
+		row("lease holder", holder)
+	}
+	for _, k := range slices.Sorted(maps.Keys(j.Meta)) {
+		row("meta "+k, j.Meta[k])
+	}
+	tw.Flush()
+	if j.LastError != "" {
+		fmt.Fprintf(out, "last error:\n%s\n", j.LastError)
+	}
+	if payload {
+		fmt.Fprintf(out, "payload:\n%s\n", j.Payload)
+	} else {
+		fmt.Fprintln(out, "payload: hidden (--payload shows it)")
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -37,7 +37,7 @@ func normalize(v any, key string, shape bool) any {
 		return v
 	case float64:
 		switch {
-		case key == "id" || strings.HasSuffix(key, "_id"):
+		case key == "id" || strings.HasSuffix(key, "_id") || key == "next":
 			return "<id>"
 		case shape:
 			return 0
@@ -129,6 +129,11 @@ func TestJSONOutput(t *testing.T) {
 	checkGolden(t, "dlq_list_empty", false, with("dlq", "list", "--json", "--kind", "nothing")...)
 	checkGolden(t, "dlq_show", false, with("dlq", "show", itoa(dead[0]), "--json")...)
 	checkGolden(t, "dlq_show_payload", false, with("dlq", "show", itoa(dead[0]), "--json", "--payload")...)
+	checkGolden(t, "jobs_list", false, with("jobs", "list", "--json", "--queue", "mail", "--limit", "2")...)
+	checkGolden(t, "jobs_list_dead", false, with("jobs", "list", "--json", "--state", "dead", "--error", "MAILBOX")...)
+	checkGolden(t, "jobs_list_empty", false, with("jobs", "list", "--json", "--kind", "nothing")...)
+	checkGolden(t, "jobs_show", false, with("jobs", "show", itoa(dead[0]), "--json")...)
+	checkGolden(t, "jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload")...)
 	checkGolden(t, "queues_list_empty", false, with("queues", "list", "--json")...)
 	if code, _, errOut := docket(t, with("queues", "pause", "mail")...); code != 0 {
 		t.Fatal(errOut)

@@ -1,0 +1,173 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// maxBulk bounds the jobs one bulk action touches: a page's worth.
+const maxBulk = outbox.MaxJobPage
+
+// jobAction runs retry, cancel or delete on the selected jobs (field id,
+// repeated), each through the operation docket jobs uses, and reports what
+// happened to each: a running job is refused, never touched.
+func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
+	verb := r.PostFormValue("action")
+	var op func(id int64) error
+	ctx := r.Context()
+	switch verb {
+	case "retry":
+		op = func(id int64) error { return d.ob.RetryJob(ctx, d.pool, id) }
+	case "cancel":
+		op = func(id int64) error { return d.ob.CancelJob(ctx, d.pool, id, "cancelled from the dashboard") }
+	case "delete":
+		op = func(id int64) error { return d.ob.DeleteJob(ctx, d.pool, id) }
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want retry, cancel or delete", verb))
+		return
+	}
+	raw := r.PostForm["id"]
+	if len(raw) == 0 {
+		back(w, r, "select jobs first")
+		return
+	}
+	if len(raw) > maxBulk {
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%d jobs selected: at most %d at once", len(raw), maxBulk))
+		return
+	}
+	ids := make([]int64, len(raw))
+	for i, s := range raw {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("job id %q is not a positive number", s))
+			return
+		}
+		ids[i] = id
+	}
+	var done int64
+	var refused []string
+	for _, id := range ids {
+		err := op(id)
+		switch {
+		case err == nil:
+			done++
+			d.cfg.Logger.Info("dashboard: job "+verb, slog.Int64("job", id))
+		case errors.Is(err, outbox.ErrJobRunning), errors.Is(err, outbox.ErrJobNotFound):
+			refused = append(refused, fmt.Sprintf("job %d: %s", id, strings.TrimPrefix(err.Error(), "docket: ")))
+		default:
+			d.internal(w, r, verb, err)
+			return
+		}
+	}
+	msg := fmt.Sprintf("%s: %s", verb, plural(done, "job", "jobs"))
+	if len(refused) > 0 {
+		msg += "; refused " + strings.Join(refused, "; ")
+	}
+	back(w, r, msg)
+}
+
+// queueAction pauses or resumes a queue.
+func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
+	queue, verb := r.PostFormValue("queue"), r.PostFormValue("action")
+	var err error
+	switch verb {
+	case "pause":
+		err = d.ob.PauseQueue(r.Context(), d.pool, queue)
+	case "resume":
+		err = d.ob.ResumeQueue(r.Context(), d.pool, queue)
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause or resume", verb))
+		return
+	}
+	if errors.Is(err, outbox.ErrInvalidJob) {
+		d.fail(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "docket: "))
+		return
+	}
+	if err != nil {
+		d.internal(w, r, verb+" queue", err)
+		return
+	}
+	d.cfg.Logger.Info("dashboard: queue "+verb, slog.String("queue", queue))
+	back(w, r, fmt.Sprintf("queue %s: %sd", queue, verb))
+}
+
+// replayGroup replays the dead letters of one kind and error at a rate of
+// at most Config.MaxReplayRate, as docket dlq replay does, for at most 30
+// seconds: a larger group is replayed in several clicks. Leaving the page
+// stops it between batches.
+func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
+	g := outbox.DeadGroup{Kind: r.PostFormValue("kind"), Error: r.PostFormValue("error")}
+	f, ok := g.Filter()
+	if g.Kind == "" || !ok {
+		d.fail(w, r, http.StatusBadRequest, "a group is a kind and an error")
+		return
+	}
+	rate, err := strconv.ParseFloat(r.PostFormValue("rate"), 64)
+	if err != nil || rate <= 0 || rate > d.cfg.MaxReplayRate {
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("rate: want 0 to %g jobs per second", d.cfg.MaxReplayRate))
+		return
+	}
+	f.Limit = max(1, int(rate*30))
+	res, err := d.ob.ReplayDead(r.Context(), d.pool, f, outbox.ReplayOptions{Rate: rate})
+	if err != nil {
+		d.internal(w, r, "replay", err)
+		return
+	}
+	d.cfg.Logger.Info("dashboard: replay", slog.String("kind", g.Kind), slog.Int("replayed", len(res.Replayed)))
+	msg := fmt.Sprintf("%s of kind %s replayed", plural(int64(len(res.Replayed)), "dead job", "dead jobs"), g.Kind)
+	if len(res.Skipped) > 0 {
+		msg += fmt.Sprintf("; %d skipped (unique key held by a live job, or replayed by someone else)", len(res.Skipped))
+	}
+	back(w, r, msg)
+}
+
+// purge deletes the dead letters that died before a duration ago.
+func (d *dash) purge(w http.ResponseWriter, r *http.Request) {
+	age, err := time.ParseDuration(r.PostFormValue("older_than"))
+	if err != nil || age < 0 {
+		d.fail(w, r, http.StatusBadRequest, "older than: want a duration such as 168h")
+		return
+	}
+	n, err := d.ob.PurgeDead(r.Context(), d.pool, time.Now().Add(-age))
+	if err != nil {
+		d.internal(w, r, "purge", err)
+		return
+	}
+	d.cfg.Logger.Info("dashboard: purge", slog.Int64("deleted", n), slog.Duration("older_than", age))
+	back(w, r, fmt.Sprintf("purged %s", plural(n, "dead job", "dead jobs")))
+}
+
+// scheduleAction pauses, resumes or triggers a schedule.
+func (d *dash) scheduleAction(w http.ResponseWriter, r *http.Request) {
+	name, verb := r.PostFormValue("name"), r.PostFormValue("action")
+	ctx := r.Context()
+	var err error
+	msg := fmt.Sprintf("schedule %s: %sd", name, verb)
+	switch verb {
+	case "pause":
+		err = d.sched.Pause(ctx, name)
+	case "resume":
+		err = d.sched.Resume(ctx, name)
+	case "trigger":
+		var id int64
+		id, err = d.sched.Trigger(ctx, name)
+		msg = fmt.Sprintf("schedule %s: triggered as job %d", name, id)
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume or trigger", verb))
+		return
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("dashboard: schedule "+verb, slog.String("schedule", name), slog.String("error", err.Error()))
+		back(w, r, fmt.Sprintf("schedule %s: %s failed: %s", name, verb, strings.TrimPrefix(err.Error(), "docket: ")))
+		return
+	}
+	d.cfg.Logger.Info("dashboard: schedule "+verb, slog.String("schedule", name))
+	back(w, r, msg)
+}

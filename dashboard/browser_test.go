@@ -1,0 +1,307 @@
+package dashboard_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+)
+
+var screenshots = flag.String("screenshots", "", "directory to write a PNG of each page to (docs/dashboard)")
+
+type report struct {
+	Tenant string `json:"tenant"`
+}
+
+func (report) Kind() string { return "report" }
+
+// flaky fails its first run (dead-lettered: one attempt) and succeeds after.
+type flaky struct {
+	Order int `json:"order"`
+}
+
+func (flaky) Kind() string { return "charge_card" }
+
+// export has no handler in this process: its queue shows a backlog.
+type export struct{}
+
+func (export) Kind() string { return "export" }
+
+// chromium finds the browser, or skips the test saying why.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH: install Debian's chromium package (apt-get install -y chromium) to run the browser tests")
+	return ""
+}
+
+// browser starts headless Chromium with the flags of the issue and a fresh
+// profile, and returns a tab's context.
+func browser(t *testing.T, ctx context.Context) context.Context {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 860),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tab, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return tab
+}
+
+// TestBrowser drives the dashboard in headless Chromium against a real
+// worker: counts on the overview, a filtered job list, a dead job replayed
+// from its page until it completes, a queue paused from the page while its
+// job waits unclaimed, and the refusals of a POST without CSRF token and
+// of a request without the dashboard's token.
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tab := browser(t, ctx)
+	pool := pgtest.PoolN(t, 12)
+	schema := pgtest.Schema(t)
+	m, _ := outbox.NewMigrator(schema)
+	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+
+	var charged atomic.Int32
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[mail]) error { return nil }, handlers.KindOpts{Queue: "mail"})
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[report]) error { return nil }, handlers.KindOpts{Queue: "reports"})
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[flaky]) error {
+		if charged.Add(1) == 1 {
+			return errors.New("card processor: 502 bad gateway")
+		}
+		return nil
+	}, handlers.KindOpts{Queue: "billing", MaxAttempts: 1})
+	quiet := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	cl, err := docket.NewClient(pool, docket.Config{
+		Outbox:   outbox.Config{Schema: schema},
+		Registry: reg,
+		Worker:   handlers.Config{PollInterval: 100 * time.Millisecond, Logger: quiet},
+		Schedules: []schedule.Schedule{
+			{Name: "nightly-report", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: report{Tenant: "acme"}},
+			{Name: "hourly-digest", Spec: "@hourly", Args: mail{To: "digest"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop(context.Background())
+	for i := range 3 {
+		if _, err := cl.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Enqueue(ctx, pool, report{Tenant: fmt.Sprint("t", i)}, outbox.Opts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := cl.Enqueue(ctx, pool, flaky{Order: 7}, outbox.Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A queue no process serves: its jobs wait, for the overview to count.
+	plain, _ := outbox.New(outbox.Config{Schema: schema})
+	for range 4 {
+		if _, err := plain.Enqueue(ctx, pool, export{}, outbox.Opts{Queue: "exports"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitState(t, ctx, plain, pool, dead.ID, outbox.StateDead)
+
+	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema, Refresh: 300 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	u := srv.URL
+
+	// Overview: the waiting exports and the dead letter are counted.
+	do(t, tab, "overview",
+		chromedp.Navigate(u+"/"),
+		chromedp.WaitVisible(css(`tr[data-queue="exports"]`)),
+		chromedp.WaitVisible(css(`#chart[data-ready="1"]`)),
+	)
+	ready := value(t, tab, "exports ready", chromedp.Text(css(`tr[data-queue="exports"] td.ready`)))
+	dlq := value(t, tab, "dead letters", chromedp.Text(css(`#total-dlq`)))
+	if ready != "4" || dlq != "1" {
+		t.Errorf("overview: exports ready %q, dead letters %q; want 4 and 1", ready, dlq)
+	}
+	shoot(t, tab, "overview")
+
+	// Jobs: filter to dead jobs of the flaky kind.
+	do(t, tab, "filter jobs",
+		chromedp.Navigate(u+"/jobs"),
+		chromedp.WaitVisible(css(`#jobs`)),
+		chromedp.SetValue(css(`select[name="state"]`), "dead"),
+		chromedp.SendKeys(css(`input[name="kind"]`), "charge_card"),
+		chromedp.Click(css(`#apply`)),
+		chromedp.WaitVisible(css(fmt.Sprintf(`tr[data-id="%d"]`, dead.ID))),
+	)
+	rows := value(t, tab, "rows", chromedp.Evaluate[int](`document.querySelectorAll("#jobs tbody tr").length`))
+	if rows != 1 {
+		t.Errorf("filtered list has %d rows, want the one dead job", rows)
+	}
+	do(t, tab, "completed jobs", chromedp.Navigate(u+"/jobs?state=completed"), chromedp.WaitVisible(css(`#jobs`)))
+	shoot(t, tab, "jobs")
+
+	// The dead job's page: replay it and watch it complete (live refresh).
+	do(t, tab, "open dead job",
+		chromedp.Navigate(u+"/jobs?state=dead&kind=charge_card"),
+		chromedp.Click(css(fmt.Sprintf(`a[href="jobs/%d"]`, dead.ID))),
+		chromedp.WaitVisible(css(`#job-state`)),
+	)
+	state := value(t, tab, "job state", chromedp.Text(css(`#job-state`)))
+	lastErr := value(t, tab, "last error", chromedp.Text(css(`#last-error`)))
+	if state != "dead" || !strings.Contains(lastErr, "502 bad gateway") {
+		t.Errorf("dead job page: state %q, error %q", state, lastErr)
+	}
+	shoot(t, tab, "job")
+	do(t, tab, "dead letters", chromedp.Navigate(u+"/dead"), chromedp.WaitVisible(css(`tr[data-kind="charge_card"]`)))
+	shoot(t, tab, "dead")
+	do(t, tab, "replay",
+		chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)),
+		chromedp.Click(css(`#retry`)),
+		chromedp.WaitVisible(css(`#job-state.state-completed`)),
+	)
+	if n := charged.Load(); n != 2 {
+		t.Errorf("the flaky handler ran %d times, want 2 (failed, then replayed)", n)
+	}
+
+	// Pause the mail queue from the overview: a new mail job stays unclaimed.
+	do(t, tab, "pause",
+		chromedp.Navigate(u+"/"),
+		chromedp.Click(css(`tr[data-queue="mail"] button[value="pause"]`)),
+		chromedp.WaitVisible(css(`tr[data-queue="mail"] .paused`)),
+	)
+	waiting, err := cl.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The overview's live part shows it waiting, without a reload.
+	value(t, tab, "paused queue counts its job",
+		chromedp.Poll[bool](`document.querySelector('tr[data-queue="mail"] td.ready').textContent === "1"`, chromedp.WithPollingTimeout(10*time.Second)))
+	time.Sleep(time.Second) // ten poll intervals of the worker
+	if j, err := plain.JobByID(ctx, pool, waiting.ID, false); err != nil || j.State != outbox.StateReady {
+		t.Errorf("job in the paused queue: %+v %v, want still ready", j.State, err)
+	}
+	do(t, tab, "resume", chromedp.Click(css(`tr[data-queue="mail"] button[value="resume"]`)))
+	waitState(t, ctx, plain, pool, waiting.ID, outbox.StateCompleted)
+
+	// A POST without the CSRF token is refused, from the page itself.
+	status := value(t, tab, "post without csrf",
+		chromedp.Evaluate[int](`fetch("queues/action", {method: "POST", body: new URLSearchParams({queue: "reports", action: "pause"})}).then(r => r.status)`,
+			chromedp.EvalAwaitPromise))
+	if status != 403 {
+		t.Errorf("POST without CSRF token: %d, want 403", status)
+	}
+	if qs, _ := plain.PausedQueues(ctx, pool); len(qs) != 0 {
+		t.Errorf("queues paused after the refused POST: %v", qs)
+	}
+	do(t, tab, "schedules", chromedp.Navigate(u+"/schedules"), chromedp.WaitVisible(css(`tr[data-name="nightly-report"]`)))
+	shoot(t, tab, "schedules")
+	do(t, tab, "workers", chromedp.Navigate(u+"/workers"), chromedp.WaitVisible(css(`#workers td code`)))
+	shoot(t, tab, "workers")
+
+	// With a token (as docket dashboard requires off loopback): refused
+	// without it, let in once it is given.
+	th, _ := dashboard.Handler(pool, dashboard.Config{Schema: schema, Token: "open-sesame", Logger: quiet})
+	tsrv := httptest.NewServer(th)
+	defer tsrv.Close()
+	do(t, tab, "no token", chromedp.Navigate(tsrv.URL+"/"))
+	body := value(t, tab, "401 page", chromedp.Text(css(`main`)))
+	if !strings.Contains(body, "401") || !strings.Contains(body, "needs its token") {
+		t.Errorf("without the token: %q", body)
+	}
+	do(t, tab, "token",
+		chromedp.Navigate(tsrv.URL+"/?token=open-sesame"),
+		chromedp.WaitVisible(css(`#queues`)),
+	)
+}
+
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// do runs steps in the tab, failing the test with the page's HTML.
+func do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	value(t, tab, what, chromedp.Steps(steps...))
+}
+
+// value runs one action in the tab and returns its result.
+func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		html, _ := chromedp.Run(tab, chromedp.OuterHTML(css("body")))
+		t.Fatalf("%s: %v\npage:\n%s", what, err, html)
+	}
+	return v
+}
+
+// shoot saves the page as a PNG for the docs when -screenshots is set.
+func shoot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	if *screenshots == "" {
+		return
+	}
+	png := value(t, tab, "screenshot "+name, chromedp.CaptureScreenshot())
+	if err := os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitState(t *testing.T, ctx context.Context, ob *outbox.Client, db outbox.Pgx, id int64, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := ob.JobByID(ctx, db, id, false)
+		if err == nil && j.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: state %q (%v), want %s", id, j.State, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,185 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/schedule"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config configures the dashboard. The zero value serves every page and
+// action of schema "public", hides payloads and asks for no token.
+type Config struct {
+	// Schema is the schema of Docket's tables. Empty means "public".
+	Schema string
+	// ReadOnly hides every action and refuses every state-changing request
+	// (403): the pages only show.
+	ReadOnly bool
+	// ShowPayloads shows job payloads (args) on the job page. They may hold
+	// personal data: off by default, and never logged either way.
+	ShowPayloads bool
+	// Token, when set, is required on every request: as a bearer token
+	// (Authorization header), or once as ?token= on a page, which sets a
+	// cookie and redirects to the same page without it. docket dashboard
+	// requires one on any address that is not loopback. Empty means the
+	// mounting application's own auth is the only guard.
+	Token string
+	// Thresholds decide the warnings of the overview, as docket status.
+	Thresholds outbox.Thresholds
+	// MaxReplayRate caps the rate, in jobs per second, at which a dead
+	// letter group is replayed from the page. Zero means 100.
+	MaxReplayRate float64
+	// Refresh is how often live parts of the pages poll. Zero means 2s.
+	Refresh time.Duration
+	// Logger receives action and error lines (job ids and kinds, never
+	// payloads). Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler returns the dashboard as an http.Handler for pool's database.
+// Mount it under any path (with http.StripPrefix); its links follow the
+// prefix. It fails on an invalid schema name.
+func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
+	if pool == nil {
+		return nil, errors.New("dashboard: nil pool")
+	}
+	ob, err := outbox.New(outbox.Config{Schema: cfg.Schema})
+	if err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, ReconcileInterval: -1})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxReplayRate <= 0 {
+		cfg.MaxReplayRate = 100
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &dash{cfg: cfg, pool: pool, ob: ob, sched: sched, pages: parsePages()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.overview)
+	mux.HandleFunc("GET /jobs", d.jobs)
+	mux.HandleFunc("GET /jobs/{id}", d.job)
+	mux.HandleFunc("GET /dead", d.dead)
+	mux.HandleFunc("GET /schedules", d.schedules)
+	mux.HandleFunc("GET /workers", d.workers)
+	mux.HandleFunc("GET /throughput", d.throughput)
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer()))
+	mux.HandleFunc("POST /jobs/action", d.action(d.jobAction))
+	mux.HandleFunc("POST /queues/action", d.action(d.queueAction))
+	mux.HandleFunc("POST /dead/replay", d.action(d.replayGroup))
+	mux.HandleFunc("POST /dead/purge", d.action(d.purge))
+	mux.HandleFunc("POST /schedules/action", d.action(d.scheduleAction))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		d.fail(w, r, http.StatusNotFound, "no such page")
+	})
+	return d.guard(mux), nil
+}
+
+// dash is the dashboard's state; it holds no connection of its own.
+type dash struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	ob    *outbox.Client
+	sched *schedule.Service
+	pages map[string]*template.Template
+}
+
+// view is what every page template gets.
+type view struct {
+	Title    string
+	Nav      string // the menu entry to highlight
+	Base     string // the mount prefix, ending in "/"
+	CSRF     string
+	ReadOnly bool
+	Refresh  int // milliseconds between polls of live parts
+	Msg      string
+	Data     any
+}
+
+// base is the prefix the handler is mounted under: the part of the
+// request's path that http.StripPrefix took off, plus "/".
+func base(r *http.Request) string {
+	full := r.URL.Path
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		full = u.Path
+	}
+	b := strings.TrimSuffix(full, r.URL.Path)
+	return b + "/"
+}
+
+// render writes a page, or its "live" block alone when the request is a
+// poll (?live=1).
+func (d *dash) render(w http.ResponseWriter, r *http.Request, name string, v view) {
+	v.Base, v.CSRF, v.ReadOnly = base(r), csrfToken(r), d.cfg.ReadOnly
+	v.Refresh = int(d.cfg.Refresh / time.Millisecond)
+	v.Msg = r.URL.Query().Get("msg")
+	tmpl := "page"
+	if r.URL.Query().Get("live") == "1" {
+		tmpl = "live"
+	}
+	var buf strings.Builder
+	if err := d.pages[name].ExecuteTemplate(&buf, tmpl, v); err != nil {
+		d.cfg.Logger.Error("dashboard: render", slog.String("page", name), slog.String("error", err.Error()))
+		d.fail(w, r, http.StatusInternalServerError, "the page could not be rendered")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	io.WriteString(w, buf.String())
+}
+
+// fail answers with an error page (or a short text for a poll) carrying
+// msg: never a stack trace or a database error's details.
+func (d *dash) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	v := view{Title: fmt.Sprintf("%d %s", code, http.StatusText(code)), Base: base(r), Data: msg}
+	if err := d.pages["error"].ExecuteTemplate(w, "page", v); err != nil {
+		d.cfg.Logger.Error("dashboard: render error page", slog.String("error", err.Error()))
+	}
+}
+
+// internal logs a failed read and answers 500 without its details.
+func (d *dash) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	d.cfg.Logger.Error("dashboard: "+what, slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	d.fail(w, r, http.StatusInternalServerError, what+" failed; the server log says why")
+}
+
+// back redirects to the page an action came from with a message.
+func back(w http.ResponseWriter, r *http.Request, msg string) {
+	to := r.PostFormValue("return")
+	// Only a path of this dashboard: never another site.
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.Contains(to, "\\") {
+		to = "/"
+	}
+	u, err := url.Parse(to)
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	q := u.Query()
+	q.Set("msg", msg)
+	q.Del("live")
+	u.RawQuery = q.Encode()
+	http.Redirect(w, r, strings.TrimSuffix(base(r), "/")+u.String(), http.StatusSeeOther)
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,34 @@
+// Package dashboard is Docket's web dashboard: an http.Handler that shows
+// queues, jobs, dead letters, schedules and worker processes, and acts on
+// them through the same operations as the docket CLI.
+//
+// # Mounting
+//
+// Handler returns a handler for a pool's database. Mount it behind the
+// application's own authentication, under any prefix:
+//
+//	h, err := dashboard.Handler(pool, dashboard.Config{ReadOnly: !isAdmin})
+//	mux.Handle("/docket/", requireStaff(http.StripPrefix("/docket", h)))
+//
+// `docket dashboard` serves it on 127.0.0.1:8080.
+//
+// # Pages
+//
+// Overview (per-queue backlog, lag, throughput chart, warnings as docket
+// status raises them), Jobs (filters and keyset pages over live, dead and
+// completed jobs), a job page, Dead letters (grouped by kind and error;
+// replay a group at a rate; purge), Schedules and Workers. Pages are
+// rendered on the server with html/template; live parts are refreshed by
+// htmx polling, the chart by uPlot. Both libraries are embedded (see
+// assets.lock and `go generate`): the pages need no network.
+//
+// # Security
+//
+// Every state-changing request is a POST that must repeat the CSRF token of
+// its cookie; Config.ReadOnly hides and refuses every action; an optional
+// Config.Token is required on every request; the Content-Security-Policy
+// allows only the dashboard's own scripts and styles. Payloads are shown
+// only with Config.ShowPayloads and never logged. Bad input gets an error
+// page with its status, never a stack trace. A running job is never
+// cancelled or deleted under its worker, and replays are rate-limited.
+package dashboard

@@ -1,0 +1,194 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/docketq/docket/outbox"
+)
+
+// overviewData is the overview: queues, warnings, totals.
+type overviewData struct {
+	Status                *outbox.Status
+	Ready, Scheduled, Run int64
+	Completed1h, Dead1h   int64
+	DLQ                   int64
+	LiveWorkers           int
+}
+
+func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
+	s, err := d.ob.Status(r.Context(), d.pool, d.cfg.Thresholds)
+	if err != nil {
+		d.internal(w, r, "reading the status", err)
+		return
+	}
+	o := overviewData{Status: s}
+	for _, q := range s.Queues {
+		o.Ready += q.Ready
+		o.Scheduled += q.Scheduled
+		o.Run += q.Running
+		o.Completed1h += q.Completed1h
+		o.Dead1h += q.Dead1h
+		o.DLQ += q.DLQSize
+	}
+	for _, wk := range s.Workers {
+		if wk.Live {
+			o.LiveWorkers++
+		}
+	}
+	d.render(w, r, "overview", view{Title: "Overview", Nav: "overview", Data: o})
+}
+
+// throughputPoint is one minute of the overview's chart.
+type throughputPoint struct {
+	T         int64 `json:"t"` // Unix seconds of the minute's start
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"` // retries spent plus jobs dead-lettered
+}
+
+// throughput serves the last hour per minute as JSON for the chart, every
+// minute present (zero when nothing finished).
+func (d *dash) throughput(w http.ResponseWriter, r *http.Request) {
+	now := time.Now().Truncate(time.Minute)
+	since := now.Add(-59 * time.Minute)
+	stats, err := d.ob.Throughput(r.Context(), d.pool, since)
+	if err != nil {
+		d.internal(w, r, "reading throughput", err)
+		return
+	}
+	by := map[int64]outbox.MinuteStat{}
+	for _, m := range stats {
+		by[m.Minute.Unix()] = m
+	}
+	points := make([]throughputPoint, 0, 60)
+	for t := since; !t.After(now); t = t.Add(time.Minute) {
+		m := by[t.Unix()]
+		points = append(points, throughputPoint{T: t.Unix(), Completed: m.Completed, Failed: m.Retries + m.Dead})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(points)
+}
+
+// jobsData is the jobs page: the filter as given and one page.
+type jobsData struct {
+	Filter outbox.JobFilter
+	States []string
+	Page   outbox.JobPage
+	// NextURL is the link to the next page; Self the page itself (for the
+	// actions to return to).
+	NextURL, Self string
+}
+
+// filterFromQuery reads a job filter from a query, or says what is wrong.
+func filterFromQuery(q url.Values) (outbox.JobFilter, error) {
+	f := outbox.JobFilter{State: q.Get("state"), Queue: q.Get("queue"), Kind: q.Get("kind"), Tenant: q.Get("tenant"),
+		SerialKey: q.Get("serial_key"), ErrorContains: q.Get("error")}
+	if s := q.Get("after"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return f, errors.New("after: want a job id")
+		}
+		f.After = n
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return f, errors.New("limit: want a page size of 1 to 1000")
+		}
+		f.Limit = n
+	}
+	return f, f.Check()
+}
+
+func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
+	f, err := filterFromQuery(r.URL.Query())
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, "bad filter: "+err.Error())
+		return
+	}
+	page, err := d.ob.ListJobs(r.Context(), d.pool, f)
+	if err != nil {
+		d.internal(w, r, "listing jobs", err)
+		return
+	}
+	data := jobsData{Filter: f, Page: page, Self: r.URL.Path + "?" + r.URL.RawQuery,
+		States: []string{outbox.StateScheduled, outbox.StateReady, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted}}
+	if page.Next != 0 {
+		q := r.URL.Query()
+		q.Set("after", strconv.FormatInt(page.Next, 10))
+		q.Del("msg")
+		data.NextURL = "jobs?" + q.Encode()
+	}
+	d.render(w, r, "jobs", view{Title: "Jobs", Nav: "jobs", Data: data})
+}
+
+// jobData is the job page.
+type jobData struct {
+	Job         outbox.JobInfo
+	ShowPayload bool
+	Payload     string // indented JSON when shown
+	Self        string
+}
+
+func (d *dash) job(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		d.fail(w, r, http.StatusBadRequest, "a job id is a positive number")
+		return
+	}
+	j, err := d.ob.JobByID(r.Context(), d.pool, id, d.cfg.ShowPayloads)
+	if errors.Is(err, outbox.ErrJobNotFound) {
+		d.fail(w, r, http.StatusNotFound, "no job "+strconv.FormatInt(id, 10)+": it never existed, or it finished and history no longer has it")
+		return
+	}
+	if err != nil {
+		d.internal(w, r, "reading the job", err)
+		return
+	}
+	data := jobData{Job: j, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
+	if d.cfg.ShowPayloads {
+		var v any
+		if json.Unmarshal(j.Payload, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			data.Payload = string(b)
+		}
+	}
+	d.render(w, r, "job", view{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Data: data})
+}
+
+// deadData is the dead letters page.
+type deadData struct {
+	Groups  []outbox.DeadGroup
+	MaxRate float64
+}
+
+func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
+	groups, err := d.ob.DeadGroups(r.Context(), d.pool, 100)
+	if err != nil {
+		d.internal(w, r, "grouping dead letters", err)
+		return
+	}
+	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate}})
+}
+
+func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
+	list, err := d.sched.List(r.Context())
+	if err != nil {
+		d.internal(w, r, "listing schedules", err)
+		return
+	}
+	d.render(w, r, "schedules", view{Title: "Schedules", Nav: "schedules", Data: list})
+}
+
+func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
+	s, err := d.ob.Status(r.Context(), d.pool, d.cfg.Thresholds)
+	if err != nil {
+		d.internal(w, r, "reading the workers", err)
+		return
+	}
+	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: s})
+}

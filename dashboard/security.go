@@ -1,0 +1,144 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// The security model (see docs/dashboard.md): the mounting application's
+// auth first, then the optional token, a double-submit CSRF token on every
+// POST, read-only mode, and a Content-Security-Policy that lets the pages
+// run only the scripts and styles they are served with.
+const (
+	// csp allows this origin's scripts, styles, images and fetches only:
+	// no inline script or style, no frames, forms posting here only; the
+	// pages' <base> (the mount prefix) must be of this origin too.
+	csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'"
+
+	tokenCookie = "docket_dashboard_token"
+	csrfCookie  = "docket_dashboard_csrf"
+	csrfField   = "csrf"
+
+	// maxForm bounds a POST body: a bulk action's ids fit many times over.
+	maxForm = 1 << 20
+)
+
+type csrfKey struct{}
+
+// guard wraps every request: security headers, a panic turned into a plain
+// 500 page, the token check, and the CSRF cookie a page's forms repeat.
+func (d *dash) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				d.cfg.Logger.Error("dashboard: panic", slog.String("path", r.URL.Path))
+				d.fail(w, r, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		if d.cfg.Token != "" && !d.tokenOK(w, r) {
+			return
+		}
+		token := ""
+		if c, err := r.Cookie(csrfCookie); err == nil && validToken(c.Value) {
+			token = c.Value
+		} else {
+			token = newToken()
+			http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: token, Path: base(r), HttpOnly: true,
+				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), csrfKey{}, token)))
+	})
+}
+
+// tokenOK checks the configured token and answers 401 when it is missing
+// or wrong. A page opened with ?token= stores it in a cookie and redirects
+// to the URL without it, so it stays out of history and logs.
+func (d *dash) tokenOK(w http.ResponseWriter, r *http.Request) bool {
+	want := []byte(d.cfg.Token)
+	eq := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+	if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && eq(auth) {
+		return true
+	}
+	if c, err := r.Cookie(tokenCookie); err == nil && eq(c.Value) {
+		return true
+	}
+	if q := r.URL.Query(); r.Method == http.MethodGet && q.Has("token") && eq(q.Get("token")) {
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: d.cfg.Token, Path: base(r), HttpOnly: true,
+			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		q.Del("token")
+		u := url.URL{Path: strings.TrimSuffix(base(r), "/") + r.URL.Path, RawQuery: q.Encode()}
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="docket dashboard"`)
+	d.fail(w, r, http.StatusUnauthorized, "this dashboard needs its token: open it with ?token=… or send Authorization: Bearer …")
+	return false
+}
+
+// action wraps a state-changing handler: refused in read-only mode, and
+// unless the form repeats the CSRF cookie's token and any Origin header is
+// this host.
+func (d *dash) action(h func(http.ResponseWriter, *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if d.cfg.ReadOnly {
+			d.fail(w, r, http.StatusForbidden, "the dashboard is read-only")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			d.fail(w, r, http.StatusBadRequest, "the form could not be read")
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" {
+			if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
+				d.fail(w, r, http.StatusForbidden, "cross-origin request refused")
+				return
+			}
+		}
+		c, err := r.Cookie(csrfCookie)
+		sent := r.PostFormValue(csrfField)
+		if sent == "" {
+			sent = r.Header.Get("X-CSRF-Token")
+		}
+		if err != nil || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) != 1 {
+			d.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func csrfToken(r *http.Request) string {
+	s, _ := r.Context().Value(csrfKey{}).(string)
+	return s
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func validToken(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
