@@ -105,13 +105,26 @@ type TxBeginner interface {
 // The bookkeeping statements: the schema and the table of applied versions,
 // and the row each migration adds or removes. The migrator runs them, and
 // SQL writes them into the files it prints, so both record the same state.
+//
+// The schema and the table are created only when missing, not with IF NOT
+// EXISTS, which checks the right to create first: an owner role given just
+// its schema (no CREATE on the database), or an application role reading
+// the list, has no such right and needs none.
 const (
-	createBookkeeping = `CREATE SCHEMA IF NOT EXISTS {{schema}};
-CREATE TABLE IF NOT EXISTS {{schema}}.docket_migrations (
-	version    integer     PRIMARY KEY,
-	name       text        NOT NULL,
-	applied_at timestamptz NOT NULL DEFAULT now()
-)`
+	createBookkeeping = `DO $$
+BEGIN
+	IF to_regnamespace('{{schema}}') IS NULL THEN
+		CREATE SCHEMA {{schema}};
+	END IF;
+	IF to_regclass('{{schema}}.docket_migrations') IS NULL THEN
+		CREATE TABLE {{schema}}.docket_migrations (
+			version    integer     PRIMARY KEY,
+			name       text        NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		);
+	END IF;
+END
+$$`
 	recordUp   = `INSERT INTO {{schema}}.docket_migrations (version, name) VALUES ($1, $2)`
 	recordDown = `DELETE FROM {{schema}}.docket_migrations WHERE version = $1`
 	// dropBookkeeping ends the first migration's down file, so that applying

@@ -35,6 +35,17 @@ a "-- docket: NNN_name.up.sql" line; with --direction the output is one script
 psql can run. --out writes NNN_name.up.sql and NNN_name.down.sql into a directory
 instead. No connection is made.`},
 			{name: "status", summary: "say whether migrations are pending; exit 3 if so (for deploy gates)", flags: migrateStatus},
+			{name: "grant", summary: "grant an application role what workers and producers need, and no DDL", flags: migrateGrant,
+				about: `Run as the role that applied the migrations (the owner), after them. The role
+gets USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on Docket's tables
+(SELECT only on docket_migrations), USAGE/SELECT on its sequences and EXECUTE
+on its functions, among them the SECURITY DEFINER functions through which
+workers make and drop history partitions. Default privileges extend the same
+to tables, sequences and functions the owner creates in the schema later
+(later migrations, history partitions), so an upgrade needs no new grant.
+Grants reach every object of the schema: keep Docket in a schema of its own
+when the role must not reach others. --print prints the SQL instead of
+running it; no connection is made then.`},
 		},
 	}
 }
@@ -110,7 +121,7 @@ func migrateDown(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
-			v = max(current(list)-1, 0)
+			v = previous(list)
 		}
 		done, err := m.Down(ctx, pool, v)
 		if err != nil {
@@ -119,6 +130,18 @@ func migrateDown(fs *flag.FlagSet) action {
 		report(out, "reverted", done)
 		return nil
 	}
+}
+
+// previous is the version below the highest applied one: the highest known
+// version under it (versions need not be contiguous), 0 when there is none.
+func previous(list []outbox.MigrationStatus) int {
+	cur, v := current(list), 0
+	for _, s := range list {
+		if s.Version < cur && s.Version > v {
+			v = s.Version
+		}
+	}
+	return v
 }
 
 // current is the highest applied version, 0 when none is.

@@ -97,7 +97,7 @@ func TestMigrateSQLRoundTrip(t *testing.T) {
 	}
 
 	code, up, errOut := docket(t, "migrate", "sql", "--direction", "up", "--schema", bySQL)
-	if code != 0 || !strings.Contains(up, "CREATE SCHEMA IF NOT EXISTS") || !strings.Contains(up, "INSERT INTO \""+bySQL+"\".docket_migrations") {
+	if code != 0 || !strings.Contains(up, "CREATE SCHEMA "+`"`+bySQL+`"`) || !strings.Contains(up, "INSERT INTO \""+bySQL+"\".docket_migrations") {
 		t.Fatalf("migrate sql --direction up: %d %s\n%s", code, errOut, up)
 	}
 	psql(t, up)

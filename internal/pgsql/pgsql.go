@@ -42,9 +42,10 @@ func Render(sql, schema string) string {
 
 // SQLSTATE codes Docket reacts to.
 const (
-	CodeUndefinedTable = "42P01"
-	CodeInvalidSchema  = "3F000" // the schema does not exist
-	CodeNoPartition    = "23514" // check_violation: also "no partition of relation found for row"
+	CodeUndefinedTable    = "42P01"
+	CodeUndefinedFunction = "42883" // a function of a later migration (008's partition functions)
+	CodeInvalidSchema     = "3F000" // the schema does not exist
+	CodeNoPartition       = "23514" // check_violation: also "no partition of relation found for row"
 )
 
 // SQLState returns the SQLSTATE of a Postgres error from pgx or from any
@@ -61,10 +62,11 @@ func SQLState(err error) string {
 	return ""
 }
 
-// Missing reports whether err says that a table or the schema is missing.
+// Missing reports whether err says that a table, a function of Docket's or
+// the schema is missing.
 func Missing(err error) bool {
 	switch SQLState(err) {
-	case CodeUndefinedTable, CodeInvalidSchema:
+	case CodeUndefinedTable, CodeUndefinedFunction, CodeInvalidSchema:
 		return true
 	}
 	return false

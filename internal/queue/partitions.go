@@ -24,21 +24,12 @@ JOIN pg_class p ON p.oid = i.inhparent
 JOIN pg_namespace n ON n.oid = p.relnamespace
 WHERE n.nspname = $1 AND p.relname = 'docket_jobs_done'`
 
-	// sqlPartitionAttached reports whether history partition $2 of schema
-	// $1 is attached.
-	sqlPartitionAttached = `SELECT EXISTS (` + sqlPartitions + ` AND c.relname = $2)`
-
-	// sqlCreatePartition creates the table, then attaches it: ATTACH takes
-	// a lock on the parent that does not block completions, where CREATE
-	// TABLE ... PARTITION OF would block them all while it waits and runs.
-	sqlCreatePartition = `CREATE TABLE IF NOT EXISTS {{schema}}.%[1]s
-	(LIKE {{schema}}.docket_jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-ALTER TABLE {{schema}}.docket_jobs_done ATTACH PARTITION {{schema}}.%[1]s
-	FOR VALUES FROM ('%[2]s') TO ('%[3]s')`
-
-	// sqlDropPartition takes an exclusive lock on the parent for a moment;
-	// ddl bounds the wait with a short lock_timeout.
-	sqlDropPartition = `DROP TABLE IF EXISTS {{schema}}.%s`
+	// sqlCreatePartition and sqlDropPartition call the SECURITY DEFINER
+	// functions of migration 008, which run the DDL as the tables' owner:
+	// the worker's role needs no DDL rights (docs/operations.md, "Least
+	// privilege"). $1 is the partition's UTC day.
+	sqlCreatePartition = `SELECT {{schema}}.docket_create_history_partition($1::date)`
+	sqlDropPartition   = `SELECT {{schema}}.docket_drop_history_partition($1::date)`
 )
 
 // Partitions lists the history partitions, oldest first.
@@ -67,8 +58,7 @@ func (q *Queue) EnsurePartitions(ctx context.Context, db DB, now time.Time, ahea
 		if exists[name] {
 			continue
 		}
-		stmt := fmt.Sprintf(q.sql.createPartition, name, d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if err := q.ddl(ctx, db, stmt, name); err != nil {
+		if err := q.ddl(ctx, db, q.sql.createPartition, d); err != nil {
 			return fmt.Errorf("docket: create history partition %s: %w", name, err)
 		}
 	}
@@ -92,7 +82,7 @@ func (q *Queue) DropPartitions(ctx context.Context, db DB, cutoff time.Time) ([]
 		if day.AddDate(0, 0, 1).After(cutoff) {
 			continue
 		}
-		if err := q.ddl(ctx, db, fmt.Sprintf(q.sql.dropPartition, name), ""); err != nil {
+		if err := q.ddl(ctx, db, q.sql.dropPartition, day); err != nil {
 			return dropped, fmt.Errorf("docket: drop history partition %s: %w", name, err)
 		}
 		dropped = append(dropped, name)
@@ -100,13 +90,12 @@ func (q *Queue) DropPartitions(ctx context.Context, db DB, cutoff time.Time) ([]
 	return dropped, nil
 }
 
-// ddl runs partition DDL in its own transaction under the schema's
-// maintenance lock, with a short lock_timeout: a DROP waiting for its
-// exclusive lock queues every completion behind it, so it gives up quickly
-// and the next maintenance round tries again. When unlessAttached names a
-// partition that is already attached once the lock is held (another
-// process created it meanwhile), stmt is not run.
-func (q *Queue) ddl(ctx context.Context, db DB, stmt, unlessAttached string) error {
+// ddl runs a partition function for day in its own transaction under the
+// schema's maintenance lock, with a short lock_timeout: a DROP waiting for
+// its exclusive lock queues every completion behind it, so it gives up
+// quickly and the next maintenance round tries again. The functions find
+// for themselves a partition another process created or dropped meanwhile.
+func (q *Queue) ddl(ctx context.Context, db DB, stmt string, day time.Time) error {
 	tx, err := begin(ctx, db)
 	if err != nil {
 		return err
@@ -115,20 +104,13 @@ func (q *Queue) ddl(ctx context.Context, db DB, stmt, unlessAttached string) err
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_partitions:' || $1, 0))`, q.schema); err != nil {
 		return err
 	}
-	if unlessAttached != "" {
-		var attached bool
-		if err := tx.QueryRow(ctx, q.sql.partitionAttached, q.schema, unlessAttached).Scan(&attached); err != nil {
-			return err
-		}
-		if attached {
-			return nil
-		}
-	}
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, stmt); err != nil {
-		return err
+	// The day travels as a date string: a time.Time would be sent as a
+	// timestamptz and cast to a date in the session's time zone.
+	if _, err := tx.Exec(ctx, stmt, day.Format(time.DateOnly)); err != nil {
+		return q.wrapErr(err)
 	}
 	return tx.Commit(ctx)
 }

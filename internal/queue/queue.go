@@ -45,11 +45,11 @@ type Queue struct {
 
 // statements holds the protocol's SQL rendered for one schema.
 type statements struct {
-	claim, claimCapped, stragglers, heartbeat                     string
-	completeHistory, completeDelete, fail, snooze, deadLetter     string
-	release, reap, promote, nextScheduled                         string
-	upsertWorker, pruneWorkers, deleteWorker                      string
-	partitions, partitionAttached, createPartition, dropPartition string
+	claim, claimCapped, stragglers, heartbeat                 string
+	completeHistory, completeDelete, fail, snooze, deadLetter string
+	release, reap, promote, nextScheduled                     string
+	upsertWorker, pruneWorkers, deleteWorker                  string
+	partitions, createPartition, dropPartition                string
 }
 
 // New returns a Queue on the tables in schema ("" means "public"). It fails
@@ -75,7 +75,7 @@ func New(schema string, cfg Config) (*Queue, error) {
 			deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
 			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled),
 			upsertWorker: r(sqlUpsertWorker), pruneWorkers: r(sqlPruneWorkers), deleteWorker: r(sqlDeleteWorker),
-			partitions: sqlPartitions, partitionAttached: sqlPartitionAttached,
+			partitions:      sqlPartitions,
 			createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
 		},
 	}, nil
