@@ -46,6 +46,19 @@ type JobsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]outbox.Ite
 //
 //	client.Shipment.Use(docketent.Hook(dc, func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]outbox.Item, error) { ... }))
 func Hook[M TxMutation[T], T Tx](c Enqueuer, jobs JobsFunc[M]) entgo.Hook {
+	return txHook(jobs, func(ctx context.Context, tx T, m entgo.Mutation, it outbox.Item) error {
+		if _, err := c.EnqueueSQL(ctx, tx, it.Args, it.Opts); err != nil {
+			return fmt.Errorf("docket: %s %s: enqueue %s: %w", m.Op(), m.Type(), kindOf(it), err)
+		}
+		return nil
+	})
+}
+
+// txHook is the hook shape Hook and PublishHook share: it refuses a
+// mutation of another type or outside a transaction before the mutation
+// runs, runs it, then writes each of what produce returns for it with write
+// in the mutation's own transaction.
+func txHook[M TxMutation[T], T Tx, V any](produce func(context.Context, M, entgo.Value) ([]V, error), write func(context.Context, T, entgo.Mutation, V) error) entgo.Hook {
 	return func(next entgo.Mutator) entgo.Mutator {
 		return entgo.MutateFunc(func(ctx context.Context, m entgo.Mutation) (entgo.Value, error) {
 			mm, ok := m.(M)
@@ -61,13 +74,13 @@ func Hook[M TxMutation[T], T Tx](c Enqueuer, jobs JobsFunc[M]) entgo.Hook {
 			if err != nil {
 				return v, err
 			}
-			items, err := jobs(ctx, mm, v)
+			items, err := produce(ctx, mm, v)
 			if err != nil {
 				return nil, err
 			}
 			for _, it := range items {
-				if _, err := c.EnqueueSQL(ctx, tx, it.Args, it.Opts); err != nil {
-					return nil, fmt.Errorf("docket: %s %s: enqueue %s: %w", m.Op(), m.Type(), kindOf(it), err)
+				if err := write(ctx, tx, m, it); err != nil {
+					return nil, err
 				}
 			}
 			return v, nil

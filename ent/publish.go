@@ -34,31 +34,10 @@ type EventsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]outbox.M
 // with Hook, outside a transaction it returns an error wrapping ErrNoTx
 // before the mutation runs, so neither the row nor an event is written.
 func PublishHook[M TxMutation[T], T Tx](c EventPublisher, events EventsFunc[M]) entgo.Hook {
-	return func(next entgo.Mutator) entgo.Mutator {
-		return entgo.MutateFunc(func(ctx context.Context, m entgo.Mutation) (entgo.Value, error) {
-			mm, ok := m.(M)
-			if !ok {
-				var want M
-				return nil, fmt.Errorf("docket: hook for %T attached to a %T mutation", want, m)
-			}
-			tx, err := mm.Tx()
-			if err != nil {
-				return nil, fmt.Errorf("%w (%s %s: %v)", ErrNoTx, m.Op(), m.Type(), err)
-			}
-			v, err := next.Mutate(ctx, m)
-			if err != nil {
-				return v, err
-			}
-			msgs, err := events(ctx, mm, v)
-			if err != nil {
-				return nil, err
-			}
-			for _, msg := range msgs {
-				if _, err := c.PublishSQL(ctx, tx, msg); err != nil {
-					return nil, fmt.Errorf("docket: %s %s: publish to %s: %w", m.Op(), m.Type(), msg.Topic, err)
-				}
-			}
-			return v, nil
-		})
-	}
+	return txHook(events, func(ctx context.Context, tx T, m entgo.Mutation, msg outbox.Message) error {
+		if _, err := c.PublishSQL(ctx, tx, msg); err != nil {
+			return fmt.Errorf("docket: %s %s: publish to %s: %w", m.Op(), m.Type(), msg.Topic, err)
+		}
+		return nil
+	})
 }
