@@ -1,0 +1,59 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/internal/jobfill"
+	"github.com/docketq/docket/internal/pgtest"
+)
+
+// BenchmarkPages renders each page against 1,000,000 live jobs, 100,000
+// dead and 100,000 finished ones (jobfill), through the handler as a
+// browser requests it. Building the schema takes a minute; run with
+//
+//	go test ./dashboard -run '^$' -bench Pages -benchtime 20x
+func BenchmarkPages(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.PoolN(b, 4)
+	schema := pgtest.Schema(b)
+	if _, err := pool.Exec(ctx, "DROP SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	if err := jobfill.Create(ctx, pool, schema, 1_000_000); err != nil {
+		b.Fatal(err)
+	}
+	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, page := range []struct{ name, path string }{
+		{"overview", "/"},
+		{"overview_live", "/?live=1"},
+		{"throughput", "/throughput"},
+		{"jobs", "/jobs"},
+		{"jobs_deep_page", "/jobs?after=500000"},
+		{"jobs_ready_queue_kind", "/jobs?state=ready&queue=mail&kind=k1"},
+		{"jobs_running", "/jobs?state=running"},
+		{"jobs_dead_by_error", "/jobs?state=dead&error=signature+3"},
+		{"jobs_completed", "/jobs?state=completed"},
+		{"job", "/jobs/500000"},
+		{"dead_groups", "/dead"},
+		{"schedules", "/schedules"},
+		{"workers", "/workers"},
+	} {
+		b.Run(page.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, page.path, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("GET %s: %d\n%s", page.path, rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
