@@ -25,4 +25,7 @@ const (
 	StateReady = core.StateReady
 	// StateRunning is a job claimed by a worker holding a lease on it.
 	StateRunning = core.StateRunning
+	// StateWaiting is a due job of a serial key waiting in the key's line
+	// for the jobs ahead of it to finish. It is never claimed in this state.
+	StateWaiting = core.StateWaiting
 )

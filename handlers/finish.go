@@ -252,6 +252,12 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		case oRelease:
 			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
 		}
+		if o.ex.job.SerialKey != "" && (o.what == oComplete || o.what == oDead) {
+			// The next job of its key becomes ready as this one leaves,
+			// most often in the same queue: claim it without waiting for
+			// the NOTIFY to come back.
+			f.wake = append(f.wake, o.ex.pool)
+		}
 		if o.what == oFail || o.what == oSnooze {
 			if o.delay <= 0 {
 				// Ready at once: nobody announces it, so wake its pool.

@@ -216,7 +216,7 @@ func (p *pool) claim(limit int) (int, error) {
 	if err == nil {
 		took := time.Since(start)
 		w.claimLat.add(start, took)
-		w.met.claim(p.cfg.Name, took, len(jobs))
+		w.met.claim(p.cfg.Name, took, jobs)
 		if w.onClaim != nil {
 			w.onClaim(took, len(jobs))
 		}

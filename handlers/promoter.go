@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 const (
@@ -24,8 +26,9 @@ const (
 // process just set (noteDue).
 type promoter struct {
 	loop
-	w    *Worker
-	errs errStreak
+	w         *Worker
+	errs      errStreak
+	sweepErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -83,12 +86,13 @@ func (p *promoter) rounds(ctx context.Context) {
 		if !dbDue.IsZero() && !now.Before(dbDue) {
 			promote = true
 		}
+		sweep := false
 		if !now.Before(nextPoll) {
-			promote = true
+			promote, sweep = true, true
 			nextPoll = now.Add(poll)
 		}
 		if promote {
-			dbDue = p.promote(ctx)
+			dbDue = p.promote(ctx, sweep)
 			if !dbDue.IsZero() && !dbDue.After(time.Now()) {
 				// Due by the database but not promoted: another process holds
 				// it, or the clocks disagree. Look again shortly.
@@ -108,9 +112,10 @@ func (p *promoter) rounds(ctx context.Context) {
 	}
 }
 
-// promote makes due scheduled jobs ready, wakes the pools of their queues,
+// promote makes due scheduled jobs ready and, with sweep, the heads of
+// serial-key lines left without a holder; wakes the pools of their queues;
 // and returns the next run_at still scheduled (zero if none or unknown).
-func (p *promoter) promote(bg context.Context) time.Time {
+func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	w := p.w
 	seen := map[string]bool{}
 	var queues []string
@@ -135,6 +140,14 @@ func (p *promoter) promote(bg context.Context) time.Time {
 			break
 		}
 	}
+	if sweep {
+		for _, q := range p.sweepSerial(bg) {
+			if !seen[q] {
+				seen[q] = true
+				queues = append(queues, q)
+			}
+		}
+	}
 	w.wakeQueues(queues)
 	ctx, cancel := context.WithTimeout(bg, w.lease)
 	defer cancel()
@@ -150,4 +163,27 @@ func (p *promoter) promote(bg context.Context) time.Time {
 		return time.Time{}
 	}
 	return next
+}
+
+// sweepSerial runs the serial-key sweep at READ COMMITTED, whatever the
+// server's default isolation, and returns the queues of the jobs it made
+// ready.
+func (p *promoter) sweepSerial(bg context.Context) []string {
+	w := p.w
+	ctx, cancel := context.WithTimeout(bg, w.lease)
+	defer cancel()
+	var got []string
+	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var err error
+		got, err = w.q.SweepSerial(ctx, tx, maintenanceBatch)
+		return err
+	})
+	if err != nil {
+		if bg.Err() == nil {
+			p.sweepErrs.fail(w.log, "sweeping serial-key lines failed", err)
+		}
+		return nil
+	}
+	p.sweepErrs.ok(w.log, "sweeping serial-key lines recovered")
+	return got
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ func (w *Worker) run(e *task) {
 		}
 		return
 	}
-	if e.kind.tx || e.job.SerialKey != "" {
+	if e.kind.tx {
 		w.runInTx(e)
 		return
 	}
@@ -87,20 +86,10 @@ func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
 	return false, e.kind.work(ctx, e.job)
 }
 
-// runInTx runs a transactional or serial-key job on a connection held for
-// its whole run: a transaction that holds the serial key's advisory lock
-// and, for a transactional handler, the handler's writes and the job's
+// runInTx runs a transactional job on a connection held for its whole
+// run: a transaction that holds the handler's writes and the job's
 // completion.
 func (w *Worker) runInTx(e *task) {
-	key := e.job.SerialKey
-	if key != "" {
-		// Another slot of this process runs the key: no need to ask the database.
-		if !w.serial.hold(key) {
-			w.snoozeSerial(e)
-			return
-		}
-		defer w.serial.drop(key)
-	}
 	select {
 	case w.connSem <- struct{}{}:
 		defer func() { <-w.connSem }()
@@ -124,26 +113,9 @@ func (w *Worker) runInTx(e *task) {
 		_ = tx.Rollback(ctx) // a broken connection is discarded by the pool
 	}
 	defer rollback()
-	if key != "" {
-		ok, err := w.trySerialLock(e.ctx, tx, key)
-		if err != nil {
-			rollback()
-			w.finish(e, fmt.Errorf("serial key lock: %w", err), false)
-			return
-		}
-		if !ok {
-			rollback()
-			w.snoozeSerial(e)
-			return
-		}
-	}
-	var htx pgx.Tx
-	if e.kind.tx {
-		htx = tx
-	}
-	timedOut, err := w.call(e, htx)
-	if err != nil || !e.kind.tx {
-		rollback() // the handler's writes, or just the lock
+	timedOut, err := w.call(e, tx)
+	if err != nil {
+		rollback() // the handler's writes
 		w.finish(e, err, timedOut)
 		return
 	}
@@ -161,16 +133,6 @@ func (w *Worker) runInTx(e *task) {
 	defer cancel()
 	done = true // completeInTx commits or rolls back
 	w.fin.completeInTx(ctx, tx, e)
-}
-
-// snoozeSerial puts back a job whose serial key is held, without spending
-// its attempt, after a short jittered delay.
-func (w *Worker) snoozeSerial(e *task) {
-	d := w.serialRetry/2 + rand.N(w.serialRetry/2+1)
-	if e.state.CompareAndSwap(stRunning, stFinishing) {
-		traceOutcome(e, "snoozed", nil)
-		w.fin.add(outcome{ex: e, what: oSnooze, delay: d})
-	}
 }
 
 // finish turns a handler's result into an outcome and queues it, unless

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,6 +48,55 @@ func BenchmarkDrain(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
 			_ = w.Stop(context.Background())
+		})
+	}
+}
+
+// BenchmarkSerialDrain drains b.N no-op jobs with three workers of 40 slots
+// each (the shape of TestSerialKeysInOrderAcrossProcesses, in one
+// process), once spread over 20 serial keys and once without keys, and
+// reports jobs/s. Serial keys cost one hand-over per job: the next job of a
+// key is made ready in the transaction that completes the previous one,
+// and claimed from there.
+func BenchmarkSerialDrain(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		keys int
+	}{
+		{"keys20", 20},
+		{"nokeys", 0},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := setup(b, 16)
+			reg := NewRegistry()
+			MustRegister(reg, func(context.Context, *Job[serialArgs]) error { return nil }, KindOpts{})
+			items := make([]outbox.Item, b.N)
+			for i := range items {
+				items[i] = outbox.Item{Args: serialArgs{}}
+				if bc.keys > 0 {
+					key := fmt.Sprintf("k%02d", i%bc.keys)
+					items[i] = outbox.Item{Args: serialArgs{Key: key}, Opts: outbox.Opts{SerialKey: key}}
+				}
+			}
+			for i := 0; i < len(items); i += 50_000 {
+				if _, err := e.ob.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			start := time.Now()
+			var ws []*Worker
+			for range 3 {
+				ws = append(ws, e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 40}}}))
+			}
+			for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`) > 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+			for _, w := range ws {
+				_ = w.Stop(context.Background())
+			}
 		})
 	}
 }

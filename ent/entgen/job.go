@@ -44,7 +44,7 @@ type Job struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Small metadata (trace context, schedule name); may be logged.
 	Meta map[string]string `json:"meta,omitempty"`
-	// scheduled (future run_at), ready (due) or running (claimed).
+	// scheduled (future run_at), ready (due), running (claimed) or waiting (due, behind its serial key's head).
 	State job.State `json:"state,omitempty"`
 	// Claim order inside a priority; drawn each time the job becomes ready.
 	ReadySeq int64 `json:"ready_seq,omitempty"`
@@ -57,7 +57,9 @@ type Job struct {
 	// Error of the previous attempt, if any.
 	LastError *string `json:"last_error,omitempty"`
 	// The claim that last took the job; outcomes of a run are matched against it.
-	ClaimID      *int64 `json:"claim_id,omitempty"`
+	ClaimID *int64 `json:"claim_id,omitempty"`
+	// Place in its serial key's line, taken when the job first became ready.
+	SerialSeq    *int64 `json:"serial_seq,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -70,7 +72,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
 		case job.FieldPayload, job.FieldMeta:
 			values[i] = new([]byte)
-		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldReadySeq, job.FieldClaimID:
+		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq:
 			values[i] = new(sql.NullInt64)
 		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -222,6 +224,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.ClaimID = new(int64)
 				*_m.ClaimID = value.Int64
 			}
+		case job.FieldSerialSeq:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field serial_seq", values[i])
+			} else if value.Valid {
+				_m.SerialSeq = new(int64)
+				*_m.SerialSeq = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -326,6 +335,11 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	if v := _m.ClaimID; v != nil {
 		builder.WriteString("claim_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.SerialSeq; v != nil {
+		builder.WriteString("serial_seq=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteByte(')')

@@ -232,6 +232,20 @@ func (_c *JobCreate) SetNillableClaimID(v *int64) *JobCreate {
 	return _c
 }
 
+// SetSerialSeq sets the "serial_seq" field.
+func (_c *JobCreate) SetSerialSeq(v int64) *JobCreate {
+	_c.mutation.SetSerialSeq(v)
+	return _c
+}
+
+// SetNillableSerialSeq sets the "serial_seq" field if the given value is not nil.
+func (_c *JobCreate) SetNillableSerialSeq(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetSerialSeq(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v int64) *JobCreate {
 	_c.mutation.SetID(v)
@@ -442,6 +456,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ClaimID(); ok {
 		_spec.SetField(job.FieldClaimID, field.TypeInt64, value)
 		_node.ClaimID = &value
+	}
+	if value, ok := _c.mutation.SerialSeq(); ok {
+		_spec.SetField(job.FieldSerialSeq, field.TypeInt64, value)
+		_node.SerialSeq = &value
 	}
 	return _node, _spec
 }

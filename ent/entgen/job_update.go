@@ -356,6 +356,33 @@ func (_u *JobUpdate) ClearClaimID() *JobUpdate {
 	return _u
 }
 
+// SetSerialSeq sets the "serial_seq" field.
+func (_u *JobUpdate) SetSerialSeq(v int64) *JobUpdate {
+	_u.mutation.ResetSerialSeq()
+	_u.mutation.SetSerialSeq(v)
+	return _u
+}
+
+// SetNillableSerialSeq sets the "serial_seq" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableSerialSeq(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetSerialSeq(*v)
+	}
+	return _u
+}
+
+// AddSerialSeq adds value to the "serial_seq" field.
+func (_u *JobUpdate) AddSerialSeq(v int64) *JobUpdate {
+	_u.mutation.AddSerialSeq(v)
+	return _u
+}
+
+// ClearSerialSeq clears the value of the "serial_seq" field.
+func (_u *JobUpdate) ClearSerialSeq() *JobUpdate {
+	_u.mutation.ClearSerialSeq()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -507,6 +534,15 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ClaimIDCleared() {
 		_spec.ClearField(job.FieldClaimID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.SerialSeq(); ok {
+		_spec.SetField(job.FieldSerialSeq, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedSerialSeq(); ok {
+		_spec.AddField(job.FieldSerialSeq, field.TypeInt64, value)
+	}
+	if _u.mutation.SerialSeqCleared() {
+		_spec.ClearField(job.FieldSerialSeq, field.TypeInt64)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -853,6 +889,33 @@ func (_u *JobUpdateOne) ClearClaimID() *JobUpdateOne {
 	return _u
 }
 
+// SetSerialSeq sets the "serial_seq" field.
+func (_u *JobUpdateOne) SetSerialSeq(v int64) *JobUpdateOne {
+	_u.mutation.ResetSerialSeq()
+	_u.mutation.SetSerialSeq(v)
+	return _u
+}
+
+// SetNillableSerialSeq sets the "serial_seq" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableSerialSeq(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetSerialSeq(*v)
+	}
+	return _u
+}
+
+// AddSerialSeq adds value to the "serial_seq" field.
+func (_u *JobUpdateOne) AddSerialSeq(v int64) *JobUpdateOne {
+	_u.mutation.AddSerialSeq(v)
+	return _u
+}
+
+// ClearSerialSeq clears the value of the "serial_seq" field.
+func (_u *JobUpdateOne) ClearSerialSeq() *JobUpdateOne {
+	_u.mutation.ClearSerialSeq()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -1034,6 +1097,15 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.ClaimIDCleared() {
 		_spec.ClearField(job.FieldClaimID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.SerialSeq(); ok {
+		_spec.SetField(job.FieldSerialSeq, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedSerialSeq(); ok {
+		_spec.AddField(job.FieldSerialSeq, field.TypeInt64, value)
+	}
+	if _u.mutation.SerialSeqCleared() {
+		_spec.ClearField(job.FieldSerialSeq, field.TypeInt64)
 	}
 	_node = &Job{config: _u.config}
 	_spec.Assign = _node.assignValues

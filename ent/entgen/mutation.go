@@ -2582,6 +2582,8 @@ type JobMutation struct {
 	last_error      *string
 	claim_id        *int64
 	addclaim_id     *int64
+	serial_seq      *int64
+	addserial_seq   *int64
 	clearedFields   map[string]struct{}
 	done            bool
 	oldValue        func(context.Context) (*Job, error)
@@ -3596,6 +3598,76 @@ func (m *JobMutation) ResetClaimID() {
 	delete(m.clearedFields, job.FieldClaimID)
 }
 
+// SetSerialSeq sets the "serial_seq" field.
+func (m *JobMutation) SetSerialSeq(i int64) {
+	m.serial_seq = &i
+	m.addserial_seq = nil
+}
+
+// SerialSeq returns the value of the "serial_seq" field in the mutation.
+func (m *JobMutation) SerialSeq() (r int64, exists bool) {
+	v := m.serial_seq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSerialSeq returns the old "serial_seq" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldSerialSeq(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSerialSeq is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSerialSeq requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSerialSeq: %w", err)
+	}
+	return oldValue.SerialSeq, nil
+}
+
+// AddSerialSeq adds i to the "serial_seq" field.
+func (m *JobMutation) AddSerialSeq(i int64) {
+	if m.addserial_seq != nil {
+		*m.addserial_seq += i
+	} else {
+		m.addserial_seq = &i
+	}
+}
+
+// AddedSerialSeq returns the value that was added to the "serial_seq" field in this mutation.
+func (m *JobMutation) AddedSerialSeq() (r int64, exists bool) {
+	v := m.addserial_seq
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearSerialSeq clears the value of the "serial_seq" field.
+func (m *JobMutation) ClearSerialSeq() {
+	m.serial_seq = nil
+	m.addserial_seq = nil
+	m.clearedFields[job.FieldSerialSeq] = struct{}{}
+}
+
+// SerialSeqCleared returns if the "serial_seq" field was cleared in this mutation.
+func (m *JobMutation) SerialSeqCleared() bool {
+	_, ok := m.clearedFields[job.FieldSerialSeq]
+	return ok
+}
+
+// ResetSerialSeq resets all changes to the "serial_seq" field.
+func (m *JobMutation) ResetSerialSeq() {
+	m.serial_seq = nil
+	m.addserial_seq = nil
+	delete(m.clearedFields, job.FieldSerialSeq)
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -3630,7 +3702,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 19)
+	fields := make([]string, 0, 20)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -3688,6 +3760,9 @@ func (m *JobMutation) Fields() []string {
 	if m.claim_id != nil {
 		fields = append(fields, job.FieldClaimID)
 	}
+	if m.serial_seq != nil {
+		fields = append(fields, job.FieldSerialSeq)
+	}
 	return fields
 }
 
@@ -3734,6 +3809,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.LastError()
 	case job.FieldClaimID:
 		return m.ClaimID()
+	case job.FieldSerialSeq:
+		return m.SerialSeq()
 	}
 	return nil, false
 }
@@ -3781,6 +3858,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldLastError(ctx)
 	case job.FieldClaimID:
 		return m.OldClaimID(ctx)
+	case job.FieldSerialSeq:
+		return m.OldSerialSeq(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -3923,6 +4002,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetClaimID(v)
 		return nil
+	case job.FieldSerialSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSerialSeq(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -3946,6 +4032,9 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addclaim_id != nil {
 		fields = append(fields, job.FieldClaimID)
 	}
+	if m.addserial_seq != nil {
+		fields = append(fields, job.FieldSerialSeq)
+	}
 	return fields
 }
 
@@ -3964,6 +4053,8 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedReadySeq()
 	case job.FieldClaimID:
 		return m.AddedClaimID()
+	case job.FieldSerialSeq:
+		return m.AddedSerialSeq()
 	}
 	return nil, false
 }
@@ -4008,6 +4099,13 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddClaimID(v)
 		return nil
+	case job.FieldSerialSeq:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSerialSeq(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job numeric field %s", name)
 }
@@ -4039,6 +4137,9 @@ func (m *JobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(job.FieldClaimID) {
 		fields = append(fields, job.FieldClaimID)
+	}
+	if m.FieldCleared(job.FieldSerialSeq) {
+		fields = append(fields, job.FieldSerialSeq)
 	}
 	return fields
 }
@@ -4077,6 +4178,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldClaimID:
 		m.ClearClaimID()
+		return nil
+	case job.FieldSerialSeq:
+		m.ClearSerialSeq()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -4142,6 +4246,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldClaimID:
 		m.ResetClaimID()
+		return nil
+	case job.FieldSerialSeq:
+		m.ResetSerialSeq()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

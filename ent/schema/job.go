@@ -10,8 +10,8 @@ import (
 	"entgo.io/ent/schema/index"
 )
 
-// Job is docket_jobs, the hot table of live jobs: scheduled, ready and
-// running. Read it with Ent; write it through Docket (outbox.Client, or this
+// Job is docket_jobs, the hot table of live jobs: scheduled, ready,
+// waiting (in a serial key's line) and running. Read it with Ent; write it through Docket (outbox.Client, or this
 // module's ent.Enqueue) so that validation, NOTIFY and unique keys apply.
 type Job struct {
 	ent.Schema
@@ -23,8 +23,8 @@ func (Job) Mixin() []ent.Mixin { return []ent.Mixin{JobMixin{}} }
 // Fields of Job besides the shared ones.
 func (Job) Fields() []ent.Field {
 	return []ent.Field{
-		field.Enum("state").Values("scheduled", "ready", "running").Default("ready").SchemaType(text).
-			Comment("scheduled (future run_at), ready (due) or running (claimed)."),
+		field.Enum("state").Values("scheduled", "ready", "running", "waiting").Default("ready").SchemaType(text).
+			Comment("scheduled (future run_at), ready (due), running (claimed) or waiting (due, behind its serial key's head)."),
 		field.Int64("ready_seq").
 			Comment("Claim order inside a priority; drawn each time the job becomes ready."),
 		field.UUID("locked_by", uuid.UUID{}).Optional().Nillable().
@@ -37,6 +37,8 @@ func (Job) Fields() []ent.Field {
 			Comment("Error of the previous attempt, if any."),
 		field.Int64("claim_id").Optional().Nillable().
 			Comment("The claim that last took the job; outcomes of a run are matched against it."),
+		field.Int64("serial_seq").Optional().Nillable().
+			Comment("Place in its serial key's line, taken when the job first became ready."),
 	}
 }
 
@@ -61,6 +63,12 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("unique_key").Unique().
 			Annotations(entsql.IndexWhere("unique_key IS NOT NULL")).
 			StorageKey("docket_jobs_unique_key_idx"),
+		index.Fields("serial_key").Unique().
+			Annotations(entsql.IndexWhere("(serial_seq IS NOT NULL) AND (state <> 'waiting'::text)")).
+			StorageKey("docket_jobs_serial_holder_idx"),
+		index.Fields("serial_key", "serial_seq").
+			Annotations(entsql.IndexWhere("state = 'waiting'::text")).
+			StorageKey("docket_jobs_serial_line_idx"),
 	}
 }
 

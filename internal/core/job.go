@@ -27,6 +27,9 @@ const (
 	StateReady State = "ready"
 	// StateRunning is a job claimed by a worker holding a lease on it.
 	StateRunning State = "running"
+	// StateWaiting is a due job of a serial key waiting in the key's line
+	// for the jobs ahead of it to finish. It is never claimed in this state.
+	StateWaiting State = "waiting"
 )
 
 // Job is a claimed job as the worker runtime and handlers see it. Payload is

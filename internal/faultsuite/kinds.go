@@ -56,12 +56,13 @@ type Tick struct{}
 func (Tick) Kind() string { return KindTick }
 
 // tablesDDL creates the tables the handlers and the enqueuer write:
-// effects (one row per successful run of a Work job), snoozed (the jobs
+// effects (one row per successful run of a Work job, with when its handler
+// started and, in at, when it wrote the effect), snoozed (the jobs
 // whose first run snoozed), ticks (one row per schedule run) and batches
 // (the enqueuer's committed batches).
 const tablesDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.effects (job_id bigint NOT NULL, n int NOT NULL, attempt int NOT NULL, kind text NOT NULL, worker text NOT NULL,
-	at timestamptz NOT NULL DEFAULT clock_timestamp());
+	started timestamptz, at timestamptz NOT NULL DEFAULT clock_timestamp());
 CREATE TABLE IF NOT EXISTS %[1]s.snoozed (job_id bigint PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS %[1]s.ticks (name text NOT NULL, fire timestamptz NOT NULL, job_id bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS %[1]s.batches (b int PRIMARY KEY, jobs int NOT NULL, doomed int NOT NULL)`
@@ -80,7 +81,7 @@ var errAttempt = errors.New("faultsuite: this attempt fails on purpose")
 // worker id recorded with each effect.
 func register(reg *handlers.Registry, db *pgxpool.Pool, schema, me string) {
 	s := pgx.Identifier{schema}.Sanitize()
-	effect := `INSERT INTO ` + s + `.effects (job_id, n, attempt, kind, worker) VALUES ($1, $2, $3, $4, $5)`
+	effect := `INSERT INTO ` + s + `.effects (job_id, n, attempt, kind, worker, started) VALUES ($1, $2, $3, $4, $5, $6)`
 	snooze := `INSERT INTO ` + s + `.snoozed VALUES ($1) ON CONFLICT DO NOTHING`
 	tick := `INSERT INTO ` + s + `.ticks (name, fire, job_id) VALUES ($1, $2, $3)`
 	// before runs a Work job's mode; it returns a non-nil error to end the
@@ -102,7 +103,7 @@ func register(reg *handlers.Registry, db *pgxpool.Pool, schema, me string) {
 				return false, handlers.Snooze(200 * time.Millisecond)
 			}
 		case ModeSlow:
-			if _, err := db.Exec(ctx, effect, j.ID, w.N, j.Attempt, j.Kind, me); err != nil {
+			if _, err := db.Exec(ctx, effect, j.ID, w.N, j.Attempt, j.Kind, me, time.Now()); err != nil {
 				return false, err
 			}
 			time.Sleep(time.Duration(w.SleepMS) * time.Millisecond)
@@ -114,17 +115,19 @@ func register(reg *handlers.Registry, db *pgxpool.Pool, schema, me string) {
 		return false, nil
 	}
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[Plain]) error {
+		started := time.Now()
 		if done, err := before(ctx, j.Job, j.Args.Work); done || err != nil {
 			return err
 		}
-		_, err := db.Exec(ctx, effect, j.ID, j.Args.N, j.Attempt, j.Kind, me)
+		_, err := db.Exec(ctx, effect, j.ID, j.Args.N, j.Attempt, j.Kind, me, started)
 		return err
 	}, handlers.KindOpts{})
 	handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[Tx]) error {
+		started := time.Now()
 		if done, err := before(ctx, j.Job, j.Args.Work); done || err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, effect, j.ID, j.Args.N, j.Attempt, j.Kind, me)
+		_, err := tx.Exec(ctx, effect, j.ID, j.Args.N, j.Attempt, j.Kind, me, started)
 		return err
 	}, handlers.KindOpts{})
 	handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[Tick]) error {

@@ -81,7 +81,10 @@ type SoakResult struct {
 
 // soakItem is the soak's mix, by job number: 10% fail once, 1% always
 // (two attempts, then dead), 5% snooze once; 10% carry one of 50 serial
-// keys, 5% a unique key of their own; half are transactional.
+// keys, 5% a unique key of their own; half are transactional. A serial
+// key takes the jobs of whole hundreds, so that each key gets the mix (a
+// key keeps its head through a retry's backoff: a key that drew only
+// failing jobs would move one backoff at a time).
 func soakItem(n int) outbox.Item {
 	w := Work{N: n}
 	var o outbox.Opts
@@ -94,7 +97,7 @@ func soakItem(n int) outbox.Item {
 		w.Mode = ModeSnooze
 	}
 	if n%10 == 3 {
-		o.SerialKey = fmt.Sprintf("serial-%d", n/10%50)
+		o.SerialKey = fmt.Sprintf("serial-%d", n/100%50)
 	}
 	if n%20 == 7 {
 		o.UniqueKey = fmt.Sprintf("unique-%d", n)

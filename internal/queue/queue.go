@@ -47,7 +47,7 @@ type Queue struct {
 type statements struct {
 	claim, claimCapped, stragglers, heartbeat                 string
 	completeHistory, completeDelete, fail, snooze, deadLetter string
-	release, reap, promote, nextScheduled                     string
+	release, reap, promote, nextScheduled, sweepSerial        string
 	upsertWorker, pruneWorkers, deleteWorker                  string
 	partitions, createPartition, dropPartition                string
 }
@@ -73,7 +73,7 @@ func New(schema string, cfg Config) (*Queue, error) {
 			heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
 			completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 			deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
-			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled),
+			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), sweepSerial: r(sqlSweepSerial),
 			upsertWorker: r(sqlUpsertWorker), pruneWorkers: r(sqlPruneWorkers), deleteWorker: r(sqlDeleteWorker),
 			partitions:      sqlPartitions,
 			createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),

@@ -51,6 +51,8 @@ const (
 	FieldLastError = "last_error"
 	// FieldClaimID holds the string denoting the claim_id field in the database.
 	FieldClaimID = "claim_id"
+	// FieldSerialSeq holds the string denoting the serial_seq field in the database.
+	FieldSerialSeq = "serial_seq"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -77,6 +79,7 @@ var Columns = []string{
 	FieldLeaseUntil,
 	FieldLastError,
 	FieldClaimID,
+	FieldSerialSeq,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -111,6 +114,7 @@ const (
 	StateScheduled State = "scheduled"
 	StateReady     State = "ready"
 	StateRunning   State = "running"
+	StateWaiting   State = "waiting"
 )
 
 func (s State) String() string {
@@ -120,7 +124,7 @@ func (s State) String() string {
 // StateValidator is a validator for the "state" field enum values. It is called by the builders before save.
 func StateValidator(s State) error {
 	switch s {
-	case StateScheduled, StateReady, StateRunning:
+	case StateScheduled, StateReady, StateRunning, StateWaiting:
 		return nil
 	default:
 		return fmt.Errorf("job: invalid enum value for state field: %q", s)
@@ -218,4 +222,9 @@ func ByLastError(opts ...sql.OrderTermOption) OrderOption {
 // ByClaimID orders the results by the claim_id field.
 func ByClaimID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldClaimID, opts...).ToFunc()
+}
+
+// BySerialSeq orders the results by the serial_seq field.
+func BySerialSeq(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSerialSeq, opts...).ToFunc()
 }

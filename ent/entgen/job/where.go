@@ -135,6 +135,11 @@ func ClaimID(v int64) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldClaimID, v))
 }
 
+// SerialSeq applies equality check predicate on the "serial_seq" field. It's identical to SerialSeqEQ.
+func SerialSeq(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSerialSeq, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldQueue, v))
@@ -1023,6 +1028,56 @@ func ClaimIDIsNil() predicate.Job {
 // ClaimIDNotNil applies the NotNil predicate on the "claim_id" field.
 func ClaimIDNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldClaimID))
+}
+
+// SerialSeqEQ applies the EQ predicate on the "serial_seq" field.
+func SerialSeqEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldSerialSeq, v))
+}
+
+// SerialSeqNEQ applies the NEQ predicate on the "serial_seq" field.
+func SerialSeqNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldSerialSeq, v))
+}
+
+// SerialSeqIn applies the In predicate on the "serial_seq" field.
+func SerialSeqIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldSerialSeq, vs...))
+}
+
+// SerialSeqNotIn applies the NotIn predicate on the "serial_seq" field.
+func SerialSeqNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldSerialSeq, vs...))
+}
+
+// SerialSeqGT applies the GT predicate on the "serial_seq" field.
+func SerialSeqGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldSerialSeq, v))
+}
+
+// SerialSeqGTE applies the GTE predicate on the "serial_seq" field.
+func SerialSeqGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldSerialSeq, v))
+}
+
+// SerialSeqLT applies the LT predicate on the "serial_seq" field.
+func SerialSeqLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldSerialSeq, v))
+}
+
+// SerialSeqLTE applies the LTE predicate on the "serial_seq" field.
+func SerialSeqLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldSerialSeq, v))
+}
+
+// SerialSeqIsNil applies the IsNil predicate on the "serial_seq" field.
+func SerialSeqIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldSerialSeq))
+}
+
+// SerialSeqNotNil applies the NotNil predicate on the "serial_seq" field.
+func SerialSeqNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldSerialSeq))
 }
 
 // And groups predicates with the AND operator between them.
