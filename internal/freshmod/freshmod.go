@@ -24,9 +24,14 @@ func Build(t testing.TB, files map[string]string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goLine := regexp.MustCompile(`(?m)^go \S+$`).Find(mod)
+	// The new module requires what this one does, at the same versions, so
+	// that go resolves the same pruned module graph as this module's build
+	// did, from the go.mod files already in the module cache. Requiring
+	// Docket alone would make it walk Docket's dependencies' own
+	// requirements, whose go.mod files a fresh machine's cache lacks.
+	body := regexp.MustCompile(`(?m)^module .*$`).ReplaceAll(mod, nil)
 	dir := t.TempDir()
-	gomod := "module freshmod.example\n\n" + string(goLine) + "\n\nrequire github.com/docketq/docket v0.0.0\n\nreplace github.com/docketq/docket => " + root + "\n"
+	gomod := "module freshmod.example\n" + string(body) + "\nrequire github.com/docketq/docket v0.0.0\n\nreplace github.com/docketq/docket => " + root + "\n"
 	write(t, filepath.Join(dir, "go.mod"), gomod)
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
