@@ -53,7 +53,7 @@ func (p *presence) register(bg context.Context) {
 	defer cancel()
 	samples := w.claimLat.recent(nil)
 	err := w.q.RegisterWorker(ctx, w.db, queue.WorkerInfo{
-		ID: w.id, Host: p.host, PID: p.pid, Kinds: w.names, Queues: p.queues,
+		ID: w.id, Host: p.host, PID: p.pid, Kinds: w.names, Queues: p.queues, Slots: w.slots(),
 		TTL:      registerTTL*w.hbInterval + time.Second,
 		Claims:   w.claimLat.count(),
 		ClaimP50: percentile(samples, 0.5), ClaimP95: percentile(samples, 0.95), ClaimP99: percentile(samples, 0.99),

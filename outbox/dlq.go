@@ -89,11 +89,15 @@ RETURNING queue`
 )
 SELECT id FROM live UNION ALL SELECT id FROM dead`
 
-	// sqlDeadGroups groups the dead-letter table by kind and last error:
-	// one pass over it, as large as the retention window keeps it.
+	// sqlDeadGroups groups the latest $2 dead jobs (the dead_at index,
+	// newest first) by kind and last error.
 	sqlDeadGroups = `SELECT kind, COALESCE(last_error, ''), count(*), min(dead_at), max(dead_at),
 	min(queue), count(DISTINCT queue)
-FROM {{schema}}.docket_jobs_dead
+FROM (
+	SELECT kind, last_error, dead_at, queue FROM {{schema}}.docket_jobs_dead
+	ORDER BY dead_at DESC
+	LIMIT $2
+) d
 GROUP BY kind, last_error
 ORDER BY count(*) DESC, kind, last_error
 LIMIT $1`
@@ -210,11 +214,16 @@ func (g DeadGroup) Filter() (DeadFilter, bool) {
 // likeEscaper quotes LIKE's wildcards and its escape character.
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-// DeadGroups returns up to limit groups of dead jobs by kind and last
-// error, largest first.
+// DeadGroupsScope is how many of the latest dead jobs DeadGroups groups,
+// so that its cost does not grow with the dead-letter table.
+const DeadGroupsScope = 10_000
+
+// DeadGroups returns up to limit groups of the latest DeadGroupsScope dead
+// jobs by kind and last error, largest first. A group's Filter selects all
+// of its kind and error, older ones included.
 func (c *Client) DeadGroups(ctx context.Context, db Pgx, limit int) ([]DeadGroup, error) {
 	var out []DeadGroup
-	err := c.each(ctx, db, c.sql.deadGroups, []any{limit}, func(scan func(...any) error) error {
+	err := c.eachBounded(ctx, db, c.sql.deadGroups, []any{limit, DeadGroupsScope}, func(scan func(...any) error) error {
 		var g DeadGroup
 		if err := scan(&g.Kind, &g.Error, &g.Jobs, &g.First, &g.Last, &g.Queue, &g.Queues); err != nil {
 			return err

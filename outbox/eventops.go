@@ -61,34 +61,32 @@ func (c *Client) PurgeDeadEvents(ctx context.Context, db Pgx, ids []int64) ([]in
 	return c.ids(ctx, db, c.sql.eventPurge, ids)
 }
 
-// EventStatus is the relay's backlog as the events table shows it.
+// EventStatus is the relay's backlog (the docket_event_status view).
 type EventStatus struct {
 	// Pending is the number of committed events not yet acknowledged by
 	// the broker (dead letters excluded).
 	Pending int64 `json:"pending"`
 	// OldestPending is the creation time of the oldest pending event; zero
-	// when none. Now minus it is the relay's lag.
-	OldestPending time.Time `json:"oldest_pending,omitzero"`
+	// when none. Lag is its age: the relay's lag.
+	OldestPending time.Time     `json:"oldest_pending,omitzero"`
+	Lag           time.Duration `json:"lag"`
 	// Dead is the number of dead events; BlockedKeys how many keys they
 	// hold back.
 	Dead        int64 `json:"dead"`
 	BlockedKeys int64 `json:"blocked_keys"`
-	// Published is the number of events published so far that retention
-	// has not dropped, and Relays the number of relays with a live lease.
-	Published int64 `json:"published"`
-	Relays    int64 `json:"relays"`
+	// Relays is the number of relays with a live lease.
+	Relays int64 `json:"relays"`
 }
 
-// EventStatus reads the relay's backlog. It counts rows, so it costs a scan
-// of the pending index and, for Published, of the kept events: meant for an
-// operator's status, not a hot loop.
+// EventStatus reads the relay's backlog from the docket_event_status view
+// (migration 011). Its counts walk the pending and dead indexes, never the
+// published events, so its cost follows the backlog, not the retention.
 func (c *Client) EventStatus(ctx context.Context, db Pgx) (EventStatus, error) {
 	var s EventStatus
 	var oldest *time.Time
-	err := db.QueryRow(ctx, c.sql.eventStatus).Scan(&s.Pending, &oldest, &s.Dead, &s.BlockedKeys, &s.Published, &s.Relays)
-	if oldest != nil {
-		s.OldestPending = *oldest
-	}
+	var lag float64
+	err := db.QueryRow(ctx, c.sql.eventStatus).Scan(&s.Pending, &oldest, &lag, &s.Dead, &s.BlockedKeys, &s.Relays)
+	s.OldestPending, s.Lag = deref(oldest), seconds(lag)
 	return s, c.wrapErr(err)
 }
 
@@ -109,11 +107,6 @@ RETURNING id`
 WHERE dead_at IS NOT NULL AND ($1::bigint[] IS NULL OR id = ANY($1))
 RETURNING id`
 
-	sqlEventStatus = `SELECT
-	(SELECT count(*) FROM {{schema}}.docket_events WHERE published_at IS NULL AND dead_at IS NULL),
-	(SELECT created_at FROM {{schema}}.docket_events WHERE published_at IS NULL AND dead_at IS NULL ORDER BY id LIMIT 1),
-	(SELECT count(*) FROM {{schema}}.docket_events WHERE dead_at IS NOT NULL),
-	(SELECT count(DISTINCT key) FROM {{schema}}.docket_events WHERE dead_at IS NOT NULL AND blocks_key),
-	(SELECT count(*) FROM {{schema}}.docket_events WHERE published_at IS NOT NULL),
-	(SELECT count(*) FROM {{schema}}.docket_relays WHERE lease_until > now())`
+	sqlEventStatus = `SELECT pending, oldest_pending_at, lag_seconds, dead, blocked_keys, relays_live
+FROM {{schema}}.docket_event_status`
 )

@@ -27,7 +27,7 @@ FROM {{schema}}.docket_stuck_jobs ORDER BY lease_until LIMIT $1`
 
 	sqlUnserved = `SELECT queue, kind, jobs, oldest_run_at FROM {{schema}}.docket_unserved_kinds ORDER BY queue, kind`
 
-	sqlWorkers = `SELECT id, host, pid, kinds, queues, started_at, last_seen, expires_at > now(), claims,
+	sqlWorkers = `SELECT id, host, pid, kinds, queues, COALESCE(slots, 0), started_at, last_seen, expires_at > now(), claims,
 	claim_p50_ms, claim_p95_ms, claim_p99_ms
 FROM {{schema}}.docket_workers ORDER BY started_at, id`
 
@@ -71,6 +71,8 @@ type Status struct {
 	Horizon []HorizonHolder
 	// Warnings are the conditions past their thresholds, most severe kinds first.
 	Warnings []Warning
+	// Events is the outbox relay's backlog; nil before migration 011.
+	Events *EventStatus
 }
 
 // QueueStatus is one queue's backlog, lag and throughput.
@@ -129,11 +131,14 @@ type UnservedKind struct {
 
 // WorkerStatus is one registered worker process (registered by each worker process on its heartbeat).
 type WorkerStatus struct {
-	ID        uuid.UUID
-	Host      string
-	PID       int
-	Kinds     []string
-	Queues    []string
+	ID     uuid.UUID
+	Host   string
+	PID    int
+	Kinds  []string
+	Queues []string
+	// Slots is how many handlers the process runs at once; zero for a
+	// process of a version that does not publish it.
+	Slots     int
 	StartedAt time.Time
 	LastSeen  time.Time
 	// Live is false once the process missed its heartbeats: it died
@@ -285,16 +290,7 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.sql.tableStatus, nil, func(scan func(...any) error) error {
-		var t TableStatus
-		var v, av, a, aa *time.Time
-		if err := scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &v, &av, &a, &aa); err != nil {
-			return err
-		}
-		t.LastVacuum, t.LastAutovacuum, t.LastAnalyze, t.LastAutoanalyze = deref(v), deref(av), deref(a), deref(aa)
-		s.Tables = append(s.Tables, t)
-		return nil
-	})
+	err = c.each(ctx, db, c.sql.unserved, nil, s.addUnserved)
 	if err != nil {
 		return nil, err
 	}
@@ -314,30 +310,43 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 	if err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.sql.unserved, nil, func(scan func(...any) error) error {
-		var u UnservedKind
-		if err := scan(&u.Queue, &u.Kind, &u.Jobs, &u.OldestRunAt); err != nil {
-			return err
-		}
-		s.Unserved = append(s.Unserved, u)
-		return nil
-	})
-	if err != nil {
+	if err := c.readRest(ctx, db, th, s); err != nil {
 		return nil, err
 	}
-	err = c.each(ctx, db, c.sql.workers, nil, func(scan func(...any) error) error {
-		var w WorkerStatus
-		var p50, p95, p99 *float64
-		if err := scan(&w.ID, &w.Host, &w.PID, &w.Kinds, &w.Queues, &w.StartedAt, &w.LastSeen, &w.Live,
-			&w.Claims, &p50, &p95, &p99); err != nil {
+	return s, nil
+}
+
+// addUnserved reads one row of unserved kinds (queue, kind, jobs, oldest
+// run_at) into s.
+func (s *Status) addUnserved(scan func(...any) error) error {
+	var u UnservedKind
+	if err := scan(&u.Queue, &u.Kind, &u.Jobs, &u.OldestRunAt); err != nil {
+		return err
+	}
+	s.Unserved = append(s.Unserved, u)
+	return nil
+}
+
+// readRest reads what Status and Overview share, each part bounded by an
+// index or by the small table it reads — tables, workers, the vacuum
+// horizon, the relay's backlog — and sets the warnings.
+func (c *Client) readRest(ctx context.Context, db Pgx, th Thresholds, s *Status) error {
+	var err error
+	err = c.each(ctx, db, c.sql.tableStatus, nil, func(scan func(...any) error) error {
+		var t TableStatus
+		var v, av, a, aa *time.Time
+		if err := scan(&t.Table, &t.LiveTuples, &t.DeadTuples, &v, &av, &a, &aa); err != nil {
 			return err
 		}
-		w.ClaimP50, w.ClaimP95, w.ClaimP99 = millis(p50), millis(p95), millis(p99)
-		s.Workers = append(s.Workers, w)
+		t.LastVacuum, t.LastAutovacuum, t.LastAnalyze, t.LastAutoanalyze = deref(v), deref(av), deref(a), deref(aa)
+		s.Tables = append(s.Tables, t)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if s.Workers, err = c.Workers(ctx, db); err != nil {
+		return err
 	}
 	err = c.each(ctx, db, c.sql.horizon, nil, func(scan func(...any) error) error {
 		var h HorizonHolder
@@ -362,10 +371,46 @@ func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, er
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if s.Events, err = c.eventStatusIfMigrated(ctx, db); err != nil {
+		return err
 	}
 	s.Warnings = s.check(th)
-	return s, nil
+	return nil
+}
+
+// Workers lists the registered worker processes, live or recently gone,
+// from the presence table alone.
+func (c *Client) Workers(ctx context.Context, db Pgx) ([]WorkerStatus, error) {
+	var out []WorkerStatus
+	err := c.each(ctx, db, c.sql.workers, nil, func(scan func(...any) error) error {
+		var w WorkerStatus
+		var p50, p95, p99 *float64
+		if err := scan(&w.ID, &w.Host, &w.PID, &w.Kinds, &w.Queues, &w.Slots, &w.StartedAt, &w.LastSeen, &w.Live,
+			&w.Claims, &p50, &p95, &p99); err != nil {
+			return err
+		}
+		w.ClaimP50, w.ClaimP95, w.ClaimP99 = millis(p50), millis(p95), millis(p99)
+		out = append(out, w)
+		return nil
+	})
+	return out, err
+}
+
+// eventStatusIfMigrated returns the relay's backlog, or nil before
+// migration 011 (asked with a statement that cannot fail, so a caller's
+// transaction is never aborted).
+func (c *Client) eventStatusIfMigrated(ctx context.Context, db Pgx) (*EventStatus, error) {
+	var ok bool
+	if err := db.QueryRow(ctx, sqlMigrated, `"`+c.schema+`".docket_event_status`).Scan(&ok); err != nil || !ok {
+		return nil, c.wrapErr(err)
+	}
+	ev, err := c.EventStatus(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }
 
 // OldestHorizon returns the holder of this database's vacuum horizon that
@@ -392,7 +437,11 @@ func (s *Status) check(th Thresholds) []Warning {
 			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %d ready", q.Queue, round(q.Lag), th.Lag, q.Ready)
 		}
 		if q.DLQDelta24h > 0 {
-			add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h to %d", q.Queue, q.DLQDelta24h, q.DLQSize)
+			if q.DLQSize > 0 {
+				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h to %d", q.Queue, q.DLQDelta24h, q.DLQSize)
+			} else { // an Overview, which does not count each queue's dead letters
+				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h", q.Queue, q.DLQDelta24h)
+			}
 		}
 	}
 	if s.StuckCount > 0 {

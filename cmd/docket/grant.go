@@ -32,7 +32,7 @@ func migrateGrant(fs *flag.FlagSet) action {
 			_, err := io.WriteString(out, sql)
 			return err
 		}
-		pool, err := connect(ctx, db.url, 2)
+		pool, err := connect(ctx, db.url, 2, db.pgbouncer)
 		if err != nil {
 			return err
 		}

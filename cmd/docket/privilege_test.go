@@ -17,6 +17,7 @@ import (
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -293,6 +294,10 @@ func TestLeastPrivilege(t *testing.T) {
 	for i := range 5 {
 		items = append(items, outbox.Item{Args: privTx{N: i}})
 	}
+	// Serial keys: the line's triggers run as the application role.
+	for i := range 3 {
+		items = append(items, outbox.Item{Args: privOK{N: 1000 + i}, Opts: outbox.Opts{SerialKey: "acct"}})
+	}
 	if _, err := c.EnqueueMany(ctx, r.appPool, items); err != nil {
 		t.Fatalf("bulk enqueue as app: %v", err)
 	}
@@ -302,7 +307,7 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 
 	waitFor(t, "the jobs to finish", func() bool {
-		return r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind IN ('priv_ok', 'priv_flaky', 'priv_snooze', 'priv_tx')`) == 208 &&
+		return r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind IN ('priv_ok', 'priv_flaky', 'priv_snooze', 'priv_tx')`) == 211 &&
 			r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_dead WHERE kind = 'priv_doomed'`) == 1
 	})
 	if n := r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind = 'priv_flaky' AND attempts = 2`); n != 1 {
@@ -372,6 +377,36 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("migrate status as app: %q", out)
 	}
 
+	// Event partitions: a relay running as the application role makes the
+	// next days' and drops those past retention through the definer
+	// functions of migration 010, and the partitions belong to the owner.
+	if _, err := c.Outbox().Publish(ctx, r.appPool, outbox.Message{Topic: "priv.events", Key: "k", Payload: []byte(`{}`)}); err != nil {
+		t.Fatalf("publish as app: %v", err)
+	}
+	oldEvents := "docket_events_20200101"
+	if _, err := r.appPool.Exec(ctx, `SELECT "`+r.schema+`".docket_create_event_partition('2020-01-01')`); err != nil {
+		t.Fatalf("app role making an event partition through the definer function: %v", err)
+	}
+	if got := r.relOwner(t, oldEvents); got != r.owner {
+		t.Fatalf("event partition %s made by the app role is owned by %q, want the owner %s", oldEvents, got, r.owner)
+	}
+	sink := &privSink{}
+	rl, err := relay.New(r.appPool, relay.Config{Schema: r.schema, Publisher: sink, Retention: 24 * time.Hour, Name: "priv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- rl.Run(rctx) }()
+	todayEvents := "docket_events_" + time.Now().UTC().Format("20060102")
+	waitFor(t, "the relay to publish, make today's event partition and drop the old one", func() bool {
+		return sink.count() == 1 && r.relOwner(t, todayEvents) == r.owner && r.relOwner(t, oldEvents) == ""
+	})
+	stopRelay()
+	if err := <-relayDone; err != nil {
+		t.Errorf("relay as app: %v", err)
+	}
+
 	// No DDL: every statement is refused for lack of privilege.
 	s := `"` + r.schema + `"`
 	for _, ddl := range []string{
@@ -383,6 +418,7 @@ func TestLeastPrivilege(t *testing.T) {
 		`CREATE INDEX ON ` + s + `.docket_jobs (kind)`,
 		`ALTER TABLE ` + s + `.docket_jobs_done DETACH PARTITION ` + s + `.` + today,
 		`CREATE OR REPLACE FUNCTION ` + s + `.docket_drop_history_partition(day date) RETURNS boolean LANGUAGE sql AS 'SELECT true'`,
+		`DROP TABLE ` + s + `.docket_events_default`,
 		`INSERT INTO ` + s + `.docket_migrations (version, name) VALUES (999, 'x')`,
 	} {
 		_, err := r.appPool.Exec(ctx, ddl)
@@ -397,13 +433,34 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("definer function with a day out of range: %v, want invalid_parameter_value (22023)", err)
 	}
 	if n := r.count(t, `SELECT count(*) FROM pg_proc p, aclexplode(p.proacl) a
-		WHERE p.pronamespace = '{{schema}}'::regnamespace AND p.proname LIKE 'docket\_%\_history\_partition'
+		WHERE p.pronamespace = '{{schema}}'::regnamespace AND p.proname LIKE 'docket\_%\_partition'
 		AND a.grantee = 0`); n != 0 {
 		t.Errorf("PUBLIC holds %d privileges on the partition functions", n)
 	}
 	if n := r.count(t, `SELECT count(*) FROM pg_proc p
-		WHERE p.pronamespace = '{{schema}}'::regnamespace AND p.proname LIKE 'docket\_%\_history\_partition'
-		AND p.prosecdef AND array_to_string(p.proconfig, ',') LIKE 'search_path=pg_catalog, %'`); n != 2 {
-		t.Errorf("%d partition functions are SECURITY DEFINER with a pinned search_path, want 2", n)
+		WHERE p.pronamespace = '{{schema}}'::regnamespace AND p.proname LIKE 'docket\_%\_partition'
+		AND p.prosecdef AND array_to_string(p.proconfig, ',') LIKE 'search_path=pg_catalog, %'`); n != 4 {
+		t.Errorf("%d partition functions are SECURITY DEFINER with a pinned search_path, want 4", n)
 	}
+}
+
+// privSink is a relay publisher that counts what it is given.
+type privSink struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *privSink) Publish(_ context.Context, msgs []relay.Message) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += len(msgs)
+	return make([]error, len(msgs))
+}
+
+func (s *privSink) Close() error { return nil }
+
+func (s *privSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }

@@ -59,13 +59,7 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 					if *asJSON {
 						err = writeJSON(out, s, *watch == 0)
 					} else {
-						// The relay's backlog, when migration 7 is applied
-						// (docket relay status --json has it as JSON).
-						var ev *outbox.EventStatus
-						if es, err := client.EventStatus(ctx, pool); err == nil {
-							ev = &es
-						}
-						err = printStatus(out, s, ev)
+						err = printStatus(out, s)
 					}
 					if err != nil {
 						return err
@@ -85,8 +79,8 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 }
 
 // printStatus writes the compact text form of a status snapshot, with the
-// relay's backlog when ev is not nil.
-func printStatus(out io.Writer, s *outbox.Status, ev *outbox.EventStatus) error {
+// relay's backlog where the events tables exist.
+func printStatus(out io.Writer, s *outbox.Status) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHED\tRUNNING\tLAG\tDONE 1m/1h\tRETRIES 1m/1h\tDEAD 1m/1h\tDLQ\tDLQ 24h")
 	for _, q := range s.Queues {
@@ -121,15 +115,15 @@ func printStatus(out io.Writer, s *outbox.Status, ev *outbox.EventStatus) error 
 	fmt.Fprintf(out, "\nworkers: %d live", live)
 	for _, w := range s.Workers {
 		if w.Live && w.Claims > 0 {
-			fmt.Fprintf(out, "\n  %s pid %d: claim p50 %s p95 %s p99 %s (%d claims)", w.Host, w.PID,
+			fmt.Fprintf(out, "\n  %s pid %d, %d slots: claim p50 %s p95 %s p99 %s (%d claims)", w.Host, w.PID, w.Slots,
 				ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Claims)
 		}
 	}
 	fmt.Fprintf(out, "\nstuck leases: %d\n", s.StuckCount)
-	if ev != nil {
+	if ev := s.Events; ev != nil {
 		lag := "none"
 		if !ev.OldestPending.IsZero() {
-			lag = short(s.At.Sub(ev.OldestPending))
+			lag = short(ev.Lag)
 		}
 		fmt.Fprintf(out, "events: %d pending, lag %s, %d dead (%d keys blocked), %d relays live\n",
 			ev.Pending, lag, ev.Dead, ev.BlockedKeys, ev.Relays)

@@ -9,10 +9,10 @@ import (
 
 const (
 	sqlUpsertWorker = `INSERT INTO {{schema}}.docket_workers
-	(id, host, pid, kinds, queues, expires_at, claims, claim_p50_ms, claim_p95_ms, claim_p99_ms)
-VALUES ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond', $7, $8, $9, $10)
+	(id, host, pid, kinds, queues, expires_at, claims, claim_p50_ms, claim_p95_ms, claim_p99_ms, slots)
+VALUES ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond', $7, $8, $9, $10, $11)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, kinds = EXCLUDED.kinds,
-	queues = EXCLUDED.queues, last_seen = now(), expires_at = EXCLUDED.expires_at,
+	queues = EXCLUDED.queues, slots = EXCLUDED.slots, last_seen = now(), expires_at = EXCLUDED.expires_at,
 	claims = EXCLUDED.claims, claim_p50_ms = EXCLUDED.claim_p50_ms,
 	claim_p95_ms = EXCLUDED.claim_p95_ms, claim_p99_ms = EXCLUDED.claim_p99_ms`
 
@@ -31,6 +31,9 @@ type WorkerInfo struct {
 	PID    int
 	Kinds  []string
 	Queues []string
+	// Slots is how many handlers the process runs at once (its pools'
+	// concurrency summed).
+	Slots int
 	// TTL is how long the row counts as live without another
 	// RegisterWorker: a few heartbeat intervals.
 	TTL time.Duration
@@ -50,7 +53,7 @@ func (q *Queue) RegisterWorker(ctx context.Context, db DB, w WorkerInfo) error {
 		return float64(d) / float64(time.Millisecond)
 	}
 	_, err := db.Exec(ctx, q.sql.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
-		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99))
+		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots)
 	return q.wrapErr(err)
 }
 

@@ -1,0 +1,1 @@
+DROP VIEW IF EXISTS {{schema}}.docket_event_status;
