@@ -14,7 +14,9 @@ import (
 // "public", history kept, NOTIFY debounced per queue by 2ms.
 type Config struct {
 	// Schema is the PostgreSQL schema (namespace) that holds Docket's tables.
-	// Empty means "public". It must be a plain lower-case identifier.
+	// Empty means "public". It must be a plain lower-case identifier
+	// (letters, digits, _) of at most 56 bytes, so that the LISTEN/NOTIFY
+	// channel "docket_<schema>" fits PostgreSQL's 63-byte limit.
 	Schema string
 
 	// DisableHistory deletes completed jobs instead of moving them to
@@ -84,7 +86,7 @@ type Client struct {
 }
 
 // ErrInvalidSchema is returned by New for a schema name that is not a plain
-// lower-case identifier.
+// lower-case identifier of at most 56 bytes.
 var ErrInvalidSchema = pgsql.ErrInvalidSchema
 
 // statements holds the client's SQL rendered for its schema; each
@@ -92,6 +94,7 @@ var ErrInvalidSchema = pgsql.ErrInvalidSchema
 type statements struct {
 	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, removeQueued string
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
+	overviewQueues, overviewTotals, overviewUnserved                               string
 	pausedQueues, setPaused                                                        string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
@@ -106,6 +109,7 @@ func renderStatements(schema string) statements {
 		lookupKeys: r(sqlLookupKeys), nextIDs: r(sqlNextIDs), enqueueSet: r(sqlEnqueueSet),
 		removeQueued: r(sqlRemoveQueued),
 		queueStatus:  r(sqlQueueStatus), tableStatus: r(sqlTableStatus), stuckJobs: r(sqlStuckJobs),
+		overviewQueues: r(sqlOverviewQueues), overviewTotals: r(sqlOverviewTotals), overviewUnserved: r(sqlOverviewUnserved),
 		stuckCount: r(sqlStuckCount), unserved: r(sqlUnserved), workers: r(sqlWorkers),
 		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
 		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
@@ -164,6 +168,11 @@ func (c *Client) ClaimCursorLag() time.Duration { return c.cursorLag }
 // NotifyChannel is the LISTEN/NOTIFY channel on which the client announces
 // queues that received due jobs; the payload is the queue name.
 func (c *Client) NotifyChannel() string { return "docket_" + c.schema }
+
+// EventChannel is the LISTEN/NOTIFY channel on which the client announces
+// committed events (Publish, PublishMany), at most once per debounce
+// window; relays listen on it. The payload is empty.
+func (c *Client) EventChannel() string { return pgsql.EventChannel(c.schema) }
 
 // NotifyDebounce is the debounce window for NOTIFY, or -1 when disabled. A
 // listener that wakes on a notification should claim once more after this

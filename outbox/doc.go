@@ -5,11 +5,12 @@
 //
 // # Tables
 //
-// docket_jobs holds live jobs only (scheduled, ready, running); finished jobs
-// move to docket_jobs_done (history, one partition per UTC day) or
-// docket_jobs_dead (dead letters), so its unique index on unique_key means
-// exactly "no duplicate in-flight job". Config.Schema names the schema that
-// holds them; each file here holds the statements it runs.
+// docket_jobs holds live jobs only (scheduled, ready, waiting, running);
+// finished jobs move to docket_jobs_done (history, one partition per UTC
+// day) or docket_jobs_dead (dead letters), so its unique index on
+// unique_key means exactly "no duplicate in-flight job". Config.Schema
+// names the schema that holds them; each file here holds the statements it
+// runs.
 //
 // # Enqueue
 //

@@ -114,7 +114,9 @@ type Enqueued struct {
 	// Duplicate is true when nothing was inserted because a job with the
 	// same unique key was in flight; ID is that job's id.
 	Duplicate bool
-	// State is the job's state after the call.
+	// State is the job's state after the call. A serial-key job reported
+	// ready joins its key's line when the transaction's statement ends, and
+	// waits there (docket.StateWaiting) while another job holds the key.
 	State docket.State
 }
 
@@ -748,7 +750,8 @@ const (
 )` + enqueueResult
 
 	// sqlEnqueueMove is sqlEnqueue where a duplicate key moves the existing
-	// job's run_at instead, unless that job is already running.
+	// job's run_at instead, unless that job is already running or waiting in
+	// its serial key's line (where it keeps its place).
 	sqlEnqueueMove = `WITH ins AS (
 	INSERT INTO {{schema}}.docket_jobs AS j
 		(state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
@@ -757,7 +760,7 @@ const (
 	FROM (SELECT COALESCE($10::timestamptz, now() + $11::bigint * interval '1 millisecond') AS at) t
 	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL
 	DO UPDATE SET run_at = EXCLUDED.run_at, state = EXCLUDED.state, ready_seq = EXCLUDED.ready_seq
-	WHERE j.state <> 'running'
+	WHERE j.state NOT IN ('running', 'waiting')
 	RETURNING id, state, (xmax = 0) AS inserted
 )` + enqueueResult
 

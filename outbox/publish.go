@@ -8,8 +8,10 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -194,18 +196,34 @@ func (c *Client) publish(ctx context.Context, cn conn, m Message) (Published, er
 	if err := c.checkEvents(ctx, cn); err != nil {
 		return Published{}, err
 	}
+	// The announcement is sent in the insert's own statement, so a publish
+	// costs one round trip; it reaches the relays when the caller commits.
+	var channel any
+	now := time.Now()
+	prev, announce := c.takeNotify(eventsAnnounced, now)
+	if announce {
+		channel = c.EventChannel()
+	}
 	var p Published
-	scan := func(scan func(...any) error) error { return scan(&p.ID, &p.Seq) }
+	var notified *bool
+	scan := func(scan func(...any) error) error { return scan(&p.ID, &p.Seq, &notified) }
 	if ev.key == "" {
-		err = cn.query(ctx, c.sql.publish, []any{ev.topic, ev.payload, nullableJSON(ev.headers)}, scan)
+		err = cn.query(ctx, c.sql.publish, []any{ev.topic, ev.payload, nullableJSON(ev.headers), channel}, scan)
 	} else {
-		err = cn.query(ctx, c.sql.publishKeyed, []any{ev.topic, ev.key, keyPart(ev.key), ev.payload, nullableJSON(ev.headers)}, scan)
+		err = cn.query(ctx, c.sql.publishKeyed, []any{ev.topic, ev.key, keyPart(ev.key), ev.payload, nullableJSON(ev.headers), channel}, scan)
 	}
 	if err != nil {
+		if announce {
+			c.giveBackNotify(eventsAnnounced, now, prev)
+		}
 		return Published{}, c.wrapErr(err)
 	}
 	return p, nil
 }
+
+// eventsAnnounced is the debounce entry of event announcements beside the
+// queues' (queue names cannot start with '@').
+const eventsAnnounced = "@events"
 
 // PublishMany writes many events with one COPY and returns one result per
 // message, in order. Messages of one key get consecutive sequence numbers
@@ -310,6 +328,13 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 	if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_events"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return nil, err
 	}
+	now := time.Now()
+	if prev, ok := c.takeNotify(eventsAnnounced, now); ok {
+		if _, err := db.Exec(ctx, pgsql.NotifyEvents, c.EventChannel()); err != nil {
+			c.giveBackNotify(eventsAnnounced, now, prev)
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -334,22 +359,29 @@ func (c *Client) checkEvents(ctx context.Context, cn conn) error {
 
 const (
 	// sqlPublish writes an event without key; its partition follows its id.
-	sqlPublish = `INSERT INTO {{schema}}.docket_events (id, topic, part, payload, headers)
-SELECT i.id, $1::text, i.id % 64, $2::bytea, $3::jsonb
-FROM (SELECT nextval('{{schema}}.docket_events_id_seq') AS id) i
-RETURNING id, 0::bigint`
+	// When $4 names a channel it announces the event there (see
+	// EventChannel).
+	sqlPublish = `WITH e AS (
+	INSERT INTO {{schema}}.docket_events (id, topic, part, payload, headers)
+	SELECT i.id, $1::text, i.id % 64, $2::bytea, $3::jsonb
+	FROM (SELECT nextval('{{schema}}.docket_events_id_seq') AS id) i
+	RETURNING id
+)
+SELECT id, 0::bigint, CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') IS NOT NULL END FROM e`
 
 	// sqlPublishKeyed bumps the key's sequence, which locks its row until
 	// the transaction ends, and draws the event's id in RETURNING, that is
-	// once the lock is held.
+	// once the lock is held. $6 as sqlPublish's $4.
 	sqlPublishKeyed = `WITH k AS (
 	INSERT INTO {{schema}}.docket_event_keys AS k (key, seq) VALUES ($2::text, 1)
 	ON CONFLICT (key) DO UPDATE SET seq = k.seq + 1
 	RETURNING k.seq, nextval('{{schema}}.docket_events_id_seq') AS id
+), e AS (
+	INSERT INTO {{schema}}.docket_events (id, topic, key, seq, part, payload, headers)
+	SELECT k.id, $1::text, $2::text, k.seq, $3::smallint, $4::bytea, $5::jsonb FROM k
+	RETURNING id, seq
 )
-INSERT INTO {{schema}}.docket_events (id, topic, key, seq, part, payload, headers)
-SELECT k.id, $1::text, $2::text, k.seq, $3::smallint, $4::bytea, $5::jsonb FROM k
-RETURNING id, seq`
+SELECT id, seq, CASE WHEN $6::text IS NOT NULL THEN pg_notify($6, '') IS NOT NULL END FROM e`
 
 	// sqlReserveSeqs takes $2[i] sequence numbers for key $1[i], locking the
 	// keys in the order given, and returns each key's last number.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
+	"github.com/docketq/docket/outbox/relay/rabbitrelay"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -54,14 +56,18 @@ func relayRun(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	amqpURL := fs.String("amqp-url", "", "publish to RabbitMQ at this amqp:// URL instead of NATS")
+	exchange := fs.String("exchange", "", "with --amqp-url: the exchange messages go to, the topic as routing key (default: the default exchange)")
 	subjects := subjectsFlag{}
-	fs.Var(subjects, "subject", "map a topic to a NATS subject, as TOPIC=SUBJECT (repeatable; default: the topic)")
+	fs.Var(subjects, "subject", "map a topic to a NATS subject (or, with --amqp-url, a routing key), as TOPIC=SUBJECT (repeatable; default: the topic)")
 	n := fs.Int("concurrency", 1, "relays to run in this process; each takes its share of partitions")
 	batch := fs.Int("batch", 0, "events per publish round (default 500)")
 	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
 	attempts := fs.Int("max-attempts", 0, "permanent refusals before an event is dead-lettered (default 3)")
 	skip := fs.Bool("skip-dead", false, "let a dead event's later events of its key pass instead of holding them back")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at host:port/metrics (default: none)")
+	// The default is read when starting, not shown in help: it may hold a password.
+	listenURL := fs.String("listen-url", "", "PostgreSQL URL for the relays' LISTEN connection, straight to the server past a transaction pooler (default $DOCKET_LISTEN_URL, else the database URL; with --pgbouncer and neither, relays poll)")
 	return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
@@ -72,13 +78,16 @@ func relayRun(fs *flag.FlagSet) action {
 		if *lease != 0 && *lease < 300*time.Millisecond {
 			return fmt.Errorf("%w: --lease %s under 300ms", errUsage, *lease)
 		}
+		if *listenURL == "" {
+			*listenURL = os.Getenv("DOCKET_LISTEN_URL")
+		}
 		client, err := outbox.New(outbox.Config{Schema: db.schema})
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		// Each relay runs one statement at a time; a second connection
 		// each leaves room for lease renewal and partition maintenance.
-		pool, err := connect(ctx, db.url, int32(2**n))
+		pool, err := connect(ctx, db.url, int32(2**n), db.pgbouncer)
 		if err != nil {
 			return err
 		}
@@ -86,17 +95,26 @@ func relayRun(fs *flag.FlagSet) action {
 		log := slog.New(slog.NewTextHandler(errOut, nil))
 		var relays []*relay.Relay
 		for range *n {
-			pub, err := natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
+			var pub relay.Publisher
+			var err error
+			if *amqpURL != "" {
+				pub, err = rabbitrelay.New(rabbitrelay.Config{URL: *amqpURL, Exchange: *exchange, RoutingKeys: subjects})
+			} else {
+				pub, err = natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
+			}
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", errUsage, err)
 			}
 			r, err := relay.New(pool, relay.Config{
 				Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
 				MaxAttempts: *attempts, SkipDead: *skip, Logger: log,
+				// LISTEN needs a session of its own, which a transaction
+				// pooler does not keep: through --listen-url, else poll.
+				ListenURL: *listenURL, DisableNotify: db.pgbouncer && *listenURL == "",
 			})
 			if err != nil {
 				pub.Close()
-				return fmt.Errorf("%w: %v", errUsage, err)
+				return fmt.Errorf("%w: %v", errUsage, err) // pgx hides a --listen-url's password
 			}
 			relays = append(relays, r)
 		}
@@ -248,10 +266,10 @@ func relayStatus(fs *flag.FlagSet) action {
 		}
 		lag := "none"
 		if !st.OldestPending.IsZero() {
-			lag = time.Since(st.OldestPending).Round(time.Millisecond).String()
+			lag = st.Lag.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(out, "pending\t%d\nlag\t%s\ndead\t%d\nblocked keys\t%d\npublished (kept)\t%d\nrelays\t%d\n",
-			st.Pending, lag, st.Dead, st.BlockedKeys, st.Published, st.Relays)
+		fmt.Fprintf(out, "pending\t%d\nlag\t%s\ndead\t%d\nblocked keys\t%d\nrelays\t%d\n",
+			st.Pending, lag, st.Dead, st.BlockedKeys, st.Relays)
 		return nil
 	}
 }

@@ -60,3 +60,26 @@ func TestRelayDLQVerbs(t *testing.T) {
 		t.Fatalf("status: %d %q", code, out)
 	}
 }
+
+// relay run takes a separate URL for LISTEN (--listen-url, or
+// $DOCKET_LISTEN_URL); one that does not parse is a usage error that does
+// not echo its password.
+func TestRelayRunBadListenURL(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := docket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
+		"--listen-url", "postgres://u:hunter2@127.0.0.1:notaport/db")
+	if code != 2 || !strings.Contains(errOut, "ListenURL") || strings.Contains(errOut, "hunter2") {
+		t.Errorf("bad --listen-url: exit %d, %q; want a usage error (2) without the password", code, errOut)
+	}
+}
+
+// relay run --amqp-url publishes to RabbitMQ; a URL that is not amqp:// is a
+// usage error before anything connects to the broker.
+func TestRelayRunBadAMQPURL(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := docket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
+		"--amqp-url", "http://guest:guest@127.0.0.1:5672/")
+	if code != 2 || !strings.Contains(errOut, "rabbitrelay") {
+		t.Errorf("bad --amqp-url: exit %d, %q; want a usage error (2)", code, errOut)
+	}
+}

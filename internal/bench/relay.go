@@ -51,8 +51,9 @@ type RelayResult struct {
 // Keys keys, starts Relays relays and times commit -> broker ack of all of
 // them (the relay's throughput); (2) publishes the same messages straight
 // to JetStream with async publish, the no-outbox baseline; (3) publishes at
-// a steady Rate for Duration, one event per transaction, with the relays
-// running, and measures commit -> delivery to a JetStream consumer, which
+// a steady Rate for Duration, one event per transaction from 8 producers,
+// with the relays running at their defaults (woken by the publishers'
+// NOTIFY), and measures commit -> delivery to a JetStream consumer, which
 // bounds commit -> ack from above.
 func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayResult, error) {
 	if cfg.Events <= 0 {
@@ -191,19 +192,43 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 	case <-time.After(30 * time.Second):
 		return res, fmt.Errorf("relay bench: the consumer received nothing within 30s")
 	}
-	say("steady %d/s for %s", cfg.Rate, cfg.Duration)
+	say("steady %d/s for %s from %d producers", cfg.Rate, cfg.Duration, steadyProducers)
+	// One transaction per event, handed out at the rate to several
+	// producers: one alone cannot commit 1,000 transactions a second here.
+	ticks := make(chan int, cfg.Rate)
+	var wg sync.WaitGroup
+	errs := make(chan error, steadyProducers)
+	for range steadyProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ticks {
+				pub, err := client.Publish(ctx, pool, outbox.Message{Topic: subject, Key: "k" + strconv.Itoa(i%cfg.Keys), Payload: payload})
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				committedAt[strconv.FormatInt(pub.ID, 10)] = time.Now()
+				mu.Unlock()
+			}
+		}()
+	}
 	tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
-	defer tick.Stop()
 	end := time.Now().Add(cfg.Duration)
 	for i := 0; time.Now().Before(end); i++ {
 		<-tick.C
-		pub, err := client.Publish(ctx, pool, outbox.Message{Topic: subject, Key: "k" + strconv.Itoa(i%cfg.Keys), Payload: payload})
-		if err != nil {
-			return res, err
+		select {
+		case ticks <- i:
+		default: // the producers fell a second behind: offer less
 		}
-		mu.Lock()
-		committedAt[strconv.FormatInt(pub.ID, 10)] = time.Now()
-		mu.Unlock()
+	}
+	tick.Stop()
+	close(ticks)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return res, err
 	}
 	if err := waitDrained(ctx, pool, schema); err != nil {
 		return res, err
@@ -219,6 +244,9 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// steadyProducers is how many connections publish in the steady phase.
+const steadyProducers = 8
 
 func startRelays(ctx context.Context, pool *pgxpool.Pool, schema string, cfg RelayConfig) (func(), error) {
 	var rs []*relay.Relay
@@ -239,7 +267,7 @@ func startRelays(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Rel
 		if cfg.Progress != nil {
 			log = slog.New(slog.NewTextHandler(cfg.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
-		r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, PollInterval: 2 * time.Millisecond, Logger: log})
+		r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, Logger: log})
 		if err != nil {
 			stop()
 			return nil, err

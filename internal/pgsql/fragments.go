@@ -1,6 +1,10 @@
 package pgsql
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+)
 
 // DeadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
 // columns reason and err) into the dead-letter table. Outcomes, the reaper
@@ -30,3 +34,24 @@ func QueueList(queues []string) string {
 	b, _ := json.Marshal(queues) // strings always encode
 	return string(b)
 }
+
+// EventChannel is the LISTEN/NOTIFY channel on which publishers announce
+// committed events of schema and relays listen. A channel name must fit in
+// 63 bytes: a long schema name is replaced by a hash of it.
+func EventChannel(schema string) string {
+	const prefix = "docket_events_"
+	if len(prefix)+len(schema) <= 63 {
+		return prefix + schema
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
+}
+
+// NotifyEvents announces committed events on channel $1; the payload is
+// empty.
+const NotifyEvents = `SELECT pg_notify($1, '')`
+
+// NotifyRebalance announces on event channel $1 that a relay gave
+// partitions back, for the others to take them at once.
+const NotifyRebalance = `SELECT pg_notify($1, 'rebalance')`

@@ -13,10 +13,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+// MaxSchemaLen is the longest schema name: PostgreSQL truncates
+// identifiers at 63 bytes and rejects longer NOTIFY channels, and the
+// channel jobs are announced on is "docket_" followed by the schema.
+const MaxSchemaLen = 63 - len("docket_")
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // ErrInvalidSchema is returned for a schema name that is not a plain
-// lower-case identifier.
+// lower-case identifier of at most MaxSchemaLen bytes.
 var ErrInvalidSchema = errors.New("docket: invalid schema name")
 
 // ErrNotMigrated is returned when Docket's tables, or the schema that should
@@ -24,10 +29,14 @@ var ErrInvalidSchema = errors.New("docket: invalid schema name")
 var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
 
 // Schema returns the schema to use for name: "public" when it is empty, an
-// ErrInvalidSchema error when it is not a plain lower-case identifier.
+// ErrInvalidSchema error when it is not a plain lower-case identifier of at
+// most MaxSchemaLen bytes.
 func Schema(name string) (string, error) {
 	if name == "" {
 		return "public", nil
+	}
+	if len(name) > MaxSchemaLen {
+		return "", fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidSchema, len(name), MaxSchemaLen)
 	}
 	if !schemaRE.MatchString(name) {
 		return "", fmt.Errorf("%w %q: use lower-case letters, digits and _", ErrInvalidSchema, name)

@@ -21,10 +21,22 @@
 // id order (for one key, commit order) and hands them to the Publisher in
 // waves of at most one message per key: a key's next message goes out only
 // after the broker acknowledged the previous one, so pipelining inside a
-// Publisher cannot reorder a key. Acknowledged events are marked published;
-// a permanent refusal (Permanent) counts an attempt, and after MaxAttempts
-// the event becomes a dead letter, holding back its key unless SkipDead; a
-// transient failure stops the round and the relay backs off with jitter.
+// Publisher cannot reorder a key. Acknowledged events are marked published
+// in the same round trip that fetches the next ones, and a full round
+// fetches the next while it publishes (used only when every message of the
+// round was acknowledged); a permanent refusal (Permanent) counts an
+// attempt, and after MaxAttempts the event becomes a dead letter, holding
+// back its key unless SkipDead; a transient failure stops the round and the
+// relay backs off with jitter.
+//
+// # Waking up
+//
+// Publishers announce committed events on the schema's event channel, at
+// most once per debounce window, and an idle relay LISTENs there on a
+// connection of its own, so an event is usually on its way within
+// milliseconds of its commit; after a wake-up the relay looks again once
+// the window has passed. Without LISTEN (DisableNotify, a transaction
+// pooler, a lost connection) it polls every PollInterval.
 //
 // # Retention
 //

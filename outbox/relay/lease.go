@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,10 +15,14 @@ const parts = 64
 // moves it toward its fair share of ceil(64 / live relays): it gives back
 // the partitions above its share and takes free or expired ones below it.
 // It runs between rounds, so no message of a partition given back is in
-// flight. All in one transaction, so the count and the moves agree.
-func (r *Relay) maintainLeases(ctx context.Context) error {
+// flight. All in one transaction, so the count and the moves agree. It
+// returns whether the relay is short of its share: it then looks again
+// soon rather than a lease period later. A relay short of its share, and
+// one that gave partitions back, say so on the event channel, so that the
+// others give back or take at once.
+func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 	ttlMS := r.ttl.Milliseconds()
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		var live int
 		if err := tx.QueryRow(ctx, r.sql.register, r.id, r.cfg.Name, ttlMS).Scan(&live); err != nil {
 			return err
@@ -34,6 +39,9 @@ func (r *Relay) maintainLeases(ctx context.Context) error {
 			if _, err := tx.Exec(ctx, r.sql.giveBack, r.id, extra); err != nil {
 				return err
 			}
+			if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
+				return err
+			}
 			owned = owned[:share]
 		case len(owned) < share:
 			more, err := scanParts(tx.Query(ctx, r.sql.take, r.id, ttlMS, share-len(owned)))
@@ -45,8 +53,17 @@ func (r *Relay) maintainLeases(ctx context.Context) error {
 		slices.Sort(owned)
 		r.owned = owned
 		r.parts.Store(int64(len(owned)))
+		short = len(owned) < share
+		if short && live <= parts {
+			// Ask the relays above their share to give back now rather
+			// than at their next renewal.
+			if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
+	return short, err
 }
 
 func scanParts(rows pgx.Rows, err error) ([]int16, error) {
@@ -88,9 +105,16 @@ WHERE p.part IN (
 	FOR UPDATE SKIP LOCKED)
 RETURNING p.part`
 
-	// sqlLeave gives back every partition and removes the relay.
+	// sqlLeave gives back every partition, removes the relay and announces
+	// the partitions on channel $2 (see maintainLeases).
 	sqlLeave = `WITH parts AS (
 	UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL WHERE owner = $1
+), gone AS (
+	DELETE FROM {{schema}}.docket_relays WHERE id = $1
 )
-DELETE FROM {{schema}}.docket_relays WHERE id = $1`
+SELECT pg_notify($2, '` + rebalancePayload + `')`
+
+	// rebalancePayload marks a notification on the event channel that says
+	// partitions were given back.
+	rebalancePayload = "rebalance"
 )

@@ -34,13 +34,11 @@ func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 	day := now.UTC().Truncate(24 * time.Hour)
 	for i := range 3 {
 		d := day.AddDate(0, 0, i)
-		name := partitionPrefix + d.Format("20060102")
-		if have[name] {
+		if have[partitionPrefix+d.Format("20060102")] {
 			continue
 		}
-		stmt := fmt.Sprintf(sqlCreatePartition, r.cfg.Schema, name, d.Format(time.RFC3339), d.AddDate(0, 0, 1).Format(time.RFC3339))
-		if err := r.ddl(ctx, stmt); err != nil {
-			return fmt.Errorf("create event partition %s: %w", name, err)
+		if err := r.ddl(ctx, r.sql.createPartition, d); err != nil {
+			return fmt.Errorf("create event partition for %s: %w", d.Format(time.DateOnly), err)
 		}
 	}
 	if r.cfg.Retention < 0 {
@@ -52,10 +50,8 @@ func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 		if err != nil || d.AddDate(0, 0, 1).After(cutoff) {
 			continue // the default partition, or a day inside retention
 		}
-		// The check and the drop share the transaction, under the
-		// partition's own lock, so no row can be left unpublished.
-		stmt := fmt.Sprintf(sqlDropPartition, r.cfg.Schema, name)
-		if err := r.ddl(ctx, stmt); err != nil {
+		// The function drops it only when no event in it is pending or dead.
+		if err := r.ddl(ctx, r.sql.dropPartition, d); err != nil {
 			return fmt.Errorf("drop event partition %s: %w", name, err)
 		}
 	}
@@ -63,11 +59,13 @@ func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// ddl runs stmt in a transaction of its own under the schema's event
-// partition lock, with a short lock_timeout: DDL waiting for its lock would
-// queue every publish behind it, so it gives up and the next maintenance
-// tries again.
-func (r *Relay) ddl(ctx context.Context, stmt string) error {
+// ddl runs one of the partition functions of migration 010 for day in a
+// transaction of its own, under the schema's event partition lock, with a
+// short lock_timeout: DDL waiting for its lock would queue every publish
+// behind it, so it gives up and the next maintenance tries again. The
+// functions are SECURITY DEFINER: a relay needs no rights on the tables
+// beyond DML.
+func (r *Relay) ddl(ctx context.Context, stmt string, day time.Time) error {
 	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_event_partitions:' || $1, 0))`, r.cfg.Schema); err != nil {
 			return err
@@ -75,7 +73,7 @@ func (r *Relay) ddl(ctx context.Context, stmt string) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, stmt)
+		_, err := tx.Exec(ctx, stmt, day.Format(time.DateOnly))
 		return err
 	})
 }
@@ -88,31 +86,8 @@ JOIN pg_namespace n ON n.oid = p.relnamespace
 WHERE n.nspname = $1 AND p.relname = 'docket_events'
 ORDER BY 1`
 
-	// sqlCreatePartition creates a day's partition (%[1]s schema, %[2]s
-	// partition, %[3]s..%[4]s the day) and moves into it the rows the
-	// default partition holds for that day, which PostgreSQL would
-	// otherwise refuse to attach it over. Rows keep their ids, so moving
-	// changes nothing the relay sees. The LOCK waits out publishes in
-	// flight: ATTACH alone lets an insert routed to the default partition
-	// before it fail a check after it, aborting the producer's transaction.
-	sqlCreatePartition = `LOCK TABLE "%[1]s".docket_events IN SHARE ROW EXCLUSIVE MODE;
-CREATE TABLE "%[1]s".%[2]s (LIKE "%[1]s".docket_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-WITH moved AS (
-	DELETE FROM "%[1]s".docket_events_default WHERE created_at >= '%[3]s' AND created_at < '%[4]s'
-	RETURNING *
-)
-INSERT INTO "%[1]s".%[2]s SELECT * FROM moved;
-ALTER TABLE "%[1]s".docket_events ATTACH PARTITION "%[1]s".%[2]s FOR VALUES FROM ('%[3]s') TO ('%[4]s')`
-
-	// sqlDropPartition drops a day's partition only if none of its events
-	// is pending or dead; the LOCK keeps any from being written meanwhile.
-	sqlDropPartition = `DO $$
-BEGIN
-	LOCK TABLE "%[1]s".%[2]s IN SHARE MODE;
-	IF NOT EXISTS (SELECT 1 FROM "%[1]s".%[2]s WHERE published_at IS NULL) THEN
-		DROP TABLE "%[1]s".%[2]s;
-	END IF;
-END $$`
+	sqlCreatePartition = `SELECT {{schema}}.docket_create_event_partition($1::date)`
+	sqlDropPartition   = `SELECT {{schema}}.docket_drop_event_partition($1::date)`
 
 	sqlDefaultPrune = `DELETE FROM {{schema}}.docket_events_default WHERE published_at < $1`
 )

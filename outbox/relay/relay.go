@@ -24,6 +24,7 @@ type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Begin(ctx context.Context) (pgx.Tx, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Config configures a Relay. Only Publisher is required; every zero value
@@ -41,8 +42,19 @@ type Config struct {
 	// it bounds the messages in flight. Zero means 500.
 	BatchSize int
 	// PollInterval is how long an idle relay waits before it looks for new
-	// events again. Zero means 20ms.
+	// events again, when no notification wakes it earlier. Zero means
+	// 100ms.
 	PollInterval time.Duration
+	// DisableNotify turns off LISTEN: the relay finds events by polling
+	// only. Publishers announce committed events on the schema's event
+	// channel (outbox.Client.EventChannel); without LISTEN an event waits up
+	// to PollInterval. Use it where LISTEN cannot work (behind a transaction
+	// pooler), or set ListenURL.
+	DisableNotify bool
+	// ListenURL, when set, is where the relay's LISTEN connection goes
+	// (straight to PostgreSQL past a transaction pooler). Empty means the
+	// configuration of db when it is a *pgxpool.Pool; any other DB polls.
+	ListenURL string
 	// LeaseTTL is how long a relay's ownership of its partitions lasts
 	// without renewal: the time after which a dead relay's events are
 	// taken over by the others. The relay renews every LeaseTTL/3, and one
@@ -100,7 +112,12 @@ type Relay struct {
 	published, refused, dead, failed atomic.Uint64
 	parts                            atomic.Int64
 
+	listen      *listener // nil: the relay polls only
+	channel     string    // the schema's event channel
+	rebalance   atomic.Bool
 	owned       []int16   // partitions held, maintained by the Run loop
+	unmarked    []int64   // events acknowledged, not marked published yet
+	ahead       []row     // events fetched ahead by the last round, to publish next
 	nextLease   time.Time // when to renew
 	nextRetain  time.Time // when to run partition maintenance
 	leaseExpiry time.Time
@@ -128,7 +145,7 @@ func New(db DB, cfg Config) (*Relay, error) {
 		cfg.BatchSize = 500
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 20 * time.Millisecond
+		cfg.PollInterval = 100 * time.Millisecond
 	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 15 * time.Second
@@ -155,10 +172,14 @@ func New(db DB, cfg Config) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Relay{
+	r := &Relay{
 		db: db, cfg: cfg, id: uuid.New(), sql: render(schema), pub: cfg.Publisher, ttl: cfg.LeaseTTL,
-		log: log.With("relay", cfg.Name),
-	}, nil
+		log: log.With("relay", cfg.Name), channel: pgsql.EventChannel(schema),
+	}
+	if r.listen, err = newListener(r, db); err != nil {
+		return nil, fmt.Errorf("docket: relay ListenURL: %w", err)
+	}
+	return r, nil
 }
 
 // Stats returns the relay's counters.
@@ -212,9 +233,12 @@ func (r *Relay) Stop(ctx context.Context) error {
 // retried with backoff, never returned: a relay outlives outages.
 func (r *Relay) Run(ctx context.Context) error {
 	defer func() {
+		if err := r.flushMarks(ctx); err != nil {
+			r.log.Warn("docket: relay could not mark its last acknowledged events; they will be published again", "err", err)
+		}
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := r.db.Exec(bg, r.sql.leave, r.id); err != nil {
+		if _, err := r.db.Exec(bg, r.sql.leave, r.id, r.channel); err != nil {
 			r.log.Warn("docket: relay could not give its partitions back; they are taken over when its lease ends", "err", err)
 		}
 		r.parts.Store(0)
@@ -222,16 +246,45 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.log.Warn("docket: relay publisher close", "err", err)
 		}
 	}()
+	var wake chan struct{}
+	if r.listen != nil {
+		lctx, stopListen := context.WithCancel(ctx)
+		listened := make(chan struct{})
+		go func() {
+			defer close(listened)
+			r.listen.run(lctx)
+		}()
+		defer func() {
+			stopListen()
+			<-listened
+		}()
+		wake = r.listen.wake
+	}
 	var backoff time.Duration
+	var active time.Time // of the last wake-up or round that found events
 	for ctx.Err() == nil {
-		wait, err := r.step(ctx)
+		wait, found, err := r.step(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
+		now := time.Now()
+		if found {
+			active = now
+		}
+		if err == nil && wait > settle && now.Sub(active) < 2*settle {
+			// Publishers announce at most once per debounce window: events
+			// committed just after an announced one wake no one.
+			wait = settle
+		}
+		// However long the poll, the lease is renewed in time.
+		wait = min(wait, max(time.Until(r.nextLease), 0))
+		// A notification ends an idle wait, never a backoff: a broker
+		// that is down is not retried faster because events keep coming.
+		woken := wake
 		if err != nil {
 			backoff = nextBackoff(backoff, r.cfg.MinBackoff, r.cfg.MaxBackoff)
 			r.log.Warn("docket: relay round failed; backing off", "err", err, "backoff", backoff)
-			wait = jitter(backoff)
+			wait, woken = jitter(backoff), nil
 		} else {
 			backoff = 0
 		}
@@ -242,21 +295,47 @@ func (r *Relay) Run(ctx context.Context) error {
 				t.Stop()
 				return nil
 			case <-t.C:
+			case <-woken:
+				t.Stop()
+				active = time.Now()
 			}
 		}
 	}
 	return nil
 }
 
+// shortLeaseCheck is how often a relay short of its share of partitions
+// looks for partitions given back.
+const shortLeaseCheck = 250 * time.Millisecond
+
+// settle is how soon an idle relay looks again after a wake-up or a round
+// that found events: longer than the publishers' default debounce window
+// (outbox.Config.NotifyDebounce, 2ms).
+const settle = 5 * time.Millisecond
+
 // step renews leases when due and runs one round. It returns how long to
-// wait before the next step.
-func (r *Relay) step(ctx context.Context) (time.Duration, error) {
+// wait before the next step and whether the round found events.
+func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	now := time.Now()
+	if r.rebalance.Swap(false) {
+		r.nextLease = now // another relay gave partitions back
+	}
 	if !now.Before(r.nextLease) {
-		if err := r.maintainLeases(ctx); err != nil {
-			return 0, fmt.Errorf("lease: %w", err)
+		// Marks are fenced by the partitions held: write them before any
+		// partition may be given back, and fetch again after.
+		r.ahead = nil
+		if err := r.flushMarks(ctx); err != nil {
+			return 0, false, err
+		}
+		short, err := r.maintainLeases(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("lease: %w", err)
 		}
 		r.nextLease = now.Add(r.ttl / 3)
+		if short {
+			// Partitions are on their way from a relay above its share.
+			r.nextLease = now.Add(min(r.ttl/3, shortLeaseCheck))
+		}
 		r.leaseExpiry = now.Add(r.ttl)
 	}
 	if r.cfg.Retention >= 0 && !now.Before(r.nextRetain) && len(r.owned) > 0 {
@@ -266,14 +345,18 @@ func (r *Relay) step(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	if len(r.owned) == 0 {
-		return r.cfg.PollInterval, nil
+		return r.cfg.PollInterval, false, nil
 	}
 	n, err := r.round(ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if n < r.cfg.BatchSize {
-		return r.cfg.PollInterval, nil
+	if n < r.cfg.BatchSize && r.ahead == nil {
+		// Caught up: the marks would wait for the next event; write them.
+		if err := r.flushMarks(ctx); err != nil {
+			return 0, n > 0, err
+		}
+		return r.cfg.PollInterval, n > 0, nil
 	}
-	return 0, nil
+	return 0, true, nil
 }

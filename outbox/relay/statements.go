@@ -8,6 +8,7 @@ type statements struct {
 	register, renew, giveBack, take, leave string
 	fetch, mark, refuse                    string
 	partitions, defaultPrune               string
+	createPartition, dropPartition         string
 }
 
 func render(schema string) statements {
@@ -16,5 +17,6 @@ func render(schema string) statements {
 		register: r(sqlRegister), renew: r(sqlRenew), giveBack: r(sqlGiveBack), take: r(sqlTake),
 		leave: r(sqlLeave), fetch: r(sqlFetch), mark: r(sqlMark), refuse: r(sqlRefuse),
 		partitions: r(sqlPartitions), defaultPrune: r(sqlDefaultPrune),
+		createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
 	}
 }
