@@ -208,11 +208,12 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// Pause the mail queue from the overview: a new mail job stays unclaimed.
-	do(t, tab, "pause",
-		chromedp.Navigate(u+"/"),
-		chromedp.Click(css(`tr[data-queue="mail"] button[value="pause"]`)),
-		chromedp.WaitVisible(css(`tr[data-queue="mail"] .paused`)),
-	)
+	do(t, tab, "overview", chromedp.Navigate(u+"/"))
+	clickLive(t, tab, "pause", `tr[data-queue="mail"] button[value="pause"]`)
+	do(t, tab, "paused", chromedp.WaitVisible(css(`tr[data-queue="mail"] .paused`)))
+	// Workers read the paused queues every poll interval (100ms here): a
+	// job enqueued sooner may still be claimed, as the pause promises.
+	time.Sleep(500 * time.Millisecond)
 	waiting, err := cl.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func TestBrowser(t *testing.T) {
 	if j, err := plain.JobByID(ctx, pool, waiting.ID, false); err != nil || j.State != outbox.StateReady {
 		t.Errorf("job in the paused queue: %+v %v, want still ready", j.State, err)
 	}
-	do(t, tab, "resume", chromedp.Click(css(`tr[data-queue="mail"] button[value="resume"]`)))
+	clickLive(t, tab, "resume", `tr[data-queue="mail"] button[value="resume"]`)
 	waitState(t, ctx, plain, pool, waiting.ID, outbox.StateCompleted)
 
 	// A POST without the CSRF token is refused, from the page itself.
@@ -259,6 +260,16 @@ func TestBrowser(t *testing.T) {
 }
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// clickLive clicks the element sel on a page whose live part replaces its
+// rows every poll: a node found by one DevTools call may be gone by the
+// next, so the lookup and the click happen in one script, retried until
+// the element is there.
+func clickLive(t *testing.T, tab context.Context, what, sel string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel)
+	value(t, tab, what, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(10*time.Second)))
+}
 
 // do runs steps in the tab, failing the test with the page's HTML.
 func do(t *testing.T, tab context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {

@@ -11,36 +11,35 @@ import (
 	"github.com/docketq/docket/outbox"
 )
 
-// overviewData is the overview: queues, warnings, totals.
+// overviewData is the overview: queues, warnings, totals. Its counts come
+// from outbox.Overview and stop at its Limit; ReadyMore says whether a
+// queue's ready count did.
 type overviewData struct {
-	Status                *outbox.Status
-	Ready, Scheduled, Run int64
-	Completed1h, Dead1h   int64
-	DLQ                   int64
-	LiveWorkers           int
+	*outbox.Overview
+	Ready, Run, Dead1h int64
+	ReadyMore          bool
+	LiveWorkers        int
 }
 
 func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
-	s, err := d.ob.Status(r.Context(), d.pool, d.cfg.Thresholds)
+	o, err := d.ob.Overview(r.Context(), d.pool, d.cfg.Thresholds)
 	if err != nil {
-		d.internal(w, r, "reading the status", err)
+		d.internal(w, r, "reading the overview", err)
 		return
 	}
-	o := overviewData{Status: s}
-	for _, q := range s.Queues {
-		o.Ready += q.Ready
-		o.Scheduled += q.Scheduled
-		o.Run += q.Running
-		o.Completed1h += q.Completed1h
-		o.Dead1h += q.Dead1h
-		o.DLQ += q.DLQSize
+	data := overviewData{Overview: o}
+	for _, q := range o.Queues {
+		data.Ready += q.Ready
+		data.ReadyMore = data.ReadyMore || o.Capped(q.Ready)
+		data.Run += q.Running
+		data.Dead1h += q.Dead1h
 	}
-	for _, wk := range s.Workers {
+	for _, wk := range o.Workers {
 		if wk.Live {
-			o.LiveWorkers++
+			data.LiveWorkers++
 		}
 	}
-	d.render(w, r, "overview", view{Title: "Overview", Nav: "overview", Data: o})
+	d.render(w, r, "overview", view{Title: "Overview", Nav: "overview", Data: data})
 }
 
 // throughputPoint is one minute of the overview's chart.
@@ -116,7 +115,7 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := jobsData{Filter: f, Page: page, Self: r.URL.Path + "?" + r.URL.RawQuery,
-		States: []string{outbox.StateScheduled, outbox.StateReady, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted}}
+		States: []string{outbox.StateScheduled, outbox.StateReady, outbox.StateWaiting, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted}}
 	if page.Next != 0 {
 		q := r.URL.Query()
 		q.Set("after", strconv.FormatInt(page.Next, 10))
@@ -164,6 +163,7 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 type deadData struct {
 	Groups  []outbox.DeadGroup
 	MaxRate float64
+	Scope   int // how many of the latest dead jobs are grouped
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +172,7 @@ func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "grouping dead letters", err)
 		return
 	}
-	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate}})
+	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: outbox.DeadGroupsScope}})
 }
 
 func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
@@ -184,11 +184,17 @@ func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "schedules", view{Title: "Schedules", Nav: "schedules", Data: list})
 }
 
+// workersData is the workers page: the presence table as read at At.
+type workersData struct {
+	Workers []outbox.WorkerStatus
+	At      time.Time
+}
+
 func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
-	s, err := d.ob.Status(r.Context(), d.pool, d.cfg.Thresholds)
+	list, err := d.ob.Workers(r.Context(), d.pool)
 	if err != nil {
 		d.internal(w, r, "reading the workers", err)
 		return
 	}
-	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: s})
+	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: list, At: time.Now()}})
 }

@@ -15,6 +15,13 @@ func parsePages() map[string]*template.Template {
 		"when": when,
 		"ago":  ago,
 		"dur":  dur,
+		// atLeast prints a count that stopped at limit as "limit+".
+		"atLeast": func(n, limit int64) string {
+			if n >= limit {
+				return fmt.Sprintf("%d+", limit)
+			}
+			return fmt.Sprint(n)
+		},
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"

@@ -30,3 +30,22 @@ func MigratedClient(t testing.TB, ctx context.Context, pool TxBeginner, cfg Conf
 // JobByID. For the plan tests.
 func (c *Client) ListSQL(state string) string { return c.list[state] }
 func (c *Client) JobByIDSQL() string          { return c.sql.jobByID }
+
+// BoundedSettings are the settings the bounded reads run with.
+const BoundedSettings = sqlBoundedSettings
+
+// OverviewSQL are the statements of Overview and Workers, and DeadGroupsSQL
+// the one of DeadGroups, with the arguments they run with. For the plan
+// tests.
+func (c *Client) OverviewSQL() map[string][]any {
+	return map[string][]any{
+		c.sql.overviewQueues:   {int64(OverviewLimit)},
+		c.sql.overviewTotals:   {int64(OverviewLimit)},
+		c.sql.overviewUnserved: {unservedHead},
+		c.sql.workers:          nil,
+		c.sql.tableStatus:      nil,
+		c.sql.horizon:          nil,
+		c.sql.eventStatus:      nil,
+		c.sql.deadGroups:       {100, DeadGroupsScope},
+	}
+}

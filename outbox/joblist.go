@@ -15,13 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Job states as ListJobs reports and selects them. Scheduled, ready and
-// running jobs are live (docket_jobs); dead ones are in the dead-letter
+// Job states as ListJobs reports and selects them. Scheduled, ready,
+// waiting (a serial key's job behind the key's holder) and running jobs are
+// live (docket_jobs); dead ones are in the dead-letter
 // table, completed ones in history.
 const (
 	StateScheduled = "scheduled"
 	StateReady     = "ready"
 	StateRunning   = "running"
+	StateWaiting   = "waiting"
 	StateDead      = "dead"
 	StateCompleted = "completed"
 )
@@ -82,6 +84,7 @@ func listStatements(schema string) map[string]string {
 		StateScheduled: live("j.state = 'scheduled'"),
 		StateReady:     live("j.state = 'ready'"),
 		StateRunning:   live("j.state = 'running'"),
+		StateWaiting:   live("j.state = 'waiting'"),
 		StateDead: pgsql.Render(strings.Replace(sqlJobColsDead+"\nFROM {{schema}}.docket_jobs_dead j"+sqlJobFilter,
 			"{{state}}", "true", 1), schema),
 		// History keeps no error: $5 must be empty (ListJobs checks).
@@ -165,9 +168,9 @@ type JobPage struct {
 // they connect.
 func (f JobFilter) Check() error {
 	switch f.State {
-	case "", StateScheduled, StateReady, StateRunning, StateDead, StateCompleted:
+	case "", StateScheduled, StateReady, StateWaiting, StateRunning, StateDead, StateCompleted:
 	default:
-		return fmt.Errorf("%w: unknown state %q (want scheduled, ready, running, dead or completed)", ErrInvalidFilter, f.State)
+		return fmt.Errorf("%w: unknown state %q (want scheduled, ready, waiting, running, dead or completed)", ErrInvalidFilter, f.State)
 	}
 	if f.Limit < 0 || f.Limit > MaxJobPage {
 		return fmt.Errorf("%w: page size %d: want 1 to %d", ErrInvalidFilter, f.Limit, MaxJobPage)

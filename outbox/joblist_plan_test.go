@@ -59,6 +59,13 @@ func (n analyzed) walk(f func(analyzed)) {
 // mode and returns its executed plan.
 func explainAnalyze(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode, sql string, args ...any) analyzed {
 	t.Helper()
+	return explainAnalyzeWith(t, ctx, pool, "", mode, sql, args...)
+}
+
+// explainAnalyzeWith is explainAnalyze in a transaction that first runs
+// settings (when not empty), as pgsql.Run does.
+func explainAnalyzeWith(t *testing.T, ctx context.Context, pool *pgxpool.Pool, settings, mode, sql string, args ...any) analyzed {
+	t.Helper()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +75,15 @@ func explainAnalyze(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode,
 		t.Fatal(err)
 	}
 	defer conn.Exec(ctx, "RESET plan_cache_mode")
+	if settings != "" {
+		if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Exec(ctx, "ROLLBACK")
+		if _, err := conn.Exec(ctx, settings); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := conn.Conn().Prepare(ctx, "planned", sql); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +93,11 @@ func explainAnalyze(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode,
 		ps[i] = fmt.Sprintf("$%d", i+1)
 	}
 	var raw []byte
-	err = conn.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE planned("+strings.Join(ps, ", ")+")",
+	execute := "EXECUTE planned"
+	if len(ps) > 0 {
+		execute += "(" + strings.Join(ps, ", ") + ")"
+	}
+	err = conn.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+execute,
 		append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...).Scan(&raw)
 	if err != nil {
 		t.Fatal(err)
@@ -152,5 +172,31 @@ func checkReadPlan(t *testing.T, what string, plan analyzed, maxPages int64) {
 	if pages := plan.SharedHit + plan.SharedRead; pages > maxPages {
 		b, _ := json.MarshalIndent(plan, "", " ")
 		t.Errorf("%s: read %d pages, want at most %d:\n%s", what, pages, maxPages, b)
+	}
+}
+
+// TestOverviewPlans runs the statements of Overview, Workers and
+// DeadGroups (the dashboard's overview, workers and dead-letter pages)
+// against the same 1,000,000 jobs, with the settings they run with: none
+// reads a table sequentially, and each reads a bounded number of pages
+// whatever the backlog. Each count stops at OverviewLimit (10,000) rows,
+// and a statement holds up to four such counts; the running jobs (10,000
+// here, one in a hundred, spread over the table) are read whole, by the
+// running index: their number is bounded by the slots of the live
+// workers, not by the backlog.
+func TestOverviewPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := million(t, pool)
+	c, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sql, args := range c.OverviewSQL() {
+		plan := explainAnalyzeWith(t, ctx, pool, outbox.BoundedSettings, "force_custom_plan", sql, args...)
+		name, _, _ := strings.Cut(strings.TrimSpace(sql), "\n")
+		t.Logf("%s: %d pages", name, plan.SharedHit+plan.SharedRead)
+		checkReadPlan(t, name, plan, 30_000)
 	}
 }

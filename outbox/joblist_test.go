@@ -15,7 +15,8 @@ import (
 func TestListJobsStatesFiltersPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ready := b.enqueueN(t, 5, outbox.Opts{Queue: "mail", Tenant: "acme", SerialKey: "acct-1"})
+	// One serial key: the first is ready, the other four wait in its line.
+	line := b.enqueueN(t, 5, outbox.Opts{Queue: "mail", Tenant: "acme", SerialKey: "acct-1"})
 	b.enqueueN(t, 3, outbox.Opts{Queue: "mail", Delay: time.Hour})
 	dead := b.deadN(t, 2, outbox.Opts{Queue: "bulk"}, "SMTP Timeout after 30s")
 	b.enqueueN(t, 2, outbox.Opts{})
@@ -35,7 +36,7 @@ func TestListJobsStatesFiltersPages(t *testing.T) {
 		return p
 	}
 	count := map[string]int{}
-	for _, st := range []string{"", outbox.StateScheduled, outbox.StateReady, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted} {
+	for _, st := range []string{"", outbox.StateScheduled, outbox.StateReady, outbox.StateWaiting, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted} {
 		for _, j := range list(outbox.JobFilter{State: st}).Jobs {
 			if st != "" && j.State != st {
 				t.Errorf("state %q lists a %s job", st, j.State)
@@ -46,16 +47,19 @@ func TestListJobsStatesFiltersPages(t *testing.T) {
 			count[st]++
 		}
 	}
-	want := map[string]int{"": 5 + 3 + 1 + 1, "scheduled": 3, "ready": 5 + 1, "running": 1, "dead": 2, "completed": 1}
+	want := map[string]int{"": 5 + 3 + 1 + 1, "scheduled": 3, "ready": 1 + 1, "waiting": 4, "running": 1, "dead": 2, "completed": 1}
 	for st, n := range want {
 		if count[st] != n {
 			t.Errorf("state %q: %d jobs, want %d", st, count[st], n)
 		}
 	}
 
-	p := list(outbox.JobFilter{Queue: "mail", Tenant: "acme", SerialKey: "acct-1", State: outbox.StateReady})
-	if len(p.Jobs) != 5 || p.Jobs[0].ID != ready[4] || p.Next != 0 {
-		t.Errorf("filtered: %d jobs, first %d, next %d; want 5, %d, 0", len(p.Jobs), p.Jobs[0].ID, p.Next, ready[4])
+	p := list(outbox.JobFilter{Queue: "mail", Tenant: "acme", SerialKey: "acct-1", State: outbox.StateWaiting})
+	if len(p.Jobs) != 4 || p.Jobs[0].ID != line[4] || p.Next != 0 {
+		t.Errorf("filtered: %d jobs, first %d, next %d; want 4, %d, 0", len(p.Jobs), p.Jobs[0].ID, p.Next, line[4])
+	}
+	if p := list(outbox.JobFilter{SerialKey: "acct-1", State: outbox.StateReady}); len(p.Jobs) != 1 || p.Jobs[0].ID != line[0] {
+		t.Errorf("the ready job of key acct-1: got %d jobs, want only the head %d", len(p.Jobs), line[0])
 	}
 	if p := list(outbox.JobFilter{State: outbox.StateDead, ErrorContains: "smtp timeout"}); len(p.Jobs) != 2 || p.Jobs[0].ID != dead[1] || p.Jobs[0].Reason != outbox.ReasonExhausted {
 		t.Errorf("error text on dead jobs: %+v", p.Jobs)
