@@ -122,24 +122,27 @@
 //
 // # Serial keys
 //
-// Jobs enqueued with a SerialKey never run at the same time as another job
-// with the same key, in any process. Such a job runs in a transaction that
-// first takes pg_try_advisory_xact_lock on a 64-bit hash of the schema and
-// the key, and holds it for the handler's whole run (a transactional
-// handler runs in that same transaction). When the lock is taken, or
-// another slot of the same process runs the key, the job is snoozed for a
-// jittered SerialRetry (100ms) without spending an attempt. The lock is
-// never a session lock: it ends with the transaction, also when the
-// connection dies, and works behind transaction-mode poolers. Different keys
-// run in parallel. A serial job whose handler is not transactional leaves
-// its transaction idle while it runs: do not set
-// idle_in_transaction_session_timeout below your longest such handler.
+// Jobs enqueued with a SerialKey run one at a time per key, in any number
+// of processes, and in the order they became ready: each key is a line in
+// the database. A serial job takes its place when it first becomes ready
+// (at enqueue, or when a scheduled job falls due); the job at the head of
+// the line alone is ready or running, the others wait in state "waiting",
+// where no claim sees them. A head that fails or snoozes keeps its place
+// through its backoff, so no job of a key ever waits for a later one (and
+// a failing head holds its key back until it succeeds or dead-letters); when
+// it leaves the table (completed, dead-lettered, cancelled, deleted) the
+// next in line becomes ready in the same transaction. Different keys run in
+// parallel, and nothing holds a connection or a transaction while a serial
+// job waits or runs: the exclusion is a unique index, not a lock. A head
+// whose worker dies or freezes keeps the key until its lease expires and it
+// runs again elsewhere; the run that lost its lease has its context
+// cancelled and its outcome dropped, as for any job.
 //
 // # Connections
 //
-// Ordinary handlers hold no connection while they run. Transactional and
-// serial-key jobs hold one of the pool's connections for their whole run;
-// at most MaxConns-3 of them do so at once (others wait for a turn in their
+// Ordinary handlers hold no connection while they run. Transactional jobs
+// hold one of the pool's connections for their whole run; at most
+// MaxConns-3 of them do so at once (others wait for a turn in their
 // slot), so that claims, heartbeats and outcome writes always find a
 // connection. Size the pgxpool for that. LISTEN uses one extra connection
 // outside the pool, made from the pool's ConnConfig.
@@ -202,9 +205,23 @@
 // and p50/p95/p99 of its recent claim round trips — and deletes it on Stop,
 // so `docket status` can tell which kinds no live process serves and how
 // fast claims are. With Config.Metrics or MetricsAddr it exports Prometheus
-// metrics: claim duration, handler duration and outcomes by kind, in-flight
-// jobs, lease losses and LISTEN reconnects; StatusCollector (MetricsStatus)
-// adds the status views. See metrics.go and docs/operations.md.
+// metrics: claim duration, pickup latency, handler duration and outcomes by
+// kind, in-flight jobs, lease losses and LISTEN reconnects; StatusCollector
+// (MetricsStatus) adds the status views. See metrics.go and
+// docs/operations.md.
+//
+// # Metrics
+//
+// The same measurements go, from the same recording point, to
+// OpenTelemetry instruments of Config.MeterProvider (nil: the global
+// provider, a no-op until the application installs an SDK), for
+// applications that do not run Prometheus: docket.claim.duration,
+// docket.job.pickup and docket.job.duration (histograms, seconds),
+// docket.jobs.claimed, docket.jobs.finished, docket.lease.losses and
+// docket.notify.reconnects (counters), and docket.jobs.in_flight (a gauge),
+// with the attributes docket.pool (AttrPool), docket.job.kind and
+// docket.job.outcome. The database-wide gauges of StatusCollector are
+// Prometheus only: read them from one place, not from every process.
 //
 // # Middleware
 //

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -31,11 +32,19 @@ import (
 // (a cheap claim on a nearby server) to seconds (vacuum debt).
 var claimBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
 
+// jobBuckets resolve handler run times from 1ms to about 4.4 minutes.
+var jobBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
+
+// pickupBuckets resolve pickup latency from a millisecond (an idle worker
+// woken by NOTIFY) to ten minutes (a backlog).
+var pickupBuckets = []float64{.001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600}
+
 // workerMetrics are the collectors of one registerer, shared by every
 // worker registered on it.
 type workerMetrics struct {
 	claimDur         *prometheus.HistogramVec
 	claimed          *prometheus.CounterVec
+	pickup           *prometheus.HistogramVec
 	jobDur           *prometheus.HistogramVec
 	outcomes         *prometheus.CounterVec
 	leaseLosses      prometheus.Counter
@@ -70,10 +79,15 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 			Name: "docket_jobs_claimed_total",
 			Help: "Jobs claimed, by pool.",
 		}, []string{"pool"}),
+		pickup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "docket_job_pickup_seconds",
+			Help:    "Time from when a job was due (its run_at) to its claim, by the database's clock, by pool.",
+			Buckets: pickupBuckets,
+		}, []string{"pool"}),
 		jobDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "docket_job_duration_seconds",
 			Help:    "Handler run time (middleware included), by kind.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1ms .. ~4.4min
+			Buckets: jobBuckets,
 		}, []string{"kind"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "docket_jobs_finished_total",
@@ -90,7 +104,7 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 		inFlightDesc: prometheus.NewDesc("docket_jobs_in_flight",
 			"Jobs claimed by this process whose outcome is not written yet.", nil, nil),
 	}
-	for _, c := range []prometheus.Collector{m.claimDur, m.claimed, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m} {
+	for _, c := range []prometheus.Collector{m.claimDur, m.claimed, m.pickup, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -130,13 +144,19 @@ func (m *workerMetrics) detach(w *Worker) {
 
 // The observe methods are no-ops on a nil *workerMetrics (metrics off).
 
-func (m *workerMetrics) claim(pool string, d time.Duration, n int) {
+func (m *workerMetrics) claim(pool string, d time.Duration, jobs []*docket.Job) {
 	if m == nil {
 		return
 	}
 	m.claimDur.WithLabelValues(pool).Observe(d.Seconds())
-	if n > 0 {
-		m.claimed.WithLabelValues(pool).Add(float64(n))
+	if len(jobs) == 0 {
+		return
+	}
+	m.claimed.WithLabelValues(pool).Add(float64(len(jobs)))
+	pickup := m.pickup.WithLabelValues(pool)
+	for _, j := range jobs {
+		// Both times are the database's: no clock skew between hosts.
+		pickup.Observe(max(j.LockedAt.Sub(j.RunAt), 0).Seconds())
 	}
 }
 
@@ -240,11 +260,13 @@ func percentile(samples []time.Duration, p float64) time.Duration {
 
 // StatusCollector exports the status views (outbox.Client.Status) as
 // gauges, read from the database at every scrape: per queue the jobs by
-// state, lag, paused flag, recent completions, retries and deaths, the
-// dead-letter queue and its 24-hour delta; per table dead and live tuples and
-// the last vacuum and analyze; stuck jobs; unserved kinds; the age of the
-// oldest holder of the vacuum horizon; live workers and their claim
-// percentiles; warnings by code. A failed read sets docket_status_up to 0.
+// state, lag, paused flag, the dead-letter queue and its 24-hour delta;
+// per table dead and live tuples and the last vacuum and analyze; stuck
+// jobs; unserved kinds; the age of the oldest holder of the vacuum
+// horizon; live workers; warnings by code; the outbox relay's backlog,
+// lag, dead events and live relays. A failed read sets docket_status_up
+// to 0. Completions, retries and deaths are the workers' counters
+// (docket_jobs_finished_total), which can be rated and summed.
 type StatusCollector struct {
 	db         outbox.Pgx
 	ob         *outbox.Client
@@ -265,7 +287,6 @@ func NewStatusCollector(db outbox.Pgx, ob *outbox.Client, th outbox.Thresholds) 
 		"jobs":        d("docket_queue_jobs", "Live jobs by queue and state (ready, scheduled, running).", "queue", "state"),
 		"lag":         d("docket_queue_lag_seconds", "Age of the queue's oldest due job that is not running.", "queue"),
 		"paused":      d("docket_queue_paused", "1 when the queue is paused.", "queue"),
-		"recent":      d("docket_queue_recent_jobs", "Jobs completed, retry attempts and jobs dead-lettered in the last 1m or 1h, by queue.", "queue", "outcome", "window"),
 		"dlq":         d("docket_dlq_jobs", "Jobs in the dead-letter table, by queue.", "queue"),
 		"dlqDelta":    d("docket_dlq_delta_24h_jobs", "Growth of the dead-letter queue over the last 24 hours, by queue.", "queue"),
 		"dead":        d("docket_table_dead_tuples", "Dead tuples of Docket's tables (pg_stat_user_tables).", "table"),
@@ -278,6 +299,12 @@ func NewStatusCollector(db outbox.Pgx, ob *outbox.Client, th outbox.Thresholds) 
 		"horizonXIDs": d("docket_vacuum_horizon_age_xids", "Age in transactions of the oldest xmin holding back this database's vacuum horizon (transactions, replication slots, prepared transactions)."),
 		"workers":     d("docket_workers_live", "Worker processes that heartbeated recently."),
 		"warnings":    d("docket_status_warnings", "Status warnings by code.", "code"),
+		// The outbox relay's backlog, where migration 011 is applied.
+		"eventsPending": d("docket_events_pending", "Outbox events committed and not yet acknowledged by the broker (dead letters excluded)."),
+		"eventsLag":     d("docket_events_lag_seconds", "Age of the oldest pending outbox event: the relay's lag; 0 if none."),
+		"eventsDead":    d("docket_events_dead", "Outbox events the broker refused for good, waiting for replay or purge."),
+		"eventsBlocked": d("docket_event_keys_blocked", "Event keys held back by a dead event."),
+		"relays":        d("docket_relays_live", "Outbox relays holding a live lease."),
 	}}
 }
 
@@ -307,12 +334,6 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("jobs", float64(q.Running), q.Queue, "running")
 		gauge("lag", q.Lag.Seconds(), q.Queue)
 		gauge("paused", b2f(q.Paused), q.Queue)
-		gauge("recent", float64(q.Completed1m), q.Queue, "completed", "1m")
-		gauge("recent", float64(q.Completed1h), q.Queue, "completed", "1h")
-		gauge("recent", float64(q.Retries1m), q.Queue, "retried", "1m")
-		gauge("recent", float64(q.Retries1h), q.Queue, "retried", "1h")
-		gauge("recent", float64(q.Dead1m), q.Queue, "dead", "1m")
-		gauge("recent", float64(q.Dead1h), q.Queue, "dead", "1h")
 		gauge("dlq", float64(q.DLQSize), q.Queue)
 		gauge("dlqDelta", float64(q.DLQDelta24h), q.Queue)
 	}
@@ -354,6 +375,13 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, code := range []string{outbox.WarnLag, outbox.WarnDLQGrowing, outbox.WarnVacuumLag, outbox.WarnStuckLeases,
 		outbox.WarnUnservedKind, outbox.WarnPaused, outbox.WarnHorizon, outbox.WarnClaimLatency} {
 		gauge("warnings", float64(byCode[code]), code)
+	}
+	if ev := s.Events; ev != nil {
+		gauge("eventsPending", float64(ev.Pending))
+		gauge("eventsLag", ev.Lag.Seconds())
+		gauge("eventsDead", float64(ev.Dead))
+		gauge("eventsBlocked", float64(ev.BlockedKeys))
+		gauge("relays", float64(ev.Relays))
 	}
 }
 

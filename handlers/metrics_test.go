@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/outbox"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // scrape fetches the metrics endpoint and returns its text, one sample per line.
@@ -107,8 +109,8 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		{`docket_queue_jobs{queue="held",state="ready"}`, func(v float64) bool { return v == 1 }},
 		{`docket_queue_paused{queue="held"}`, func(v float64) bool { return v == 1 }},
 		{`docket_queue_lag_seconds{queue="held"}`, func(v float64) bool { return v > 0 }},
-		{`docket_queue_recent_jobs{outcome="completed",queue="default",window="1m"}`, func(v float64) bool { return v == total-total/10 }},
-		{`docket_queue_recent_jobs{outcome="dead",queue="default",window="1h"}`, func(v float64) bool { return v == total/10 }},
+		{`docket_job_pickup_seconds_count{pool="main"}`, func(v float64) bool { return v == total }},
+		{`docket_job_pickup_seconds_bucket{pool="main",le="600"}`, func(v float64) bool { return v == total }},
 		{`docket_dlq_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
 		{`docket_dlq_delta_24h_jobs{queue="default"}`, func(v float64) bool { return v == total/10 }},
 		{`docket_table_dead_tuples{table="docket_jobs"}`, func(v float64) bool { return v >= 0 }},
@@ -188,8 +190,8 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Workers) != 1 || s.Workers[0].ID != w.ID() || !s.Workers[0].Live {
-		t.Errorf("workers: %+v", s.Workers)
+	if len(s.Workers) != 1 || s.Workers[0].ID != w.ID() || !s.Workers[0].Live || s.Workers[0].Slots != w.slots() || w.slots() == 0 {
+		t.Errorf("workers: %+v, want this one, live, with its %d slots", s.Workers, w.slots())
 	}
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -221,5 +223,53 @@ func TestOnClaimSeesEveryClaimedJob(t *testing.T) {
 	waitFor(t, 10*time.Second, "OnClaim to count all 50 jobs", func() bool { return claimed.Load() == 50 })
 	if calls.Load() < 1 {
 		t.Fatal("OnClaim never called")
+	}
+}
+
+// The status collector exports the outbox relay's backlog: pending events,
+// the relay's lag, dead events and blocked keys, and live relays.
+func TestStatusCollectorExportsRelayBacklog(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4)
+	for _, key := range []string{"", "order-1", "order-1"} {
+		if _, err := e.ob.Publish(t.Context(), e.pool, outbox.Message{Topic: "orders", Key: key}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.exec(`UPDATE {{schema}}.docket_events SET created_at = now() - interval '90 seconds' WHERE key IS NULL`)
+	c := NewStatusCollector(e.pool, e.ob, outbox.Thresholds{})
+	want := `
+# HELP docket_event_keys_blocked Event keys held back by a dead event.
+# TYPE docket_event_keys_blocked gauge
+docket_event_keys_blocked 0
+# HELP docket_events_dead Outbox events the broker refused for good, waiting for replay or purge.
+# TYPE docket_events_dead gauge
+docket_events_dead 0
+# HELP docket_events_pending Outbox events committed and not yet acknowledged by the broker (dead letters excluded).
+# TYPE docket_events_pending gauge
+docket_events_pending 3
+# HELP docket_relays_live Outbox relays holding a live lease.
+# TYPE docket_relays_live gauge
+docket_relays_live 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"docket_events_pending", "docket_events_dead", "docket_event_keys_blocked", "docket_relays_live"); err != nil {
+		t.Error(err)
+	}
+	// The lag is the age of the oldest pending event: about 90s.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "docket_events_lag_seconds" {
+			lag = mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if lag < 89 || lag > 150 {
+		t.Errorf("docket_events_lag_seconds = %v, want about 90", lag)
 	}
 }

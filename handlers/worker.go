@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -46,7 +47,7 @@ type PoolConfig struct {
 // other zero value means the documented default.
 type Config struct {
 	// DB is the pool the worker claims, heartbeats and writes outcomes
-	// through. Transactional and serial-key jobs hold one of its
+	// through. Transactional jobs hold one of its
 	// connections for their whole run; at most MaxConns-3 do so at once, so
 	// that heartbeats and outcome writes always find a connection.
 	DB *pgxpool.Pool
@@ -80,10 +81,6 @@ type Config struct {
 	// HistoryRetention is how long finished jobs are kept in history: daily
 	// partitions older than this are dropped. Zero means 7 days.
 	HistoryRetention time.Duration
-	// SerialRetry is how long a job waits when its serial key is held by a
-	// running job; the delay is drawn from [SerialRetry/2, SerialRetry] and
-	// the attempt is not counted. Zero means 100ms.
-	SerialRetry time.Duration
 	// DisableNotify turns off LISTEN: pools wake only on their poll
 	// interval. Use it behind poolers that do not support LISTEN
 	// (PgBouncer in transaction mode), or set ListenURL instead.
@@ -102,6 +99,11 @@ type Config struct {
 	// package doc). Nil means otel.GetTracerProvider(), which records
 	// nothing until the application installs an OpenTelemetry SDK.
 	TracerProvider trace.TracerProvider
+	// MeterProvider makes the worker's OpenTelemetry instruments, the same
+	// measurements as its Prometheus collectors (see Metrics in the package
+	// doc). Nil means otel.GetMeterProvider(), which records nothing until
+	// the application installs an OpenTelemetry SDK.
+	MeterProvider metric.MeterProvider
 	// Propagator reads back the trace context that enqueue wrote into a
 	// job's meta (outbox.Config.Propagator). Nil means W3C Trace Context
 	// (propagation.TraceContext), the default of enqueue too.
@@ -147,8 +149,6 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	// DefaultHistoryRetention is Config.HistoryRetention's default.
 	DefaultHistoryRetention = 7 * 24 * time.Hour
-	// DefaultSerialRetry is Config.SerialRetry's default.
-	DefaultSerialRetry = 100 * time.Millisecond
 )
 
 // ErrInvalidConfig wraps every validation failure of NewWorker.
@@ -180,12 +180,11 @@ type Worker struct {
 	pools   []*pool
 	byQueue map[string][]*pool
 
-	poll, lease, hbInterval, shutdown, serialRetry time.Duration
+	poll, lease, hbInterval, shutdown time.Duration
 
 	inflight  *inflight
 	executing *executing
 	fin       *finisher // writes every outcome
-	serial    serialHolds
 	connSem   chan struct{}
 
 	// services run beside the pools from Start to Stop (see service); the
@@ -200,7 +199,7 @@ type Worker struct {
 	onClaim  func(time.Duration, int) // Config.OnClaim; nil when unset
 	tracing  tracing
 
-	met        *workerMetrics // nil: metrics off
+	met        recorder
 	gatherer   prometheus.Gatherer
 	metricsAdr string
 	metricsSrv *MetricsServer
@@ -230,7 +229,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	for name, d := range map[string]time.Duration{
 		"PollInterval": cfg.PollInterval, "Lease": cfg.Lease, "HeartbeatInterval": cfg.HeartbeatInterval,
 		"FlushInterval": cfg.FlushInterval, "ShutdownTimeout": cfg.ShutdownTimeout,
-		"HistoryRetention": cfg.HistoryRetention, "SerialRetry": cfg.SerialRetry,
+		"HistoryRetention": cfg.HistoryRetention,
 	} {
 		if d < 0 {
 			return bad("negative %s", name)
@@ -243,22 +242,20 @@ func NewWorker(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		db:          cfg.DB,
-		ob:          cfg.Outbox,
-		q:           q,
-		id:          cfg.ID,
-		log:         cfg.Logger,
-		poll:        orDefault(cfg.PollInterval, DefaultPollInterval),
-		lease:       orDefault(cfg.Lease, DefaultLease),
-		onClaim:     cfg.OnClaim,
-		shutdown:    orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
-		serialRetry: orDefault(cfg.SerialRetry, DefaultSerialRetry),
-		inflight:    newInflight(),
-		executing:   newExecuting(),
-		serial:      serialHolds{held: map[string]struct{}{}},
-		byQueue:     map[string][]*pool{},
-		stopClaims:  make(chan struct{}),
-		tracing:     newTracing(cfg.TracerProvider, cfg.Propagator),
+		db:         cfg.DB,
+		ob:         cfg.Outbox,
+		q:          q,
+		id:         cfg.ID,
+		log:        cfg.Logger,
+		poll:       orDefault(cfg.PollInterval, DefaultPollInterval),
+		lease:      orDefault(cfg.Lease, DefaultLease),
+		onClaim:    cfg.OnClaim,
+		shutdown:   orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+		inflight:   newInflight(),
+		executing:  newExecuting(),
+		byQueue:    map[string][]*pool{},
+		stopClaims: make(chan struct{}),
+		tracing:    newTracing(cfg.TracerProvider, cfg.Propagator),
 	}
 	w.hbInterval = orDefault(cfg.HeartbeatInterval, w.lease/3)
 	if w.hbInterval >= w.lease {
@@ -352,8 +349,14 @@ func NewWorker(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// setupMetrics registers the worker's collectors as cfg asks.
+// setupMetrics makes the worker's OpenTelemetry instruments and registers
+// its Prometheus collectors as cfg asks.
 func (w *Worker) setupMetrics(cfg Config) error {
+	ot, err := newMeters(cfg.MeterProvider, w)
+	if err != nil {
+		return fmt.Errorf("OpenTelemetry instruments: %w", err)
+	}
+	w.met.otel = ot
 	reg := cfg.Metrics
 	if reg == nil && cfg.MetricsAddr == "" {
 		if cfg.MetricsStatus {
@@ -368,7 +371,7 @@ func (w *Worker) setupMetrics(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	w.met = m
+	w.met.prom = m
 	if cfg.MetricsStatus {
 		if err := reg.Register(NewStatusCollector(w.db, w.ob, outbox.Thresholds{})); err != nil {
 			return err
@@ -439,8 +442,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.handlerCtx = context.WithoutCancel(ctx)
-	if w.met != nil {
-		w.met.attach(w)
+	if w.met.prom != nil {
+		w.met.prom.attach(w)
 	}
 	w.fin.start()
 	for _, s := range w.services {
@@ -533,8 +536,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		p.rewake.Stop()
 	}
 	w.presence.deregister(fctx)
-	if w.met != nil {
-		w.met.detach(w)
+	w.met.otel.close()
+	if w.met.prom != nil {
+		w.met.prom.detach(w)
 	}
 	if w.metricsSrv != nil {
 		_ = w.metricsSrv.Close(fctx)
@@ -583,4 +587,14 @@ func (w *Worker) wakeQueues(queues []string) {
 			p.signal()
 		}
 	}
+}
+
+// slots is how many handlers the worker runs at once: its pools'
+// concurrency summed.
+func (w *Worker) slots() int {
+	n := 0
+	for _, p := range w.pools {
+		n += p.cfg.Concurrency
+	}
+	return n
 }
