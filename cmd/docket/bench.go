@@ -131,7 +131,7 @@ func benchFlags(fs *flag.FlagSet) action {
 			}
 			dbURL = srv.URL
 		}
-		pool, err := connect(ctx, dbURL, 4)
+		pool, err := connect(ctx, dbURL, 4, false)
 		if err != nil {
 			return err
 		}
@@ -182,7 +182,7 @@ func benchRelay(ctx context.Context, dbURL string, cfg bench.RelayConfig, out, e
 		defer srv.Stop()
 		dbURL = srv.URL
 	}
-	pool, err := connect(ctx, dbURL, int32(2*max(cfg.Relays, 2)+2))
+	pool, err := connect(ctx, dbURL, int32(2*max(cfg.Relays, 2)+2), false)
 	if err != nil {
 		return err
 	}

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // connect opens a small pool with Docket's connection defaults (see
 // outbox.ParsePoolConfig) and checks it reaches the server, with an error
 // that names the server but never the password. An empty url means
-// $DATABASE_URL.
-func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+// $DATABASE_URL. With pgbouncer the pool uses a query mode that PgBouncer
+// in transaction mode serves (see pgbouncerMode).
+func connect(ctx context.Context, url string, maxConns int32, pgbouncer bool) (*pgxpool.Pool, error) {
 	if url == "" {
 		url = os.Getenv("DATABASE_URL")
 	}
@@ -27,6 +29,11 @@ func connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, er
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if pgbouncer {
+		if err := pgbouncerMode(cfg.ConnConfig); err != nil {
+			return nil, err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -48,9 +55,27 @@ func (d *dbFlags) open(ctx context.Context) (*outbox.Client, *pgxpool.Pool, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	pool, err := connect(ctx, d.url, 2)
+	pool, err := connect(ctx, d.url, 2, d.pgbouncer)
 	if err != nil {
 		return nil, nil, err
 	}
 	return client, pool, nil
+}
+
+// pgbouncerMode makes cfg safe behind PgBouncer in transaction mode: pgx's
+// default query mode prepares named statements on whichever server
+// connection it gets, and the next transaction may run on another
+// ("prepared statement ... does not exist"). cache_describe, exec and
+// simple_protocol are safe; the default, cache_statement, becomes
+// cache_describe; describe_exec is refused: through a pooler it was seen
+// to run statements with another statement's parameters
+// (docs/compatibility.md).
+func pgbouncerMode(cfg *pgx.ConnConfig) error {
+	switch cfg.DefaultQueryExecMode {
+	case pgx.QueryExecModeCacheStatement:
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	case pgx.QueryExecModeDescribeExec:
+		return fmt.Errorf("%w: default_query_exec_mode=describe_exec is unsafe behind PgBouncer: use cache_describe, exec or simple_protocol", errUsage)
+	}
+	return nil
 }

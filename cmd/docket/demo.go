@@ -82,7 +82,7 @@ func runDemo(ctx context.Context, orders int, out, errOut io.Writer) error {
 	if srv.Private != nil {
 		fmt.Fprintln(errOut, "docket demo: started a private PostgreSQL cluster; it is removed when the demo ends")
 	}
-	pool, err := connect(ctx, srv.URL, 20)
+	pool, err := connect(ctx, srv.URL, 20, false)
 	if err != nil {
 		return err
 	}

@@ -66,8 +66,10 @@ func commands() *command {
 	return &command{
 		name: "docket",
 		about: `Environment:
-  DATABASE_URL   PostgreSQL connection URL when --database-url is not given
-  DOCKET_SCHEMA  schema of Docket's tables when --schema is not given (default public)
+  DATABASE_URL      PostgreSQL connection URL when --database-url is not given
+  DOCKET_SCHEMA     schema of Docket's tables when --schema is not given (default public)
+  DOCKET_PGBOUNCER  1: the URL goes through PgBouncer in transaction mode (as --pgbouncer)
+  DOCKET_LISTEN_URL PostgreSQL URL for LISTEN past a transaction pooler (relay run --listen-url)
 
 Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate status).`,
 		verbs: []*command{
@@ -108,24 +110,56 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	inv, code := resolve(args, out, errOut)
+	if inv == nil {
+		return code
+	}
+	err := inv.act(ctx, inv.pos, out, errOut)
+	var exit *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		return usageError(errOut, inv.path, err)
+	case errors.As(err, &exit):
+		fmt.Fprintf(errOut, "%s: %v\n", inv.path, err)
+		return exit.code
+	}
+	fmt.Fprintf(errOut, "%s: %v\n", inv.path, err)
+	return exitFailure
+}
+
+// invocation is a command line resolved to a leaf whose flags parsed.
+type invocation struct {
+	path string   // "docket dlq list"
+	act  action   // what runs the leaf
+	pos  []string // its positional arguments
+}
+
+// resolve walks args down the command table and parses the leaf's flags,
+// connecting to nothing. It returns nil and the exit code when the command
+// line is answered without running anything: help, or a usage error.
+func resolve(args []string, out, errOut io.Writer) (*invocation, int) {
 	cmd, path := commands(), "docket"
 	if len(args) > 0 && args[0] == "--version" {
 		args = append([]string{"version"}, args[1:]...)
 	}
 	if len(args) > 0 && args[0] == "help" {
-		return help(args[1:], out, errOut)
+		return nil, help(args[1:], out, errOut)
 	}
 	for cmd.verbs != nil {
 		if len(args) == 0 {
 			if path == "docket" {
 				printHelp(errOut, cmd, path)
-				return exitUsage
+				return nil, exitUsage
 			}
-			return usageError(errOut, path, fmt.Errorf("want %s", cmd.verbList()))
+			return nil, usageError(errOut, path, fmt.Errorf("want %s", cmd.verbList()))
 		}
 		if isHelpFlag(args[0]) {
 			printHelp(out, cmd, path)
-			return exitOK
+			return nil, exitOK
 		}
 		next := cmd.verb(args[0])
 		if next == nil {
@@ -134,9 +168,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 				what = "unknown command"
 			}
 			if strings.HasPrefix(args[0], "-") {
-				return usageError(errOut, path, fmt.Errorf("flag %s before the verb: want %s, then flags", args[0], cmd.verbList()))
+				return nil, usageError(errOut, path, fmt.Errorf("flag %s before the verb: want %s, then flags", args[0], cmd.verbList()))
 			}
-			return usageError(errOut, path, fmt.Errorf("%s %q: want %s", what, args[0], cmd.verbList()))
+			return nil, usageError(errOut, path, fmt.Errorf("%s %q: want %s", what, args[0], cmd.verbList()))
 		}
 		cmd, path, args = next, path+" "+next.name, args[1:]
 	}
@@ -146,25 +180,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		printHelp(out, cmd, path)
-		return exitOK
+		return nil, exitOK
 	case err != nil:
-		return usageError(errOut, path, err)
+		return nil, usageError(errOut, path, err)
 	}
-	err = act(ctx, pos, out, errOut)
-	var exit *exitError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case errors.Is(err, errUsage):
-		return usageError(errOut, path, err)
-	case errors.As(err, &exit):
-		fmt.Fprintf(errOut, "%s: %v\n", path, err)
-		return exit.code
-	}
-	fmt.Fprintf(errOut, "%s: %v\n", path, err)
-	return exitFailure
+	return &invocation{path: path, act: act, pos: pos}, exitOK
 }
 
 // help is `docket help [command [verb]]`.
@@ -304,14 +324,23 @@ func wantArgs(pos []string, n int, what string) error {
 
 // dbFlags are the connection flags shared by commands.
 type dbFlags struct {
-	url    string
-	schema string
+	url       string
+	schema    string
+	pgbouncer bool
 }
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	// The default is read when connecting, not shown in help: it may hold a password.
 	fs.StringVar(&d.url, "database-url", "", "PostgreSQL connection URL (default $DATABASE_URL)")
+	fs.BoolVar(&d.pgbouncer, "pgbouncer", envBool("DOCKET_PGBOUNCER"),
+		"the URL goes through PgBouncer in transaction mode: use a query mode it serves, and no LISTEN; $DOCKET_PGBOUNCER=1 sets the default")
 	d.registerSchema(fs)
+}
+
+// envBool reports whether the environment variable name is 1 or true.
+func envBool(name string) bool {
+	v := os.Getenv(name)
+	return v == "1" || strings.EqualFold(v, "true")
 }
 
 // registerSchema registers --schema alone, for verbs that print SQL

@@ -77,7 +77,7 @@ func migrateUp(fs *flag.FlagSet) action {
 		if v < 0 {
 			v = m.Latest()
 		}
-		pool, err := connect(ctx, db.url, 2)
+		pool, err := connect(ctx, db.url, 2, db.pgbouncer)
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func migrateDown(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		pool, err := connect(ctx, db.url, 2)
+		pool, err := connect(ctx, db.url, 2, db.pgbouncer)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func loadMigrations(ctx context.Context, db dbFlags, pos []string) ([]outbox.Mig
 	if err != nil {
 		return nil, err
 	}
-	pool, err := connect(ctx, db.url, 2)
+	pool, err := connect(ctx, db.url, 2, db.pgbouncer)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func openSchedules(ctx context.Context, db dbFlags) (*schedule.Service, func(), 
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	pool, err := connect(ctx, db.url, 2)
+	pool, err := connect(ctx, db.url, 2, db.pgbouncer)
 	if err != nil {
 		return nil, nil, err
 	}

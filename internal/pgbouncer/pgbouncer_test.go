@@ -305,3 +305,39 @@ func TestBadListenURL(t *testing.T) {
 		t.Errorf("bad ListenURL: %v, want ErrInvalidConfig naming ListenURL", err)
 	}
 }
+
+// The CLI's --pgbouncer (or DOCKET_PGBOUNCER=1) makes a plain URL, one
+// without a query mode, safe through PgBouncer in transaction mode: migrate
+// up twice, migrate status, jobs list and status all pass, several times
+// over (each run reuses the bouncer's server connections, where pgx's
+// default mode collides with its own prepared statements). A URL asking
+// for describe_exec is refused as a usage error before anything runs.
+func TestCLIPgBouncerSwitch(t *testing.T) {
+	b := bouncer(t)
+	schema := pgtest.Schema(t)
+	url := b.URL("")
+	bin := cli(t)
+	for i := range 2 {
+		for _, args := range [][]string{
+			{"migrate", "up", "--pgbouncer"},
+			{"migrate", "status", "--pgbouncer"},
+			{"jobs", "list", "--pgbouncer"},
+			{"status", "--pgbouncer"},
+		} {
+			args = append(args, "--database-url", url, "--schema", schema)
+			if out, err := runCLI(bin, args...); err != nil {
+				t.Fatalf("round %d: docket %s: %v\n%s", i+1, strings.Join(args[:3], " "), err, out)
+			}
+		}
+	}
+	cmd := exec.Command(bin, "status", "--database-url", url, "--schema", schema)
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "DOCKET_PGBOUNCER=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("status with DOCKET_PGBOUNCER=1: %v\n%s", err, out)
+	}
+	out, err := runCLI(bin, "status", "--pgbouncer", "--database-url", b.URL("default_query_exec_mode=describe_exec"), "--schema", schema)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "describe_exec") {
+		t.Errorf("--pgbouncer with describe_exec: %v, want a usage error (exit 2) naming it\n%s", err, out)
+	}
+}
