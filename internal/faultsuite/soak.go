@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -120,7 +122,7 @@ type soak struct {
 	slots   []*Process // the current process of each worker slot
 	proxies []*faultproxy.Proxy
 	urls    []string
-	ids     []string // of every process started
+	started []*Process // every process started, for their ids and logs
 	killed  map[int]bool
 	rss     [][2]int64 // per slot: peak RSS in each half
 	faults  []SoakFault
@@ -285,7 +287,7 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 			res.Violations = append(res.Violations, fmt.Sprintf("worker %d: %v", i, err))
 		}
 	}
-	if n, err := WaitSessionsGone(ctx, s.db, 10*time.Second, s.ids...); err != nil || n != 0 {
+	if n, err := WaitSessionsGone(ctx, s.db, 10*time.Second, s.startedIDs()...); err != nil || n != 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("the stopped worker processes left %d server sessions (%v)", n, err))
 	}
 	c, err := Check(ctx, s.db, s.schema)
@@ -294,6 +296,9 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 	}
 	res.Counts = c
 	res.Violations = append(res.Violations, c.Violations()...)
+	if c.Running > 0 {
+		res.Violations = append(res.Violations, s.explainRunning(ctx)...)
+	}
 	for i, r := range s.rss {
 		if s.killed[i] {
 			continue
@@ -312,6 +317,62 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 	return res, nil
 }
 
+// startedIDs returns the worker ids of every process started.
+func (s *soak) startedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.started))
+	for i, p := range s.started {
+		ids[i] = p.ID()
+	}
+	return ids
+}
+
+// explainRunning describes the jobs left running after every worker
+// stopped: the row, and every log line of any worker process about it.
+func (s *soak) explainRunning(ctx context.Context) []string {
+	rows, err := s.db.Query(ctx, `SELECT id, kind, attempts, locked_by::text, locked_at, lease_until FROM `+s.schema+
+		`.docket_jobs WHERE state = 'running' ORDER BY id LIMIT 5`)
+	if err != nil {
+		return []string{fmt.Sprintf("listing the running jobs: %v", err)}
+	}
+	type running struct {
+		id           int64
+		kind, by     string
+		attempts     int
+		locked, till time.Time
+	}
+	var left []running
+	for rows.Next() {
+		var r running
+		if err := rows.Scan(&r.id, &r.kind, &r.attempts, &r.by, &r.locked, &r.till); err != nil {
+			rows.Close()
+			return []string{fmt.Sprintf("listing the running jobs: %v", err)}
+		}
+		left = append(left, r)
+	}
+	rows.Close()
+	s.mu.Lock()
+	procs := slices.Clone(s.started)
+	s.mu.Unlock()
+	var out []string
+	for _, r := range left {
+		msg := fmt.Sprintf("job %d (%s, attempt %d) left running by worker %s, claimed at %s, lease until %s (soak began %s)",
+			r.id, r.kind, r.attempts, r.by, r.locked.Format(time.TimeOnly+".000"), r.till.Format(time.TimeOnly+".000"),
+			s.began.Format(time.TimeOnly+".000"))
+		needle := fmt.Sprintf(`"job_id":%d,`, r.id)
+		for _, p := range procs {
+			for line := range strings.Lines(p.Stderr()) {
+				if strings.Contains(line, needle) || (p.ID() == r.by && strings.Contains(line, "worker stopped")) {
+					msg += "\n  " + p.ID() + ": " + strings.TrimSpace(line)
+				}
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
 // startSlot starts a worker process in slot i, through the slot's proxy.
 func (s *soak) startSlot(i int) error {
 	p, err := Start(s.cfg.Command(), WorkerSpec{URL: s.urls[i], Schema: s.schema, LeaseMS: int(soakLease.Milliseconds()),
@@ -323,7 +384,7 @@ func (s *soak) startSlot(i int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.slots[i] = p
-	s.ids = append(s.ids, p.ID())
+	s.started = append(s.started, p)
 	return nil
 }
 
