@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
+	"github.com/docketq/docket/outbox/relay/kafkarelay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,8 +60,9 @@ func relayRun(fs *flag.FlagSet) action {
 	url := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server URL")
 	amqpURL := fs.String("amqp-url", "", "publish to RabbitMQ at this amqp:// URL instead of NATS")
 	exchange := fs.String("exchange", "", "with --amqp-url: the exchange messages go to, the topic as routing key (default: the default exchange)")
+	kafka := fs.String("kafka-brokers", "", "publish to Kafka through these seed brokers, host:port,... instead of NATS")
 	subjects := subjectsFlag{}
-	fs.Var(subjects, "subject", "map a topic to a NATS subject (or, with --amqp-url, a routing key), as TOPIC=SUBJECT (repeatable; default: the topic)")
+	fs.Var(subjects, "subject", "map a topic to a NATS subject (with --amqp-url a routing key, with --kafka-brokers a Kafka topic), as TOPIC=SUBJECT (repeatable; default: the topic)")
 	n := fs.Int("concurrency", 1, "relays to run in this process; each takes its share of partitions")
 	batch := fs.Int("batch", 0, "events per publish round (default 500)")
 	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
@@ -77,6 +80,21 @@ func relayRun(fs *flag.FlagSet) action {
 		}
 		if *lease != 0 && *lease < 300*time.Millisecond {
 			return fmt.Errorf("%w: --lease %s under 300ms", errUsage, *lease)
+		}
+		if *amqpURL != "" && *kafka != "" {
+			return fmt.Errorf("%w: --amqp-url and --kafka-brokers: give one broker", errUsage)
+		}
+		if *exchange != "" && *amqpURL == "" {
+			return fmt.Errorf("%w: --exchange needs --amqp-url", errUsage)
+		}
+		var brokers []string
+		if *kafka != "" {
+			for b := range strings.SplitSeq(*kafka, ",") {
+				if _, _, err := net.SplitHostPort(strings.TrimSpace(b)); err != nil {
+					return fmt.Errorf("%w: --kafka-brokers %q: %v", errUsage, b, err)
+				}
+				brokers = append(brokers, strings.TrimSpace(b))
+			}
 		}
 		if *listenURL == "" {
 			*listenURL = os.Getenv("DOCKET_LISTEN_URL")
@@ -97,9 +115,12 @@ func relayRun(fs *flag.FlagSet) action {
 		for range *n {
 			var pub relay.Publisher
 			var err error
-			if *amqpURL != "" {
+			switch {
+			case *amqpURL != "":
 				pub, err = rabbitrelay.New(rabbitrelay.Config{URL: *amqpURL, Exchange: *exchange, RoutingKeys: subjects})
-			} else {
+			case len(brokers) > 0:
+				pub, err = kafkarelay.New(kafkarelay.Config{Brokers: brokers, Topics: subjects})
+			default:
 				pub, err = natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
 			}
 			if err != nil {
@@ -132,7 +153,14 @@ func relayRun(fs *flag.FlagSet) action {
 				return err
 			}
 		}
-		log.Info("docket relay running", "relays", *n, "nats", *url)
+		broker := "nats" // URLs are not logged: they may hold a password
+		switch {
+		case *amqpURL != "":
+			broker = "rabbitmq"
+		case len(brokers) > 0:
+			broker = "kafka"
+		}
+		log.Info("docket relay running", "relays", *n, "broker", broker)
 		<-ctx.Done()
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

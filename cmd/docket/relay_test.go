@@ -83,3 +83,24 @@ func TestRelayRunBadAMQPURL(t *testing.T) {
 		t.Errorf("bad --amqp-url: exit %d, %q; want a usage error (2)", code, errOut)
 	}
 }
+
+// relay run --kafka-brokers takes host:port seeds; a seed without a port,
+// two brokers at once or --exchange without RabbitMQ are usage errors
+// before anything connects.
+func TestRelayRunBrokerFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--kafka-brokers", "127.0.0.1:9092,nohost"}, `--kafka-brokers "nohost": address nohost: missing port`},
+		{[]string{"--kafka-brokers", "127.0.0.1:9092", "--amqp-url", "amqp://guest:guest@127.0.0.1:5672/"}, "give one broker"},
+		{[]string{"--exchange", "events"}, "--exchange needs --amqp-url"},
+	} {
+		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
+		code, _, errOut := docket(t, all...)
+		if code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("relay run %v: exit %d, %q; want a usage error (2) saying %q", c.args, code, errOut, c.says)
+		}
+	}
+}

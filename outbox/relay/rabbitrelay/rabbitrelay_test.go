@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -13,30 +11,24 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/rabbitsrv"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
 )
 
 // brokerURL is the RabbitMQ the tests use: $DOCKET_RABBITMQ_URL, else the
-// machine's on 127.0.0.1:5672 (guest/guest). The tests need a running
-// broker; they skip, saying so, only when none answers.
+// machine's on 127.0.0.1:5672 (guest/guest) when it answers, else a
+// private node started for the test from the installed rabbitmq-server
+// (internal/rabbitsrv).
 func brokerURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("DOCKET_RABBITMQ_URL")
-	if url == "" {
-		url = "amqp://guest:guest@127.0.0.1:5672/"
-	}
-	u, err := amqp.ParseURI(url)
+	srv, err := rabbitsrv.Discover()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", u.Host, u.Port), 2*time.Second)
-	if err != nil {
-		t.Skipf("no RabbitMQ answers at %s:%d (set DOCKET_RABBITMQ_URL): %v", u.Host, u.Port, err)
-	}
-	c.Close()
-	return url
+	t.Cleanup(srv.Stop)
+	return srv.URL
 }
 
 // topology declares a topic exchange bound to a queue for every routing
