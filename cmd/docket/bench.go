@@ -105,7 +105,7 @@ func benchFlags(fs *flag.FlagSet) action {
 		}
 		if *scenario == bench.ScenarioRelay {
 			return benchRelay(ctx, dbURL, bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: *workers,
-				Rate: *rate, Duration: *duration, Progress: errOut}, out, errOut)
+				Rate: *rate, Duration: *duration, Progress: errOut, CPUProfile: *cpuProfile}, out, errOut)
 		}
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),

@@ -14,12 +14,19 @@ import (
 // asked for, and returns the function that stops it and closes the file.
 func (r *Runner) profile(scenario string) (stop func() error, err error) {
 	path := r.cfg.CPUProfile
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	if len(r.scenarios) > 1 {
+	if path != "" && len(r.scenarios) > 1 {
 		ext := filepath.Ext(path)
 		path = strings.TrimSuffix(path, ext) + "." + scenario + ext
+	}
+	return startProfile(path, func(f string, a ...any) { r.logf(f, a...) }, scenario)
+}
+
+// startProfile starts a Go CPU profile into path, unless path is empty,
+// and returns the function that stops it, closes the file and says so
+// through logf.
+func startProfile(path string, logf func(string, ...any), scenario string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -34,7 +41,7 @@ func (r *Runner) profile(scenario string) (stop func() error, err error) {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		r.logf("%s: CPU profile written to %s", scenario, path)
+		logf("%s: CPU profile written to %s", scenario, path)
 		return nil
 	}, nil
 }

@@ -30,6 +30,9 @@ type RelayConfig struct {
 	Rate     int           // steady events/s for the latency phase; 0: 1,000
 	Duration time.Duration // of the latency phase; 0: 10s
 	Progress io.Writer
+	// CPUProfile, when set, is a file that receives a Go CPU profile of
+	// the throughput phase (the relays draining the backlog).
+	CPUProfile string
 }
 
 // RelayResult is the one JSON line of the relay scenario.
@@ -118,16 +121,25 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 			return res, err
 		}
 	}
-	start := time.Now()
-	stop, err := startRelays(ctx, pool, schema, cfg)
+	stopProfile, err := startProfile(cfg.CPUProfile, say, ScenarioRelay)
 	if err != nil {
 		return res, err
 	}
-	defer stop()
-	if err := waitDrained(ctx, pool, schema); err != nil {
+	start := time.Now()
+	stop, err := startRelays(ctx, pool, schema, cfg)
+	if err != nil {
+		stopProfile()
 		return res, err
 	}
+	defer stop()
+	err = waitDrained(ctx, pool, schema)
 	res.RelayPerSec = float64(cfg.Events) / time.Since(start).Seconds()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return res, err
+	}
 	say("relay: %.0f msgs/s", res.RelayPerSec)
 
 	// (2) The baseline: the same messages, straight to JetStream.
