@@ -60,7 +60,10 @@
 // queues, when this process promoted or reaped jobs, and at least every
 // PollInterval. While batches come back full it keeps two claims going as
 // slots free up, so claim round trips overlap with work and with each
-// other; a short batch ends the burst.
+// other, and it claims up to PoolConfig.Prefetch jobs beyond its slots,
+// which wait in the pool so that a slot that frees starts the next job at
+// once; a short batch ends the burst and the prefetching. A prefetched
+// job is leased, heartbeated and released at shutdown like a running one.
 //
 // NOTIFY is a wake-up, never the source of truth. The worker LISTENs on a
 // dedicated connection, which reconnects by itself with backoff; while it

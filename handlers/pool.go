@@ -15,7 +15,9 @@ const maxClaim = 1000
 
 // pool is one PoolConfig at run time: a claim loop that feeds a fixed set of
 // slot goroutines through a channel. busy counts jobs claimed and not yet
-// finished by their handler, so the claim asks for exactly the free slots.
+// finished by their handler, so the claim asks for the free slots, and
+// while a backlog lasts for up to cfg.Prefetch more, which wait in the
+// channel for a slot.
 type pool struct {
 	w     *Worker
 	cfg   PoolConfig
@@ -35,7 +37,7 @@ type pool struct {
 func newPool(w *Worker, cfg PoolConfig) *pool {
 	p := &pool{
 		w: w, cfg: cfg,
-		jobs:  make(chan *task, cfg.Concurrency),
+		jobs:  make(chan *task, cfg.Concurrency+cfg.Prefetch),
 		wake:  make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 	}
@@ -126,6 +128,7 @@ func (p *pool) claimLoop() {
 		for ; inFlight > 0; inFlight-- {
 			<-results // what they took is handed to the slots, which release it
 		}
+		p.releaseQueued()
 		close(p.jobs) // the slots release what is left and exit
 	}()
 	poll := time.NewTimer(w.poll)
@@ -136,12 +139,17 @@ func (p *pool) claimLoop() {
 	var errWait time.Duration
 	var retryAt time.Time
 	perClaim := min(max(1, p.cfg.Concurrency/claimsInFlight), maxClaim)
-	launch := 1 // claims to start as soon as slots are free
+	launch := 1      // claims to start as soon as slots are free
+	backlog := false // the last claim came back full: prefetch
 	for {
 		if w.stopping.Load() {
 			return
 		}
-		free := p.cfg.Concurrency - int(p.busy.Load()) - reserved
+		capacity := p.cfg.Concurrency
+		if backlog {
+			capacity += p.cfg.Prefetch
+		}
+		free := capacity - int(p.busy.Load()) - reserved
 		// A claim beside one in flight waits for a full batch of free
 		// slots: otherwise a backlog is taken in many small claims as
 		// slots free one by one, each a round trip (measured: a third of
@@ -179,7 +187,8 @@ func (p *pool) claimLoop() {
 				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
 				errWait = 0
 			}
-			if r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0) {
+			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
+			if backlog {
 				launch = claimsInFlight - inFlight
 			} else {
 				launch = 0
@@ -240,6 +249,21 @@ func (p *pool) claim(limit int) (int, error) {
 		p.jobs <- t
 	}
 	return len(jobs), err
+}
+
+// releaseQueued hands back, at shutdown, the claimed jobs still waiting
+// for a slot, without waiting for the slots' running handlers to return.
+// The slots release whatever they take from the channel meanwhile.
+func (p *pool) releaseQueued() {
+	for {
+		select {
+		case t := <-p.jobs:
+			p.w.run(t) // stopping: releases it
+			p.busy.Add(-1)
+		default:
+			return
+		}
+	}
 }
 
 // slot runs claimed jobs one after the other until the claim loop closes

@@ -41,6 +41,15 @@ type PoolConfig struct {
 	// queue.ClaimParams.TenantCap): give every job of a capped queue a
 	// tenant.
 	TenantCap int
+	// Prefetch is how many jobs beyond Concurrency the pool may hold
+	// claimed, waiting for a slot, while a backlog lasts (its last claim
+	// came back full): a slot that frees takes the next job at once instead
+	// of waiting for a claim's round trip. A prefetched job is leased,
+	// heartbeated and released at shutdown like a running one; when the
+	// queue runs short the pool claims only for free slots again, so other
+	// workers get the rest. Zero means Concurrency/4 (at least 1); negative
+	// means none.
+	Prefetch int
 }
 
 // Config configures a Worker. DB, Outbox and Registry are required; every
@@ -316,6 +325,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 		}
 		if pc.Concurrency == 0 {
 			pc.Concurrency = DefaultConcurrency
+		}
+		switch {
+		case pc.Prefetch == 0:
+			pc.Prefetch = max(1, pc.Concurrency/4)
+		case pc.Prefetch < 0:
+			pc.Prefetch = 0
 		}
 		pc.Queues = slices.Clone(pc.Queues)
 		p := newPool(w, pc)

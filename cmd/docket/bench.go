@@ -23,6 +23,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 200ms on an otherwise empty queue (50 jobs)"},
+	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window"},
@@ -53,10 +54,12 @@ cluster it starts and removes.`
 
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+" or "+bench.ScenarioHeldXmin+" (required)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioRelay+" or "+bench.ScenarioHeldXmin+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
-	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default)")
+	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
+	handlerMin := fs.Duration("handler-min", bench.DefaultHandlerMin, "handlers: shortest handler sleep")
+	handlerMax := fs.Duration("handler-max", bench.DefaultHandlerMax, "handlers: longest handler sleep")
 	producers := fs.Int("producers", bench.DefaultProducers, "producer goroutines for sustained, one job per transaction each")
 	inserters := fs.Int("inserters", 1, "insert: connections inserting batches at once")
 	processes := fs.Int("processes", 1, "drain: worker processes, each with --workers slots")
@@ -110,6 +113,7 @@ func benchFlags(fs *flag.FlagSet) action {
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
 			Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
+			HandlerMin: *handlerMin, HandlerMax: *handlerMax,
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,

@@ -25,6 +25,10 @@ const (
 	ScenarioDrain     = "drain"
 	ScenarioSustained = "sustained"
 	ScenarioIdle      = "idle"
+	// ScenarioHandlers drains jobs whose handlers take time (HandlerMin to
+	// HandlerMax) and compares the rate with what the slots could do if
+	// none ever waited for a claim. ScenarioAll leaves it out.
+	ScenarioHandlers = "handlers"
 	// ScenarioHeldXmin measures claims while a long transaction holds back
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
@@ -72,8 +76,13 @@ type Config struct {
 	// fill. Zero means DefaultBatch (1,000).
 	Batch int
 	// Workers is the worker's concurrency (its one pool's slots). Zero
-	// means the worker's default, handlers.DefaultConcurrency.
+	// means the worker's default, handlers.DefaultConcurrency, or
+	// DefaultHandlerSlots (32) for handlers.
 	Workers int
+	// HandlerMin and HandlerMax bound the random time each handler of
+	// the handlers scenario sleeps. Zero means DefaultHandlerMin (2 ms)
+	// and DefaultHandlerMax (5 ms).
+	HandlerMin, HandlerMax time.Duration
 	// Producers is the number of goroutines that enqueue in sustained, each
 	// one job per transaction. Zero means DefaultProducers (32).
 	Producers int
@@ -151,12 +160,12 @@ func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
-	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin:
+	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHeldXmin, ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHandlers, ScenarioHeldXmin, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes} {
@@ -164,7 +173,8 @@ func New(cfg Config) (*Runner, error) {
 			return bad("negative %s %d", name, v)
 		}
 	}
-	for name, d := range map[string]time.Duration{"duration": cfg.Duration, "baseline": cfg.Baseline, "held": cfg.Held, "recovery": cfg.Recovery, "window": cfg.Window} {
+	for name, d := range map[string]time.Duration{"duration": cfg.Duration, "baseline": cfg.Baseline, "held": cfg.Held, "recovery": cfg.Recovery, "window": cfg.Window,
+		"handler-min": cfg.HandlerMin, "handler-max": cfg.HandlerMax} {
 		if d < 0 {
 			return bad("negative %s %s", name, d)
 		}
@@ -176,6 +186,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	def(&cfg.Jobs, DefaultJobs)
 	def(&cfg.Batch, DefaultBatch)
+	if cfg.Scenario == ScenarioHandlers {
+		def(&cfg.Workers, DefaultHandlerSlots)
+	}
 	def(&cfg.Workers, handlers.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
 	def(&cfg.Inserters, 1)
@@ -197,6 +210,11 @@ func New(cfg Config) (*Runner, error) {
 	defDur(&cfg.Held, DefaultHeldHold)
 	defDur(&cfg.Recovery, DefaultHeldRecovery)
 	defDur(&cfg.Window, DefaultHeldWindow)
+	defDur(&cfg.HandlerMin, DefaultHandlerMin)
+	defDur(&cfg.HandlerMax, DefaultHandlerMax)
+	if cfg.HandlerMax < cfg.HandlerMin {
+		return bad("handler-max %s under handler-min %s", cfg.HandlerMax, cfg.HandlerMin)
+	}
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
@@ -241,6 +259,8 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res, err = r.sustained(ctx, db)
 		case ScenarioIdle:
 			res, err = r.idle(ctx, db)
+		case ScenarioHandlers:
+			res, err = r.handlers(ctx, db)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -365,6 +385,11 @@ func (noop) Kind() string { return "bench.noop" }
 // concurrency and PollOnly, running h for every job, on a pool of its own.
 // stop stops the worker and closes its pool.
 func (e *env) worker(ctx context.Context, h handlers.HandlerFunc[noop]) (stop func(), err error) {
+	return e.workerWith(ctx, h, e.r.cfg.Workers)
+}
+
+// workerWith is worker with slots slots.
+func (e *env) workerWith(ctx context.Context, h handlers.HandlerFunc[noop], slots int) (stop func(), err error) {
 	cfg := e.r.cfg
 	wdb, err := pool(ctx, e.db, WorkerConns)
 	if err != nil {
@@ -377,7 +402,7 @@ func (e *env) worker(ctx context.Context, h handlers.HandlerFunc[noop]) (stop fu
 	}
 	w, err := handlers.NewWorker(handlers.Config{
 		DB: wdb, Outbox: e.ob, Registry: reg,
-		Pools:         []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: cfg.Workers}},
+		Pools:         []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: slots}},
 		DisableNotify: cfg.PollOnly,
 		Logger:        cfg.Logger,
 		OnClaim:       e.onClaim,

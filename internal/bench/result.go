@@ -11,7 +11,8 @@ import (
 // the fields of its scenario only (see the docs of each field), always with
 // "scenario", "history" and "notify" first.
 type Result struct {
-	// Scenario is the scenario measured: insert, drain, sustained or idle.
+	// Scenario is the scenario measured: insert, drain, sustained, idle,
+	// handlers or heldxmin.
 	Scenario string
 	// History reports whether finished jobs were kept in history (JSON
 	// "history": "on" or "off").
@@ -62,6 +63,11 @@ type Result struct {
 	// DeadTuples is n_dead_tup of docket_jobs at the window's end, from
 	// pg_stat_user_tables (heldxmin).
 	DeadTuples int64
+	// HandlerMin and HandlerMax bound the handlers' sleep; Bound is the
+	// slots divided by the mean handler time, in jobs/s, and
+	// FractionOfBound is JobsPerSec / Bound (handlers).
+	HandlerMin, HandlerMax time.Duration
+	Bound, FractionOfBound float64
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
@@ -97,6 +103,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
+	case ScenarioHandlers:
+		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
+			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
+			field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", round(r.FractionOfBound, 3)})
 	case ScenarioSustained:
 		f = append(f, field{"rate", r.Rate}, field{"achieved_rate", round(r.AchievedRate, 1)},
 			field{"jobs", r.Jobs}, field{"producers", r.Producers}, field{"producer_tx", r.ProducerTx},

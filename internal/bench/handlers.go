@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+)
+
+// Defaults of the handlers scenario: the "Postgres as a job queue"
+// harness, 32 slots whose handlers sleep a random 2-5 ms.
+const (
+	DefaultHandlerSlots = 32
+	DefaultHandlerMin   = 2 * time.Millisecond
+	DefaultHandlerMax   = 5 * time.Millisecond
+)
+
+// handlers fills the queue with cfg.Jobs jobs of random priority 0..10
+// (not timed), then times a worker whose handlers each sleep a random
+// duration between cfg.HandlerMin and cfg.HandlerMax, from its start until
+// the jobs table is empty. The bound is what the slots could do if no slot
+// ever waited for a claim: slots / mean handler time.
+func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error) {
+	e, err := r.setup(ctx, db, ScenarioHandlers)
+	defer e.drop()
+	if err != nil {
+		return Result{}, err
+	}
+	n, slots := r.cfg.Jobs, r.cfg.Workers
+	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
+	prog := r.progress("handlers: filling", int64(n))
+	err = e.fillPriorities(ctx, n, prog)
+	prog.finish()
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := db.Exec(ctx, `ANALYZE `+e.table("docket_jobs")); err != nil {
+		return Result{}, err
+	}
+
+	var ran atomic.Int64
+	prog = r.progress("handlers", int64(n))
+	handler := func(ctx context.Context, j *handlers.Job[noop]) error {
+		time.Sleep(lo + rand.N(hi-lo+1))
+		ran.Add(1)
+		prog.add(1)
+		return nil
+	}
+	stopProfile, err := r.profile(ScenarioHandlers)
+	if err != nil {
+		prog.finish()
+		return Result{}, err
+	}
+	start := time.Now()
+	stop, err := e.workerWith(ctx, handler, slots)
+	if err == nil {
+		err = wait(ctx, drainPoll, ran.Load, func() (bool, error) {
+			if ran.Load() < int64(n) {
+				return false, nil
+			}
+			var left bool
+			err := db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+e.table("docket_jobs")+`)`).Scan(&left)
+			return !left, err
+		})
+	}
+	elapsed := time.Since(start)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if stop != nil {
+		stop()
+	}
+	prog.finish()
+	if err != nil {
+		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ran.Load(), n, err)
+	}
+	mean := (lo + hi) / 2
+	bound := float64(slots) / mean.Seconds()
+	rate := float64(n) / elapsed.Seconds()
+	return Result{Jobs: n, Workers: slots, Seconds: elapsed.Seconds(), JobsPerSec: rate,
+		HandlerMin: lo, HandlerMax: hi, Bound: bound, FractionOfBound: rate / bound}, nil
+}
+
+// fillPriorities enqueues n no-op jobs of random priority 0..10 in
+// batches of cfg.Batch, one transaction each.
+func (e *env) fillPriorities(ctx context.Context, n int, prog *progress) error {
+	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
+	for first := 0; first < n; first += len(items) {
+		batch := items[:min(len(items), n-first)]
+		for i := range batch {
+			batch[i] = outbox.Item{Args: noop{}, Opts: outbox.Opts{Priority: rand.IntN(11)}}
+		}
+		err := pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error {
+			_, err := e.ob.EnqueueMany(ctx, tx, batch)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("enqueue batch at job %d: %w", first, err)
+		}
+		prog.add(int64(len(batch)))
+	}
+	return nil
+}
