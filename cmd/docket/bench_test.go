@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,10 +26,13 @@ func TestBenchAll(t *testing.T) {
 	}
 
 	want := map[string][]string{
-		"insert":    {"jobs", "batch", "inserters", "seconds", "jobs_per_sec"},
-		"drain":     {"jobs", "workers", "processes", "seconds", "jobs_per_sec", "max_rss_mib"},
-		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms"},
-		"idle":      {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify"},
+		"insert": {"jobs", "batch", "inserters", "seconds", "jobs_per_sec", "limit_per_sec", "fraction_of_limit",
+			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+		"drain": {"jobs", "workers", "processes", "seconds", "jobs_per_sec", "max_rss_mib", "limit_per_sec",
+			"fraction_of_limit", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms",
+			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+		"idle": {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 	}
 	seen := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -72,6 +76,16 @@ func TestBenchAll(t *testing.T) {
 		if num(s, "seconds") <= 0 || num(s, "jobs_per_sec") <= 0 {
 			t.Errorf("%s: seconds %v, jobs_per_sec %v: want both positive", s, num(s, "seconds"), num(s, "jobs_per_sec"))
 		}
+		// The fraction is the rate over the limit measured in the same
+		// run; the CPU figures are of the timed part.
+		if l, f := num(s, "limit_per_sec"), num(s, "fraction_of_limit"); l <= 0 || f <= 0 ||
+			math.Abs(f-num(s, "jobs_per_sec")/l) > 0.002 {
+			t.Errorf("%s: limit_per_sec %v, fraction_of_limit %v for %v jobs/s", s, l, f, num(s, "jobs_per_sec"))
+		}
+		if num(s, "bench_cpu_s_per_1k") <= 0 || num(s, "pg_cpu_s_per_1k") <= 0 {
+			t.Errorf("%s: bench_cpu_s_per_1k %v, pg_cpu_s_per_1k %v: want both positive", s,
+				num(s, "bench_cpu_s_per_1k"), num(s, "pg_cpu_s_per_1k"))
+		}
 	}
 	if seen["drain"] != nil && num("drain", "workers") != 100 {
 		t.Errorf("drain: workers = %v, want the worker default 100", num("drain", "workers"))
@@ -101,8 +115,8 @@ func TestBenchAll(t *testing.T) {
 
 	// Every scenario named its schema on stderr, and none is left.
 	named := regexp.MustCompile(`schema (docket_bench_[0-9a-f]+)`).FindAllStringSubmatch(errOut.String(), -1)
-	if len(named) != 4 {
-		t.Errorf("stderr names %d bench schemas, want 4:\n%s", len(named), errOut.String())
+	if len(named) != 6 {
+		t.Errorf("stderr names %d bench schemas, want 6 (insert and drain measure their limits in schemas of their own):\n%s", len(named), errOut.String())
 	}
 	// Only this run's schemas: TestBenchHeldXmin may hold one of its own
 	// at this moment.
@@ -249,5 +263,43 @@ func TestBenchHeldXmin(t *testing.T) {
 	}
 	if strings.Join(phases, ",") != "baseline,held,recovery" {
 		t.Errorf("phases %v, want baseline, held, recovery in order", phases)
+	}
+}
+
+// The limit and handlers scenarios print one line each with their figures.
+func TestBenchLimitAndHandlers(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	for _, c := range []struct {
+		args   []string
+		fields []string
+	}{
+		{[]string{"--scenario", "limit", "--jobs", "2000"}, []string{"drain_limit_per_sec", "insert_limit_per_sec"}},
+		{[]string{"--scenario", "handlers", "--jobs", "400", "--handler-min", "1ms", "--handler-max", "3ms"},
+			[]string{"jobs_per_sec", "bound_jobs_per_sec", "fraction_of_bound", "bench_cpu_s_per_1k"}},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), append([]string{"bench", "--database-url", url}, c.args...), &out, &errOut)
+		if code != 0 {
+			t.Fatalf("bench %v: exit %d\n%s\n%s", c.args, code, out.String(), errOut.String())
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(out.Bytes(), &obj); err != nil {
+			t.Fatalf("bench %v: %q is not one JSON object: %v", c.args, out.String(), err)
+		}
+		for _, f := range c.fields {
+			if v, _ := obj[f].(float64); v <= 0 {
+				t.Errorf("bench %v: %s = %v, want a positive number: %s", c.args, f, obj[f], out.String())
+			}
+		}
+		if obj["scenario"] == "handlers" {
+			// 32 slots over 1-3 ms handlers: at most 16,000 jobs/s.
+			if b, _ := obj["bound_jobs_per_sec"].(float64); math.Abs(b-16000) > 1 {
+				t.Errorf("handlers: bound %v, want 16000", b)
+			}
+			if f, _ := obj["fraction_of_bound"].(float64); f > 1.05 {
+				t.Errorf("handlers: fraction_of_bound %v above the bound", f)
+			}
+		}
 	}
 }

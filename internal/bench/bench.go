@@ -29,6 +29,10 @@ const (
 	// HandlerMax) and compares the rate with what the slots could do if
 	// none ever waited for a claim. ScenarioAll leaves it out.
 	ScenarioHandlers = "handlers"
+	// ScenarioLimit measures PostgreSQL's own limits for drain and insert
+	// (see the drain and insert results' fraction_of_limit, measured in
+	// the same run). ScenarioAll leaves it out.
+	ScenarioLimit = "limit"
 	// ScenarioHeldXmin measures claims while a long transaction holds back
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
@@ -160,12 +164,12 @@ func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
-	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers:
+	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers || cfg.Scenario == ScenarioLimit:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHandlers, ScenarioHeldXmin, ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes} {
@@ -261,6 +265,8 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res, err = r.idle(ctx, db)
 		case ScenarioHandlers:
 			res, err = r.handlers(ctx, db)
+		case ScenarioLimit:
+			res, err = r.limit(ctx, db)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)

@@ -72,6 +72,11 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	resetPeakRSS()
+	clock := newCPUClock(ctx, db)
+	if kids != nil {
+		clock.children = kids.pids()
+	}
+	cpu0 := clock.read()
 	start := time.Now()
 	ranTotal := ran.Load
 	var stopWorkers func() error
@@ -100,6 +105,7 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		})
 	}
 	elapsed := time.Since(start)
+	cpu1 := clock.read()
 	rss := peakRSSMiB()
 	if kids != nil {
 		rss = 0 // the workers' memory is in other processes
@@ -120,6 +126,11 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		r.logf("drain: %d claims, %.1f jobs and %.2f ms each on average", c,
 			float64(claimed.Load())/float64(c), float64(claimNanos.Load())/float64(c)/1e6)
 	}
-	return Result{Jobs: n, Workers: r.cfg.Workers, Processes: r.cfg.Processes, Seconds: elapsed.Seconds(),
-		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss}, nil
+	res := Result{Jobs: n, Workers: r.cfg.Workers, Processes: r.cfg.Processes, Seconds: elapsed.Seconds(),
+		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss, CPU: clock.use(cpu0, cpu1, n)}
+	if res.LimitPerSec, err = r.drainLimit(ctx, db); err != nil {
+		return Result{}, fmt.Errorf("limit: %w", err)
+	}
+	res.FractionOfLimit = res.JobsPerSec / res.LimitPerSec
+	return res, nil
 }

@@ -58,6 +58,8 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 		prog.finish()
 		return Result{}, err
 	}
+	clock := newCPUClock(ctx, db)
+	cpu0 := clock.read()
 	start := time.Now()
 	stop, err := e.workerWith(ctx, handler, slots)
 	if err == nil {
@@ -71,6 +73,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 		})
 	}
 	elapsed := time.Since(start)
+	cpu1 := clock.read()
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -85,7 +88,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	bound := float64(slots) / mean.Seconds()
 	rate := float64(n) / elapsed.Seconds()
 	return Result{Jobs: n, Workers: slots, Seconds: elapsed.Seconds(), JobsPerSec: rate,
-		HandlerMin: lo, HandlerMax: hi, Bound: bound, FractionOfBound: rate / bound}, nil
+		HandlerMin: lo, HandlerMax: hi, Bound: bound, FractionOfBound: rate / bound, CPU: clock.use(cpu0, cpu1, n)}, nil
 }
 
 // fillPriorities enqueues n no-op jobs of random priority 0..10 in

@@ -47,6 +47,8 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	prog := r.progress("idle", IdleJobs)
+	clock := newCPUClock(ctx, db)
+	cpu0 := clock.read()
 	tick := time.NewTicker(IdleInterval)
 	for range IdleJobs {
 		select {
@@ -68,6 +70,7 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if err == nil {
 		err = e.waitStarted(ctx, rec)
 	}
+	cpu1 := clock.read()
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -76,5 +79,5 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	committed, _ := rec.counts()
-	return Result{Jobs: committed, Workers: r.cfg.Workers, Latency: Summarize(rec.latencies())}, nil
+	return Result{Jobs: committed, Workers: r.cfg.Workers, Latency: Summarize(rec.latencies()), CPU: clock.use(cpu0, cpu1, committed)}, nil
 }

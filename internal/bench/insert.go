@@ -29,10 +29,13 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	prog := r.progress("insert", int64(r.cfg.Jobs))
+	clock := newCPUClock(ctx, db)
+	cpu0 := clock.read()
 	start := time.Now()
 	err = e.fill(ctx, idb, r.cfg.Jobs, prog)
 	elapsed := time.Since(start)
 	prog.finish()
+	cpu1 := clock.read()
 	if perr := stopProfile(); err == nil {
 		err = perr
 	}
@@ -46,7 +49,13 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if n != r.cfg.Jobs {
 		return Result{}, fmt.Errorf("inserted %d jobs but the table holds %d", r.cfg.Jobs, n)
 	}
-	return Result{Jobs: n, Batch: r.cfg.Batch, Inserters: r.cfg.Inserters, Seconds: elapsed.Seconds(), JobsPerSec: float64(n) / elapsed.Seconds()}, nil
+	res := Result{Jobs: n, Batch: r.cfg.Batch, Inserters: r.cfg.Inserters, Seconds: elapsed.Seconds(),
+		JobsPerSec: float64(n) / elapsed.Seconds(), CPU: clock.use(cpu0, cpu1, n)}
+	if res.LimitPerSec, err = r.insertLimit(ctx, db); err != nil {
+		return Result{}, fmt.Errorf("limit: %w", err)
+	}
+	res.FractionOfLimit = res.JobsPerSec / res.LimitPerSec
+	return res, nil
 }
 
 // fill enqueues n no-op jobs with EnqueueMany in batches of cfg.Batch, one

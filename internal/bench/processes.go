@@ -103,6 +103,15 @@ type children struct {
 	wg    sync.WaitGroup
 }
 
+// pids returns the worker processes' ids.
+func (c *children) pids() []int {
+	pids := make([]int, len(c.cmds))
+	for i, cmd := range c.cmds {
+		pids[i] = cmd.Process.Pid
+	}
+	return pids
+}
+
 // spawn starts n worker processes on the scenario's schema and waits until
 // each is connected and ready.
 func (e *env) spawn(n int) (*children, error) {

@@ -68,6 +68,15 @@ type Result struct {
 	// FractionOfBound is JobsPerSec / Bound (handlers).
 	HandlerMin, HandlerMax time.Duration
 	Bound, FractionOfBound float64
+	// LimitPerSec is what PostgreSQL itself did in the same run: the
+	// SQL-only drain (drain) or one bare COPY of the same rows (insert);
+	// FractionOfLimit is JobsPerSec / LimitPerSec. DrainLimit and
+	// InsertLimit are both limits (limit).
+	LimitPerSec, FractionOfLimit float64
+	DrainLimit, InsertLimit      float64
+	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
+	// process (and its worker processes) and of the PostgreSQL server.
+	CPU cpuUse
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
@@ -96,10 +105,12 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	switch r.Scenario {
 	case ScenarioInsert:
 		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch}, field{"inserters", r.Inserters},
-			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
+			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)})
 	case ScenarioDrain:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"processes", r.Processes},
-			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)})
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
+			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)})
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
@@ -116,6 +127,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioIdle:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"producer_tx", r.ProducerTx})
 		f = r.Latency.fields(f)
+	case ScenarioLimit:
+		f = append(f, field{"jobs", r.Jobs}, field{"drain_limit_per_sec", round(r.DrainLimit, 1)},
+			field{"insert_limit_per_sec", round(r.InsertLimit, 1)})
 	case ScenarioHeldXmin:
 		f = append(f, field{"phase", r.Phase}, field{"elapsed_s", round(r.ElapsedSeconds, 1)},
 			field{"rate", r.Rate}, field{"producer_tx", r.ProducerTx}, field{"insert_per_s", round(r.InsertPerSec, 1)},
@@ -123,6 +137,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			field{"p50_ms", ms(r.Latency.P50)}, field{"p99_ms", ms(r.Latency.P99)}, field{"max_ms", ms(r.Latency.Max)},
 			field{"claim_mean_ms", ms(r.ClaimMean)}, field{"claim_p99_ms", ms(r.ClaimP99)},
 			field{"n_dead_tup", r.DeadTuples})
+	}
+	if r.Scenario != ScenarioLimit && r.Scenario != ScenarioHeldXmin {
+		f = r.CPU.fields(f)
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -151,6 +168,16 @@ type field struct {
 func (l Latency) fields(f []field) []field {
 	return append(f, field{"p50_ms", ms(l.P50)}, field{"p95_ms", ms(l.P95)},
 		field{"p99_ms", ms(l.P99)}, field{"max_ms", ms(l.Max)})
+}
+
+// fields adds the CPU figures; the server's only when its processes were
+// seen.
+func (c cpuUse) fields(f []field) []field {
+	f = append(f, field{"bench_cpu_s_per_1k", round(c.bench, 4)})
+	if c.pgKnown {
+		f = append(f, field{"pg_cpu_s_per_1k", round(c.pg, 4)})
+	}
+	return f
 }
 
 func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
