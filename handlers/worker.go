@@ -47,7 +47,7 @@ type PoolConfig struct {
 	// of waiting for a claim's round trip. A prefetched job is leased,
 	// heartbeated and released at shutdown like a running one; when the
 	// queue runs short the pool claims only for free slots again, so other
-	// workers get the rest. Zero means Concurrency/4 (at least 1); negative
+	// workers get the rest. Zero means Concurrency/2 (at least 1); negative
 	// means none.
 	Prefetch int
 }
@@ -328,7 +328,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		}
 		switch {
 		case pc.Prefetch == 0:
-			pc.Prefetch = max(1, pc.Concurrency/4)
+			pc.Prefetch = max(1, pc.Concurrency/2)
 		case pc.Prefetch < 0:
 			pc.Prefetch = 0
 		}
