@@ -22,7 +22,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioInsert, "insert --jobs jobs in batches of --batch (--inserters connections at once)"},
 	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
-	{bench.ScenarioIdle, "latency of one job every 200ms on an otherwise empty queue (50 jobs)"},
+	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},

@@ -27,7 +27,7 @@ func TestBenchAll(t *testing.T) {
 
 	want := map[string][]string{
 		"insert": {"jobs", "batch", "inserters", "seconds", "jobs_per_sec", "limit_per_sec", "fraction_of_limit",
-			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+			"batched_limit_per_sec", "fraction_of_batched_limit", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"drain": {"jobs", "workers", "processes", "seconds", "jobs_per_sec", "max_rss_mib", "limit_per_sec",
 			"fraction_of_limit", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms",
@@ -108,15 +108,15 @@ func TestBenchAll(t *testing.T) {
 		}
 	}
 	if seen["idle"] != nil {
-		if num("idle", "jobs") != 50 || seen["idle"]["notify"] != true {
-			t.Errorf("idle: jobs %v notify %v, want 50 and true", num("idle", "jobs"), seen["idle"]["notify"])
+		if num("idle", "jobs") != 200 || seen["idle"]["notify"] != true {
+			t.Errorf("idle: jobs %v notify %v, want 200 and true", num("idle", "jobs"), seen["idle"]["notify"])
 		}
 	}
 
 	// Every scenario named its schema on stderr, and none is left.
 	named := regexp.MustCompile(`schema (docket_bench_[0-9a-f]+)`).FindAllStringSubmatch(errOut.String(), -1)
-	if len(named) != 6 {
-		t.Errorf("stderr names %d bench schemas, want 6 (insert and drain measure their limits in schemas of their own):\n%s", len(named), errOut.String())
+	if len(named) != 7 {
+		t.Errorf("stderr names %d bench schemas, want 7 (insert measures two limits and drain one, in schemas of their own):\n%s", len(named), errOut.String())
 	}
 	// Only this run's schemas: TestBenchHeldXmin may hold one of its own
 	// at this moment.
@@ -274,7 +274,7 @@ func TestBenchLimitAndHandlers(t *testing.T) {
 		args   []string
 		fields []string
 	}{
-		{[]string{"--scenario", "limit", "--jobs", "2000"}, []string{"drain_limit_per_sec", "insert_limit_per_sec"}},
+		{[]string{"--scenario", "limit", "--jobs", "2000"}, []string{"drain_limit_per_sec", "insert_limit_per_sec", "batched_insert_limit_per_sec"}},
 		{[]string{"--scenario", "handlers", "--jobs", "400", "--handler-min", "1ms", "--handler-max", "3ms"},
 			[]string{"jobs_per_sec", "bound_jobs_per_sec", "fraction_of_bound", "bench_cpu_s_per_1k"}},
 	} {

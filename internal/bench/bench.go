@@ -54,8 +54,8 @@ const (
 
 // The idle scenario's fixed shape: one job every IdleInterval, IdleJobs jobs.
 const (
-	IdleJobs     = 50
-	IdleInterval = 200 * time.Millisecond
+	IdleJobs     = 200
+	IdleInterval = 100 * time.Millisecond
 )
 
 // WorkerConns is the size of the worker's own connection pool. No-op jobs

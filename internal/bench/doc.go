@@ -19,7 +19,7 @@
 //     Config.Duration while a worker runs. Producers follow one schedule
 //     (job k is due at start + k/rate), so sleeping never accumulates drift;
 //     a producer that falls behind does not sleep until it has caught up.
-//   - idle: one job every 200 ms, 50 jobs, on an otherwise empty queue.
+//   - idle: one job every 100 ms, 200 jobs, on an otherwise empty queue.
 //
 // sustained and idle report the latency from the enqueue's commit (the time
 // taken in Go right after Commit returns) to the handler's start, as

@@ -51,10 +51,11 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	}
 	res := Result{Jobs: n, Batch: r.cfg.Batch, Inserters: r.cfg.Inserters, Seconds: elapsed.Seconds(),
 		JobsPerSec: float64(n) / elapsed.Seconds(), CPU: clock.use(cpu0, cpu1, n)}
-	if res.LimitPerSec, err = r.insertLimit(ctx, db); err != nil {
+	if res.LimitPerSec, res.BatchedLimitPerSec, err = r.insertLimit(ctx, db); err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}
 	res.FractionOfLimit = res.JobsPerSec / res.LimitPerSec
+	res.FractionOfBatchedLimit = res.JobsPerSec / res.BatchedLimitPerSec
 	return res, nil
 }
 

@@ -34,12 +34,12 @@ func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	insert, err := r.insertLimit(ctx, db)
+	insert, batched, err := r.insertLimit(ctx, db)
 	if err != nil {
 		return Result{}, err
 	}
-	r.logf("limit: drain %.0f jobs/s, insert %.0f rows/s", drain, insert)
-	return Result{Jobs: r.cfg.Jobs, DrainLimit: drain, InsertLimit: insert}, nil
+	r.logf("limit: drain %.0f jobs/s, insert %.0f rows/s in one COPY, %.0f in COPYs of %d", drain, insert, batched, r.cfg.Batch)
+	return Result{Jobs: r.cfg.Jobs, Batch: r.cfg.Batch, DrainLimit: drain, InsertLimit: insert, BatchedLimitPerSec: batched}, nil
 }
 
 // drainLimit fills a fresh schema with cfg.Jobs jobs (not timed), then
@@ -111,18 +111,37 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 
 // insertLimit times one COPY of cfg.Jobs rows into a fresh docket_jobs,
 // the columns the bulk enqueue writes, ids and ready order from their
-// defaults: the rate PostgreSQL takes the rows in at.
-func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (float64, error) {
-	e, err := r.setup(ctx, db, "limit insert")
-	defer e.drop()
-	if err != nil {
-		return 0, err
-	}
+// defaults: the rate PostgreSQL takes the rows in at. batched is the same
+// rows as bare COPYs of cfg.Batch rows, a transaction each, the shape of
+// the insert scenario's transactions.
+func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batched float64, err error) {
 	n := r.cfg.Jobs
 	rows := make([][]any, n)
 	payload := []byte(`{}`)
 	for i := range rows {
 		rows[i] = []any{"ready", outbox.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
+	}
+	for _, size := range []int{n, r.cfg.Batch} {
+		rate, err := r.copyRate(ctx, db, rows, size)
+		if err != nil {
+			return 0, 0, err
+		}
+		if size == n {
+			one = rate
+		} else {
+			batched = rate
+		}
+	}
+	return one, batched, nil
+}
+
+// copyRate copies rows into a fresh schema's docket_jobs in COPYs of size
+// rows, a transaction each, and returns the rows per second.
+func (r *Runner) copyRate(ctx context.Context, db *pgxpool.Pool, rows [][]any, size int) (float64, error) {
+	e, err := r.setup(ctx, db, "limit insert")
+	defer e.drop()
+	if err != nil {
+		return 0, err
 	}
 	conn, err := e.db.Acquire(ctx)
 	if err != nil {
@@ -131,15 +150,20 @@ func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (float64, er
 	defer conn.Release()
 	cols := []string{"state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
 	start := time.Now()
-	copied, err := conn.CopyFrom(ctx, pgx.Identifier{e.schema, "docket_jobs"}, cols, pgx.CopyFromRows(rows))
-	elapsed := time.Since(start)
-	if err != nil {
-		return 0, err
+	for first := 0; first < len(rows); first += size {
+		batch := rows[first:min(len(rows), first+size)]
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			copied, err := tx.CopyFrom(ctx, pgx.Identifier{e.schema, "docket_jobs"}, cols, pgx.CopyFromRows(batch))
+			if err == nil && copied != int64(len(batch)) {
+				err = fmt.Errorf("COPY took %d of %d rows", copied, len(batch))
+			}
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
 	}
-	if copied != int64(n) {
-		return 0, fmt.Errorf("COPY took %d of %d rows", copied, n)
-	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(len(rows)) / time.Since(start).Seconds(), nil
 }
 
 // fillQuiet is fill on a pool of cfg.Inserters connections, without a

@@ -71,13 +71,14 @@ func TestResultJSON(t *testing.T) {
 		want string
 	}{
 		{Result{Scenario: ScenarioInsert, History: true, Notify: true, Jobs: 10, Batch: 5, Inserters: 1, Seconds: 0.0004, JobsPerSec: 25000.04,
-			LimitPerSec: 50000, FractionOfLimit: 0.50001, CPU: cpuUse{bench: 0.01234, pg: 0.02, pgKnown: true}},
-			`{"scenario":"insert","history":"on","notify":true,"jobs":10,"batch":5,"inserters":1,"seconds":0,"jobs_per_sec":25000,"limit_per_sec":50000,"fraction_of_limit":0.5,"bench_cpu_s_per_1k":0.0123,"pg_cpu_s_per_1k":0.02}`},
+			LimitPerSec: 50000, FractionOfLimit: 0.50001, BatchedLimitPerSec: 30000, FractionOfBatchedLimit: 0.8333,
+			CPU: cpuUse{bench: 0.01234, pg: 0.02, pgKnown: true}},
+			`{"scenario":"insert","history":"on","notify":true,"jobs":10,"batch":5,"inserters":1,"seconds":0,"jobs_per_sec":25000,"limit_per_sec":50000,"fraction_of_limit":0.5,"batched_limit_per_sec":30000,"fraction_of_batched_limit":0.833,"bench_cpu_s_per_1k":0.0123,"pg_cpu_s_per_1k":0.02}`},
 		{Result{Scenario: ScenarioDrain, Jobs: 10, Workers: 100, Processes: 2, Seconds: 1.5, JobsPerSec: 6.67, MaxRSSMiB: 31.25,
 			LimitPerSec: 10, FractionOfLimit: 0.667, CPU: cpuUse{bench: 0.5}},
 			`{"scenario":"drain","history":"off","notify":false,"jobs":10,"workers":100,"processes":2,"seconds":1.5,"jobs_per_sec":6.7,"limit_per_sec":10,"fraction_of_limit":0.667,"max_rss_mib":31.3,"bench_cpu_s_per_1k":0.5}`},
-		{Result{Scenario: ScenarioLimit, Jobs: 10, DrainLimit: 80000.04, InsertLimit: 200000},
-			`{"scenario":"limit","history":"off","notify":false,"jobs":10,"drain_limit_per_sec":80000,"insert_limit_per_sec":200000}`},
+		{Result{Scenario: ScenarioLimit, Jobs: 10, Batch: 5, DrainLimit: 80000.04, InsertLimit: 200000, BatchedLimitPerSec: 90000},
+			`{"scenario":"limit","history":"off","notify":false,"jobs":10,"batch":5,"drain_limit_per_sec":80000,"insert_limit_per_sec":200000,"batched_insert_limit_per_sec":90000}`},
 		{Result{Scenario: ScenarioHandlers, Jobs: 10, Workers: 32, HandlerMin: 2 * time.Millisecond, HandlerMax: 5 * time.Millisecond,
 			Seconds: 2, JobsPerSec: 5, Bound: 9142.857, FractionOfBound: 0.93, CPU: cpuUse{bench: 0.1, pg: 0.2, pgKnown: true}},
 			`{"scenario":"handlers","history":"off","notify":false,"jobs":10,"workers":32,"handler_min_ms":2,"handler_max_ms":5,"seconds":2,"jobs_per_sec":5,"bound_jobs_per_sec":9142.9,"fraction_of_bound":0.93,"bench_cpu_s_per_1k":0.1,"pg_cpu_s_per_1k":0.2}`},

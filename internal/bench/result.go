@@ -74,6 +74,10 @@ type Result struct {
 	// InsertLimit are both limits (limit).
 	LimitPerSec, FractionOfLimit float64
 	DrainLimit, InsertLimit      float64
+	// BatchedLimitPerSec is the bare COPY in transactions of Batch rows,
+	// the insert scenario's shape, and FractionOfBatchedLimit JobsPerSec
+	// over it (insert; limit).
+	BatchedLimitPerSec, FractionOfBatchedLimit float64
 	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
 	// process (and its worker processes) and of the PostgreSQL server.
 	CPU cpuUse
@@ -106,7 +110,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioInsert:
 		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch}, field{"inserters", r.Inserters},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
-			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)})
+			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)},
+			field{"batched_limit_per_sec", round(r.BatchedLimitPerSec, 1)},
+			field{"fraction_of_batched_limit", round(r.FractionOfBatchedLimit, 3)})
 	case ScenarioDrain:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"processes", r.Processes},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
@@ -128,8 +134,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"producer_tx", r.ProducerTx})
 		f = r.Latency.fields(f)
 	case ScenarioLimit:
-		f = append(f, field{"jobs", r.Jobs}, field{"drain_limit_per_sec", round(r.DrainLimit, 1)},
-			field{"insert_limit_per_sec", round(r.InsertLimit, 1)})
+		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch}, field{"drain_limit_per_sec", round(r.DrainLimit, 1)},
+			field{"insert_limit_per_sec", round(r.InsertLimit, 1)}, field{"batched_insert_limit_per_sec", round(r.BatchedLimitPerSec, 1)})
 	case ScenarioHeldXmin:
 		f = append(f, field{"phase", r.Phase}, field{"elapsed_s", round(r.ElapsedSeconds, 1)},
 			field{"rate", r.Rate}, field{"producer_tx", r.ProducerTx}, field{"insert_per_s", round(r.InsertPerSec, 1)},
