@@ -24,6 +24,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
+	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window"},
@@ -54,7 +55,7 @@ cluster it starts and removes.`
 
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioRelay+" or "+bench.ScenarioHeldXmin+" (required)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+" or "+bench.ScenarioHeldXmin+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docketq/docket/handlers"
@@ -35,8 +34,13 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	}
 	n, slots := r.cfg.Jobs, r.cfg.Workers
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
+	idb, err := warmPool(ctx, e.db, r.cfg.Inserters)
+	if err != nil {
+		return Result{}, err
+	}
 	prog := r.progress("handlers: filling", int64(n))
-	err = e.fillPriorities(ctx, n, prog)
+	err = e.fillWith(ctx, idb, n, prog, func() outbox.Opts { return outbox.Opts{Priority: rand.IntN(11)} })
+	idb.Close()
 	prog.finish()
 	if err != nil {
 		return Result{}, err
@@ -89,25 +93,4 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	rate := float64(n) / elapsed.Seconds()
 	return Result{Jobs: n, Workers: slots, Seconds: elapsed.Seconds(), JobsPerSec: rate,
 		HandlerMin: lo, HandlerMax: hi, Bound: bound, FractionOfBound: rate / bound, CPU: clock.use(cpu0, cpu1, n)}, nil
-}
-
-// fillPriorities enqueues n no-op jobs of random priority 0..10 in
-// batches of cfg.Batch, one transaction each.
-func (e *env) fillPriorities(ctx context.Context, n int, prog *progress) error {
-	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
-	for first := 0; first < n; first += len(items) {
-		batch := items[:min(len(items), n-first)]
-		for i := range batch {
-			batch[i] = outbox.Item{Args: noop{}, Opts: outbox.Opts{Priority: rand.IntN(11)}}
-		}
-		err := pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error {
-			_, err := e.ob.EnqueueMany(ctx, tx, batch)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("enqueue batch at job %d: %w", first, err)
-		}
-		prog.add(int64(len(batch)))
-	}
-	return nil
 }

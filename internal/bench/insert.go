@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,11 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 // transaction per batch, from cfg.Inserters connections at once, counting
 // them on prog. db must have that many connections.
 func (e *env) fill(ctx context.Context, db *pgxpool.Pool, n int, prog *progress) error {
+	return e.fillWith(ctx, db, n, prog, nil)
+}
+
+// fillWith is fill with the options of each job from opts, when not nil.
+func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progress, opts func() outbox.Opts) error {
 	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
 	for i := range items {
 		items[i].Args = noop{}
@@ -76,6 +82,12 @@ func (e *env) fill(ctx context.Context, db *pgxpool.Pool, n int, prog *progress)
 		go func() {
 			for first := range next {
 				batch := items[:min(len(items), n-first)]
+				if opts != nil {
+					batch = slices.Clone(batch)
+					for i := range batch {
+						batch[i].Opts = opts()
+					}
+				}
 				err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 					_, err := e.ob.EnqueueMany(ctx, tx, batch)
 					return err
