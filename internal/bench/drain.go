@@ -8,12 +8,33 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // drainPoll is how often drain checks, once every handler has run, whether
 // the last completions are written.
 const drainPoll = 2 * time.Millisecond
+
+// backlog fills the scenario's queue with n no-op jobs, with the options
+// of opts when not nil (see fillWith), on cfg.Inserters connections, and
+// analyzes the jobs table: the planner sees the backlog, as autovacuum's
+// analyze would show it to a queue that filled up over time.
+func (e *env) backlog(ctx context.Context, n int, scenario string, opts func() outbox.Opts) error {
+	idb, err := warmPool(ctx, e.db, e.r.cfg.Inserters)
+	if err != nil {
+		return err
+	}
+	prog := e.r.progress(scenario+": filling", int64(n))
+	err = e.fillWith(ctx, idb, n, prog, opts)
+	idb.Close()
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	_, err = e.db.Exec(ctx, `ANALYZE `+e.table("docket_jobs"))
+	return err
+}
 
 // drain fills the queue with cfg.Jobs jobs (not timed), then times a
 // worker from its start until the jobs table is empty.
@@ -24,25 +45,12 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	n := r.cfg.Jobs
-	idb, err := warmPool(ctx, e.db, r.cfg.Inserters)
-	if err != nil {
-		return Result{}, err
-	}
-	prog := r.progress("drain: filling", int64(n))
-	err = e.fill(ctx, idb, n, prog)
-	idb.Close()
-	prog.finish()
-	if err != nil {
-		return Result{}, err
-	}
-	// The planner sees the backlog, as autovacuum's analyze would show it
-	// to a queue that filled up over time.
-	if _, err := db.Exec(ctx, `ANALYZE `+e.table("docket_jobs")); err != nil {
+	if err := e.backlog(ctx, n, ScenarioDrain, nil); err != nil {
 		return Result{}, err
 	}
 
 	var ran atomic.Int64
-	prog = r.progress("drain", int64(n))
+	prog := r.progress("drain", int64(n))
 	handler := func(ctx context.Context, j *handlers.Job[noop]) error {
 		ran.Add(1)
 		prog.add(1)

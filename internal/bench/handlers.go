@@ -34,23 +34,13 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	}
 	n, slots := r.cfg.Jobs, r.cfg.Workers
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
-	idb, err := warmPool(ctx, e.db, r.cfg.Inserters)
-	if err != nil {
-		return Result{}, err
-	}
-	prog := r.progress("handlers: filling", int64(n))
-	err = e.fillWith(ctx, idb, n, prog, func() outbox.Opts { return outbox.Opts{Priority: rand.IntN(11)} })
-	idb.Close()
-	prog.finish()
-	if err != nil {
-		return Result{}, err
-	}
-	if _, err := db.Exec(ctx, `ANALYZE `+e.table("docket_jobs")); err != nil {
+	randomPriority := func() outbox.Opts { return outbox.Opts{Priority: rand.IntN(11)} }
+	if err := e.backlog(ctx, n, ScenarioHandlers, randomPriority); err != nil {
 		return Result{}, err
 	}
 
 	var ran atomic.Int64
-	prog = r.progress("handlers", int64(n))
+	prog := r.progress("handlers", int64(n))
 	handler := func(ctx context.Context, j *handlers.Job[noop]) error {
 		time.Sleep(lo + rand.N(hi-lo+1))
 		ran.Add(1)

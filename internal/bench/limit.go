@@ -54,10 +54,7 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 		return 0, err
 	}
 	n := r.cfg.Jobs
-	if err := e.fillQuiet(ctx, n); err != nil {
-		return 0, err
-	}
-	if _, err := db.Exec(ctx, `ANALYZE `+e.table("docket_jobs")); err != nil {
+	if err := e.backlog(ctx, n, "limit drain", nil); err != nil {
 		return 0, err
 	}
 	q, err := queue.New(e.schema, queue.Config{DisableHistory: r.cfg.DisableHistory})
@@ -164,15 +161,4 @@ func (r *Runner) copyRate(ctx context.Context, db *pgxpool.Pool, rows [][]any, s
 		}
 	}
 	return float64(len(rows)) / time.Since(start).Seconds(), nil
-}
-
-// fillQuiet is fill on a pool of cfg.Inserters connections, without a
-// progress line.
-func (e *env) fillQuiet(ctx context.Context, n int) error {
-	idb, err := warmPool(ctx, e.db, e.r.cfg.Inserters)
-	if err != nil {
-		return err
-	}
-	defer idb.Close()
-	return e.fill(ctx, idb, n, &progress{})
 }
