@@ -36,6 +36,19 @@ func (e *env) backlog(ctx context.Context, n int, scenario string, opts func() o
 	return err
 }
 
+// waitDrained waits until the handlers ran n jobs, as ran counts them, and
+// the jobs table is empty: the last completions are written.
+func (e *env) waitDrained(ctx context.Context, n int, ran func() int64) error {
+	return wait(ctx, drainPoll, ran, func() (bool, error) {
+		if ran() < int64(n) {
+			return false, nil
+		}
+		var left bool
+		err := e.db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+e.table("docket_jobs")+`)`).Scan(&left)
+		return !left, err
+	})
+}
+
 // drain fills the queue with cfg.Jobs jobs (not timed), then times a
 // worker from its start until the jobs table is empty.
 func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
@@ -103,14 +116,7 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		}
 	}
 	if err == nil {
-		err = wait(ctx, drainPoll, ranTotal, func() (bool, error) {
-			if ranTotal() < int64(n) {
-				return false, nil
-			}
-			var left bool
-			err := db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+e.table("docket_jobs")+`)`).Scan(&left)
-			return !left, err
-		})
+		err = e.waitDrained(ctx, n, ranTotal)
 	}
 	elapsed := time.Since(start)
 	cpu1 := clock.read()

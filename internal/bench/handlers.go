@@ -57,14 +57,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	start := time.Now()
 	stop, err := e.workerWith(ctx, handler, slots)
 	if err == nil {
-		err = wait(ctx, drainPoll, ran.Load, func() (bool, error) {
-			if ran.Load() < int64(n) {
-				return false, nil
-			}
-			var left bool
-			err := db.QueryRow(ctx, `SELECT EXISTS (SELECT FROM `+e.table("docket_jobs")+`)`).Scan(&left)
-			return !left, err
-		})
+		err = e.waitDrained(ctx, n, ran.Load)
 	}
 	elapsed := time.Since(start)
 	cpu1 := clock.read()
