@@ -3,6 +3,7 @@ package ent_test
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"testing"
 
 	"entgo.io/ent/dialect"
@@ -61,7 +62,14 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(func() { _ = db.Close() })
 	drv := entsql.OpenDB(dialect.Postgres, db)
 	client := testent.NewClient(testent.Driver(drv))
-	if err := client.Schema.Create(ctx); err != nil {
+	// Ent's migration fills in the generated package-level table
+	// descriptions as it goes: two parallel tests creating their schemas
+	// at once write the same maps (a "concurrent map writes" crash seen in
+	// CI).
+	schemaCreate.Lock()
+	err = client.Schema.Create(ctx)
+	schemaCreate.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return &bundle{
@@ -69,6 +77,9 @@ func setup(t *testing.T) *bundle {
 		docket: entgen.NewClient(entgen.Driver(drv)),
 	}
 }
+
+// schemaCreate serializes Ent's schema creation across parallel tests.
+var schemaCreate sync.Mutex
 
 // count returns the rows of table in the test's schema matching where.
 func (b *bundle) count(t *testing.T, table, where string, args ...any) int {

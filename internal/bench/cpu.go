@@ -49,8 +49,12 @@ func newCPUClock(ctx context.Context, db *pgxpool.Pool) *cpuClock {
 	return c
 }
 
-// cpuTimes is a reading of cpuClock.
-type cpuTimes struct{ bench, pg time.Duration }
+// cpuTimes is a reading of cpuClock: the bench's time, and each server
+// process's by pid.
+type cpuTimes struct {
+	bench time.Duration
+	pg    map[int]time.Duration
+}
 
 func (c *cpuClock) read() cpuTimes {
 	var t cpuTimes
@@ -70,27 +74,34 @@ func (c *cpuClock) read() cpuTimes {
 	if err != nil {
 		return t
 	}
+	t.pg = map[int]time.Duration{}
 	for _, d := range dir {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
 		if _, ppid, used, ok := procStat(pid); ok && (pid == c.postmaster || ppid == c.postmaster) {
-			t.pg += onCPU(pid, used)
+			t.pg[pid] = onCPU(pid, used)
 		}
 	}
 	return t
 }
 
 // use returns the CPU used between from and to for jobs jobs. The
-// server's figure counts the processes alive at both readings: a backend
-// that exits in between takes its time with it.
+// server's figure is the time each server process alive at the second
+// reading used since the first (all of it for one started in between); a
+// backend that exits in between takes its time with it. It is the whole
+// server's: other clients' work is in it too.
 func (c *cpuClock) use(from, to cpuTimes, jobs int) cpuUse {
 	if jobs <= 0 {
 		return cpuUse{}
 	}
+	var pg time.Duration
+	for pid, t := range to.pg {
+		pg += max(0, t-from.pg[pid])
+	}
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(jobs) }
-	return cpuUse{bench: per(to.bench - from.bench), pg: per(to.pg - from.pg), pgKnown: c.postmaster != 0}
+	return cpuUse{bench: per(to.bench - from.bench), pg: per(pg), pgKnown: c.postmaster != 0}
 }
 
 // onCPU returns the time a single-threaded process (a PostgreSQL backend
