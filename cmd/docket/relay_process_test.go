@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/natssrv"
+	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/internal/rabbitsrv"
 	"github.com/docketq/docket/outbox"
@@ -250,7 +250,7 @@ func TestRelayProcessesSurviveKillAndBrokerRestart(t *testing.T) {
 // over loopback, with its log on disk so that a restart (Close, then a new
 // cluster on the same port and directory) keeps what it acknowledged.
 func TestRelayProcessesToKafka(t *testing.T) {
-	port, err := freeTCPPort()
+	port, err := pgsrv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,15 +376,6 @@ func TestRelayProcessesToRabbitMQ(t *testing.T) {
 			return out
 		},
 	}, 10_000)
-}
-
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var errRolledBack = errors.New("rolled back on purpose")

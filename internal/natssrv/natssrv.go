@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/docketq/docket/internal/pgsrv"
 )
 
 // SharedURL is where the machine's own NATS server listens.
@@ -80,12 +81,11 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := pgsrv.FreePort()
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := &Server{URL: "nats://127.0.0.1:" + strconv.Itoa(port), Private: true, port: port, dir: dir}
 	if err := s.start(); err != nil {
 		os.RemoveAll(dir)

@@ -60,7 +60,7 @@ func StartCluster(ctx context.Context) (_ *Cluster, err error) {
 	// Picking a free port and binding it later races with other processes;
 	// retry the rare loser with another port.
 	for attempt := 1; ; attempt++ {
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = FreePort(); err != nil {
 			return nil, fmt.Errorf("pgsrv: find a free port: %w", err)
 		}
 		if err := c.configure(); err != nil {
@@ -198,7 +198,10 @@ func serverEnv() []string {
 	return env
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that nothing listened on a
+// moment ago, for a private server (PostgreSQL, PgBouncer, NATS,
+// RabbitMQ) to listen on.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -66,7 +66,7 @@ func StartBouncer(ctx context.Context, upstream string) (_ *Bouncer, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if b.port, err = freePort(); err != nil {
+	if b.port, err = FreePort(); err != nil {
 		return nil, fmt.Errorf("pgsrv: find a free port: %w", err)
 	}
 	ini := fmt.Sprintf(`[databases]

@@ -3,7 +3,6 @@ package rabbitsrv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/docketq/docket/internal/pgsrv"
 )
 
 // SharedURL is where the machine's own RabbitMQ listens.
@@ -75,7 +76,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := pgsrv.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -101,15 +102,6 @@ func Start() (*Server, error) {
 	return s, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startTimeout bounds a node's boot: an Erlang VM and the broker's
 // applications take several seconds on a small machine.
 const startTimeout = 90 * time.Second
@@ -119,7 +111,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	dist, err := freePort()
+	dist, err := pgsrv.FreePort()
 	if err != nil {
 		return err
 	}
