@@ -87,13 +87,26 @@ func relayRun(fs *flag.FlagSet) action {
 		if *exchange != "" && *amqpURL == "" {
 			return fmt.Errorf("%w: --exchange needs --amqp-url", errUsage)
 		}
-		var brokers []string
-		if *kafka != "" {
+		// One publisher per relay, of the broker chosen; the broker is
+		// logged by name, never by URL, which may hold a password.
+		broker, newPublisher := "nats", func() (relay.Publisher, error) {
+			return natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
+		}
+		switch {
+		case *amqpURL != "":
+			broker, newPublisher = "rabbitmq", func() (relay.Publisher, error) {
+				return rabbitrelay.New(rabbitrelay.Config{URL: *amqpURL, Exchange: *exchange, RoutingKeys: subjects})
+			}
+		case *kafka != "":
+			var brokers []string
 			for b := range strings.SplitSeq(*kafka, ",") {
 				if _, _, err := net.SplitHostPort(strings.TrimSpace(b)); err != nil {
 					return fmt.Errorf("%w: --kafka-brokers %q: %v", errUsage, b, err)
 				}
 				brokers = append(brokers, strings.TrimSpace(b))
+			}
+			broker, newPublisher = "kafka", func() (relay.Publisher, error) {
+				return kafkarelay.New(kafkarelay.Config{Brokers: brokers, Topics: subjects})
 			}
 		}
 		if *listenURL == "" {
@@ -113,16 +126,7 @@ func relayRun(fs *flag.FlagSet) action {
 		log := slog.New(slog.NewTextHandler(errOut, nil))
 		var relays []*relay.Relay
 		for range *n {
-			var pub relay.Publisher
-			var err error
-			switch {
-			case *amqpURL != "":
-				pub, err = rabbitrelay.New(rabbitrelay.Config{URL: *amqpURL, Exchange: *exchange, RoutingKeys: subjects})
-			case len(brokers) > 0:
-				pub, err = kafkarelay.New(kafkarelay.Config{Brokers: brokers, Topics: subjects})
-			default:
-				pub, err = natsrelay.New(natsrelay.Config{URL: *url, Subjects: subjects})
-			}
+			pub, err := newPublisher()
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
@@ -152,13 +156,6 @@ func relayRun(fs *flag.FlagSet) action {
 			if err := r.Start(ctx); err != nil {
 				return err
 			}
-		}
-		broker := "nats" // URLs are not logged: they may hold a password
-		switch {
-		case *amqpURL != "":
-			broker = "rabbitmq"
-		case len(brokers) > 0:
-			broker = "kafka"
 		}
 		log.Info("docket relay running", "relays", *n, "broker", broker)
 		<-ctx.Done()
