@@ -353,14 +353,10 @@ func (s *soak) recoverLeased(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(wait):
 	}
-	p, err := Start(s.cfg.Command(), WorkerSpec{URL: s.urls[0], Schema: s.schema, LeaseMS: int(soakLease.Milliseconds()),
-		Concurrency: s.cfg.Concurrency, MaxConns: 10, Schedules: 0})
+	p, err := s.start(s.urls[0], 0)
 	if err != nil {
 		return fmt.Errorf("recovering the jobs left running: %w", err)
 	}
-	s.mu.Lock()
-	s.started = append(s.started, p)
-	s.mu.Unlock()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var n int
@@ -438,17 +434,29 @@ func (s *soak) explainRunning(ctx context.Context) []string {
 
 // startSlot starts a worker process in slot i, through the slot's proxy.
 func (s *soak) startSlot(i int) error {
-	p, err := Start(s.cfg.Command(), WorkerSpec{URL: s.urls[i], Schema: s.schema, LeaseMS: int(soakLease.Milliseconds()),
-		Concurrency: s.cfg.Concurrency, MaxConns: 10, Schedules: s.cfg.Schedules,
-		ScheduleEveryMS: int(s.cfg.ScheduleEvery.Milliseconds())})
+	p, err := s.start(s.urls[i], s.cfg.Schedules)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.slots[i] = p
-	s.started = append(s.started, p)
 	return nil
+}
+
+// start starts a worker process of the soak's settings on url, keeping
+// schedules schedules, and records it among those started.
+func (s *soak) start(url string, schedules int) (*Process, error) {
+	p, err := Start(s.cfg.Command(), WorkerSpec{URL: url, Schema: s.schema, LeaseMS: int(soakLease.Milliseconds()),
+		Concurrency: s.cfg.Concurrency, MaxConns: 10, Schedules: schedules,
+		ScheduleEveryMS: int(s.cfg.ScheduleEvery.Milliseconds())})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = append(s.started, p)
+	return p, nil
 }
 
 // offer enqueues at the configured rate until ctx ends, a batch every
