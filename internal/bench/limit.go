@@ -22,12 +22,6 @@ const (
 	limitConns = 2
 )
 
-// limits is what PostgreSQL itself does here, measured in the same run as
-// the scenario it is compared with.
-type limits struct {
-	drain, insert float64 // jobs/s
-}
-
 // limit measures both limits and reports them as one result line.
 func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	drain, err := r.drainLimit(ctx, db)
