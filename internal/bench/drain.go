@@ -145,6 +145,5 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if res.LimitPerSec, err = r.drainLimit(ctx, db); err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}
-	res.FractionOfLimit = res.JobsPerSec / res.LimitPerSec
 	return res, nil
 }

@@ -75,5 +75,5 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	bound := float64(slots) / mean.Seconds()
 	rate := float64(n) / elapsed.Seconds()
 	return Result{Jobs: n, Workers: slots, Seconds: elapsed.Seconds(), JobsPerSec: rate,
-		HandlerMin: lo, HandlerMax: hi, Bound: bound, FractionOfBound: rate / bound, CPU: clock.use(cpu0, cpu1, n)}, nil
+		HandlerMin: lo, HandlerMax: hi, Bound: bound, CPU: clock.use(cpu0, cpu1, n)}, nil
 }

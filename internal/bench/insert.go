@@ -55,8 +55,6 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if res.LimitPerSec, res.BatchedLimitPerSec, err = r.insertLimit(ctx, db); err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}
-	res.FractionOfLimit = res.JobsPerSec / res.LimitPerSec
-	res.FractionOfBatchedLimit = res.JobsPerSec / res.BatchedLimitPerSec
 	return res, nil
 }
 

@@ -64,20 +64,20 @@ type Result struct {
 	// pg_stat_user_tables (heldxmin).
 	DeadTuples int64
 	// HandlerMin and HandlerMax bound the handlers' sleep; Bound is the
-	// slots divided by the mean handler time, in jobs/s, and
-	// FractionOfBound is JobsPerSec / Bound (handlers).
+	// slots divided by the mean handler time, in jobs/s (handlers; the
+	// JSON adds fraction_of_bound, JobsPerSec / Bound).
 	HandlerMin, HandlerMax time.Duration
-	Bound, FractionOfBound float64
+	Bound                  float64
 	// LimitPerSec is what PostgreSQL itself did in the same run: the
 	// SQL-only drain (drain) or one bare COPY of the same rows (insert);
-	// FractionOfLimit is JobsPerSec / LimitPerSec. DrainLimit and
-	// InsertLimit are both limits (limit).
-	LimitPerSec, FractionOfLimit float64
-	DrainLimit, InsertLimit      float64
+	// the JSON adds fraction_of_limit, JobsPerSec / LimitPerSec. DrainLimit
+	// and InsertLimit are both limits (limit).
+	LimitPerSec             float64
+	DrainLimit, InsertLimit float64
 	// BatchedLimitPerSec is the bare COPY in transactions of Batch rows,
-	// the insert scenario's shape, and FractionOfBatchedLimit JobsPerSec
-	// over it (insert; limit).
-	BatchedLimitPerSec, FractionOfBatchedLimit float64
+	// the insert scenario's shape (insert, with fraction_of_batched_limit
+	// in the JSON; limit).
+	BatchedLimitPerSec float64
 	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
 	// process (and its worker processes) and of the PostgreSQL server.
 	CPU cpuUse
@@ -110,13 +110,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioInsert:
 		f = append(f, field{"jobs", r.Jobs}, field{"batch", r.Batch}, field{"inserters", r.Inserters},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
-			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)},
+			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", fraction(r.JobsPerSec, r.LimitPerSec)},
 			field{"batched_limit_per_sec", round(r.BatchedLimitPerSec, 1)},
-			field{"fraction_of_batched_limit", round(r.FractionOfBatchedLimit, 3)})
+			field{"fraction_of_batched_limit", fraction(r.JobsPerSec, r.BatchedLimitPerSec)})
 	case ScenarioDrain:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers}, field{"processes", r.Processes},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
-			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", round(r.FractionOfLimit, 3)})
+			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", fraction(r.JobsPerSec, r.LimitPerSec)})
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
@@ -124,7 +124,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
 			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
-			field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", round(r.FractionOfBound, 3)})
+			field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", fraction(r.JobsPerSec, r.Bound)})
 	case ScenarioSustained:
 		f = append(f, field{"rate", r.Rate}, field{"achieved_rate", round(r.AchievedRate, 1)},
 			field{"jobs", r.Jobs}, field{"producers", r.Producers}, field{"producer_tx", r.ProducerTx},
@@ -184,6 +184,14 @@ func (c cpuUse) fields(f []field) []field {
 		f = append(f, field{"pg_cpu_s_per_1k", round(c.pg, 4)})
 	}
 	return f
+}
+
+// fraction is part / whole to three decimals, 0 without a whole.
+func fraction(part, whole float64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return round(part/whole, 3)
 }
 
 func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
