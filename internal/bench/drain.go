@@ -84,7 +84,11 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 			return Result{}, errors.Join(err, kids.stop())
 		}
 	}
-	stopProfile, err := r.profile(ScenarioDrain)
+	var children []int
+	if kids != nil {
+		children = kids.pids()
+	}
+	timed, err := r.startTimed(ctx, db, ScenarioDrain, children)
 	if err != nil {
 		prog.finish()
 		if kids != nil {
@@ -93,11 +97,6 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	resetPeakRSS()
-	clock := newCPUClock(ctx, db)
-	if kids != nil {
-		clock.children = kids.pids()
-	}
-	cpu0 := clock.read()
 	start := time.Now()
 	ranTotal := ran.Load
 	var stopWorkers func() error
@@ -119,13 +118,12 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		err = e.waitDrained(ctx, n, ranTotal)
 	}
 	elapsed := time.Since(start)
-	cpu1 := clock.read()
+	if perr := timed.stop(); err == nil {
+		err = perr
+	}
 	rss := peakRSSMiB()
 	if kids != nil {
 		rss = 0 // the workers' memory is in other processes
-	}
-	if perr := stopProfile(); err == nil {
-		err = perr
 	}
 	if stopWorkers != nil {
 		if serr := stopWorkers(); err == nil {
@@ -141,7 +139,7 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 			float64(claimed.Load())/float64(c), float64(claimNanos.Load())/float64(c)/1e6)
 	}
 	res := Result{Jobs: n, Workers: r.cfg.Workers, Processes: r.cfg.Processes, Seconds: elapsed.Seconds(),
-		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss, CPU: clock.use(cpu0, cpu1, n)}
+		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss, CPU: timed.cpu(n)}
 	if res.LimitPerSec, err = r.drainLimit(ctx, db); err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}

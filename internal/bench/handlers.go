@@ -47,21 +47,18 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 		prog.add(1)
 		return nil
 	}
-	stopProfile, err := r.profile(ScenarioHandlers)
+	timed, err := r.startTimed(ctx, db, ScenarioHandlers, nil)
 	if err != nil {
 		prog.finish()
 		return Result{}, err
 	}
-	clock := newCPUClock(ctx, db)
-	cpu0 := clock.read()
 	start := time.Now()
 	stop, err := e.workerWith(ctx, handler, slots)
 	if err == nil {
 		err = e.waitDrained(ctx, n, ran.Load)
 	}
 	elapsed := time.Since(start)
-	cpu1 := clock.read()
-	if perr := stopProfile(); err == nil {
+	if perr := timed.stop(); err == nil {
 		err = perr
 	}
 	if stop != nil {
@@ -75,5 +72,5 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	bound := float64(slots) / mean.Seconds()
 	rate := float64(n) / elapsed.Seconds()
 	return Result{Jobs: n, Workers: slots, Seconds: elapsed.Seconds(), JobsPerSec: rate,
-		HandlerMin: lo, HandlerMax: hi, Bound: bound, CPU: clock.use(cpu0, cpu1, n)}, nil
+		HandlerMin: lo, HandlerMax: hi, Bound: bound, CPU: timed.cpu(n)}, nil
 }

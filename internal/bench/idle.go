@@ -42,13 +42,11 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	case <-time.After(settle):
 	}
 
-	stopProfile, err := r.profile(ScenarioIdle)
+	timed, err := r.startTimed(ctx, db, ScenarioIdle, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	prog := r.progress("idle", IdleJobs)
-	clock := newCPUClock(ctx, db)
-	cpu0 := clock.read()
 	tick := time.NewTicker(IdleInterval)
 	for range IdleJobs {
 		select {
@@ -70,8 +68,7 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if err == nil {
 		err = e.waitStarted(ctx, rec)
 	}
-	cpu1 := clock.read()
-	if perr := stopProfile(); err == nil {
+	if perr := timed.stop(); err == nil {
 		err = perr
 	}
 	prog.finish()
@@ -79,5 +76,5 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	committed, _ := rec.counts()
-	return Result{Jobs: committed, Workers: r.cfg.Workers, Latency: Summarize(rec.latencies()), CPU: clock.use(cpu0, cpu1, committed)}, nil
+	return Result{Jobs: committed, Workers: r.cfg.Workers, Latency: Summarize(rec.latencies()), CPU: timed.cpu(committed)}, nil
 }

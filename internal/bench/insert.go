@@ -25,19 +25,16 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, err
 	}
 	defer idb.Close()
-	stopProfile, err := r.profile(ScenarioInsert)
+	timed, err := r.startTimed(ctx, db, ScenarioInsert, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	prog := r.progress("insert", int64(r.cfg.Jobs))
-	clock := newCPUClock(ctx, db)
-	cpu0 := clock.read()
 	start := time.Now()
 	err = e.fill(ctx, idb, r.cfg.Jobs, prog)
 	elapsed := time.Since(start)
 	prog.finish()
-	cpu1 := clock.read()
-	if perr := stopProfile(); err == nil {
+	if perr := timed.stop(); err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -51,7 +48,7 @@ func (r *Runner) insert(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 		return Result{}, fmt.Errorf("inserted %d jobs but the table holds %d", r.cfg.Jobs, n)
 	}
 	res := Result{Jobs: n, Batch: r.cfg.Batch, Inserters: r.cfg.Inserters, Seconds: elapsed.Seconds(),
-		JobsPerSec: float64(n) / elapsed.Seconds(), CPU: clock.use(cpu0, cpu1, n)}
+		JobsPerSec: float64(n) / elapsed.Seconds(), CPU: timed.cpu(n)}
 	if res.LimitPerSec, res.BatchedLimitPerSec, err = r.insertLimit(ctx, db); err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}

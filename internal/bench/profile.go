@@ -3,23 +3,50 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// profile starts the Go CPU profile of scenario's timed part, when one was
-// asked for, and returns the function that stops it and closes the file.
-func (r *Runner) profile(scenario string) (stop func() error, err error) {
+// timedPart brackets a scenario's timed part: the Go CPU profile, when one
+// was asked for, and the CPU use of the bench (with children, its worker
+// processes) and of the server.
+type timedPart struct {
+	stopProfile func() error
+	clock       *cpuClock
+	from, to    cpuTimes
+}
+
+// startTimed starts scenario's timed part.
+func (r *Runner) startTimed(ctx context.Context, db *pgxpool.Pool, scenario string, children []int) (*timedPart, error) {
 	path := r.cfg.CPUProfile
 	if path != "" && len(r.scenarios) > 1 {
 		ext := filepath.Ext(path)
 		path = strings.TrimSuffix(path, ext) + "." + scenario + ext
 	}
-	return startProfile(path, func(f string, a ...any) { r.logf(f, a...) }, scenario)
+	stop, err := startProfile(path, func(f string, a ...any) { r.logf(f, a...) }, scenario)
+	if err != nil {
+		return nil, err
+	}
+	t := &timedPart{stopProfile: stop, clock: newCPUClock(ctx, db)}
+	t.clock.children = children
+	t.from = t.clock.read()
+	return t, nil
 }
+
+// stop ends the timed part: it reads the CPU clock, then stops the profile.
+func (t *timedPart) stop() error {
+	t.to = t.clock.read()
+	return t.stopProfile()
+}
+
+// cpu is the CPU the stopped timed part used for jobs jobs.
+func (t *timedPart) cpu(jobs int) cpuUse { return t.clock.use(t.from, t.to, jobs) }
 
 // startProfile starts a Go CPU profile into path, unless path is empty,
 // and returns the function that stops it, closes the file and says so

@@ -43,13 +43,11 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 	}
 	defer stopWorker()
 
-	stopProfile, err := r.profile(ScenarioSustained)
+	timed, err := r.startTimed(ctx, db, ScenarioSustained, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	prog := r.progress("sustained", int64(target))
-	clock := newCPUClock(ctx, db)
-	cpu0 := clock.read()
 	start := time.Now()
 	err = e.produce(ctx, pdb, r.cfg.Producers, r.cfg.Rate, start, start.Add(r.cfg.Duration), func(id int64, at time.Time) {
 		rec.committed(id, at)
@@ -59,8 +57,7 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 	if err == nil {
 		err = e.waitStarted(ctx, rec)
 	}
-	cpu1 := clock.read()
-	if perr := stopProfile(); err == nil {
+	if perr := timed.stop(); err == nil {
 		err = perr
 	}
 	prog.finish()
@@ -69,7 +66,7 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 	}
 	return Result{Rate: r.cfg.Rate, AchievedRate: float64(produced) / r.cfg.Duration.Seconds(),
 		Jobs: produced, Producers: r.cfg.Producers, Workers: r.cfg.Workers,
-		Latency: Summarize(rec.latencies()), CPU: clock.use(cpu0, cpu1, produced)}, nil
+		Latency: Summarize(rec.latencies()), CPU: timed.cpu(produced)}, nil
 }
 
 // produce runs n producers that enqueue single no-op jobs, one per
