@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/internal/queue"
 )
 
@@ -26,6 +27,10 @@ type pool struct {
 	wake  chan struct{} // claim now: a notification, a promotion, a reap
 	freed chan struct{} // a slot became free
 
+	// limitTimes says when to ask again for the jobs of limits that held
+	// some back, and wakes the claim loop then.
+	limitTimes *limitTimes
+
 	// rewake claims once more rewakeAfter debounce windows after the last
 	// notification (see notified).
 	rewake      *time.Timer
@@ -41,6 +46,7 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 		wake:  make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 	}
+	p.limitTimes = newLimitTimes(p.signal)
 	p.rewake = time.AfterFunc(time.Hour, p.rewakeDue)
 	p.rewake.Stop()
 	return p
@@ -208,21 +214,80 @@ func (p *pool) claimLoop() {
 	}
 }
 
-// claim takes up to limit jobs and hands them to the slots. The claim is not
-// interrupted by Stop, so that no job it took goes untracked.
+// claim takes up to limit jobs and hands them to the slots: first what the
+// limits that govern some of the pool's jobs grant (see limits.go), then
+// the rest through the ordinary claim. The claim is not interrupted by
+// Stop, so that no job it took goes untracked.
 func (p *pool) claim(limit int) (int, error) {
 	w := p.w
-	queues := w.pauses.active(p.cfg.Queues)
+	plan := w.limits.set.Load().plan(p.cfg.Queues, w.names)
+	took := 0
+	var firstErr error
+	for _, lc := range plan.limited {
+		if took >= limit {
+			break
+		}
+		n, err := p.claimLimited(lc, limit-took)
+		took += n
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(plan.kinds) == 0 || took >= limit {
+		return took, firstErr
+	}
+	queues := w.pauses.active(plan.queues)
 	if len(queues) == 0 {
-		return 0, nil // every queue of the pool is paused
+		return took, firstErr // every queue of the pool is paused
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	start := time.Now()
 	jobs, err := w.q.Claim(ctx, w.db, queue.ClaimParams{
-		Worker: w.id, Queues: queues, Kinds: w.names, Limit: limit,
+		Worker: w.id, Queues: queues, Kinds: plan.kinds, Limit: limit - took,
 		Lease: w.lease, TenantCap: p.cfg.TenantCap,
 	})
 	cancel()
+	p.claimed(start, jobs, err)
+	// A capped claim runs one statement per queue and may fail after some
+	// succeeded: what it took is ours either way.
+	if firstErr == nil {
+		firstErr = err
+	}
+	return took + len(jobs), firstErr
+}
+
+// claimLimited takes up to max jobs that one limit governs, when the limit
+// may be asked, and notes when to ask again if it held jobs back.
+func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
+	w := p.w
+	start := time.Now()
+	if !p.limitTimes.ready(lc.name, start) {
+		return 0, nil
+	}
+	queues := w.pauses.active(lc.queues)
+	if len(queues) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
+	res, err := w.q.ClaimLimited(ctx, w.db, queue.LimitedClaimParams{
+		Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: max, Lease: w.lease,
+	})
+	cancel()
+	p.claimed(start, res.Jobs, err)
+	switch {
+	case err != nil:
+	case res.Held:
+		p.limitTimes.held(lc.name, res.Wait, time.Now())
+	default:
+		p.limitTimes.free(lc.name)
+	}
+	return len(res.Jobs), err
+}
+
+// claimed records a claim statement that started at start and hands the
+// jobs it took to the slots.
+func (p *pool) claimed(start time.Time, jobs []*docket.Job, err error) {
+	w := p.w
 	if err == nil {
 		took := time.Since(start)
 		w.claimLat.add(start, took)
@@ -231,10 +296,8 @@ func (p *pool) claim(limit int) (int, error) {
 			w.onClaim(took, len(jobs))
 		}
 	}
-	// A capped claim runs one statement per queue and may fail after some
-	// succeeded: what it took is ours either way.
 	if len(jobs) == 0 {
-		return 0, err
+		return
 	}
 	until := start.Add(w.lease).UnixNano()
 	tasks := make([]*task, len(jobs))
@@ -249,7 +312,6 @@ func (p *pool) claim(limit int) (int, error) {
 	for _, t := range tasks {
 		p.jobs <- t
 	}
-	return len(jobs), err
 }
 
 // releaseQueued hands back, at shutdown, the claimed jobs still waiting

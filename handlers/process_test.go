@@ -129,6 +129,7 @@ func workerProcess() int {
 		defer effects.Close()
 	}
 	registerFenceKinds(reg, effects, schema, me)
+	registerFlowKinds(reg, effects, schema)
 	lease := time.Duration(envInt(envLease, 2000)) * time.Millisecond
 	w, err := NewWorker(Config{
 		DB: pool, Outbox: ob, Registry: reg, ID: id,

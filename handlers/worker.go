@@ -201,6 +201,7 @@ type Worker struct {
 	services   []service
 	promoter   *promoter   // told of due times by the finisher
 	pauses     *pauses     // read by the claims
+	limits     *limits     // read by the claims
 	presence   *presence   // deregistered at the end of Stop
 	partitions *partitions // prepared in Start
 
@@ -348,6 +349,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	w.promoter = newPromoter(w)
 	w.pauses = newPauses(w)
+	w.limits = newLimits(w)
 	w.presence = newPresence(w)
 	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	if !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0 {
@@ -360,7 +362,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	// The paused queues and this process's row are read and written before
 	// the pools' first claim, since the services start before the pools.
 	w.services = append(w.services, &heartbeat{w: w}, &leaseWatch{w: w}, w.presence, w.pauses,
-		&reaper{w: w}, w.promoter, w.partitions)
+		w.limits, &reaper{w: w}, w.promoter, w.partitions)
 	return w, nil
 }
 
@@ -549,6 +551,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	for _, p := range w.pools {
 		p.rewake.Stop()
+		p.limitTimes.timer.Stop()
 	}
 	w.presence.deregister(fctx)
 	w.met.otel.close()

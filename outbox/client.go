@@ -100,6 +100,7 @@ type statements struct {
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
 	eventDeadList, eventReplay, eventPurge, eventStatus                            string
 	jobByID, deleteJob, throughput, deadGroups                                     string
+	setLimit, removeLimit, limits, limitUsage                                      string
 }
 
 func renderStatements(schema string) statements {
@@ -121,6 +122,8 @@ func renderStatements(schema string) statements {
 		eventStatus: r(sqlEventStatus),
 		jobByID:     r(sqlJobByID), deleteJob: r(sqlDeleteJob),
 		throughput: r(sqlThroughput), deadGroups: r(sqlDeadGroups),
+		setLimit: r(sqlSetLimit), removeLimit: r(sqlRemoveLimit),
+		limits: r(sqlLimits), limitUsage: r(sqlLimitUsage),
 	}
 }
 

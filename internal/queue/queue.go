@@ -45,7 +45,7 @@ type Queue struct {
 
 // statements holds the protocol's SQL rendered for one schema.
 type statements struct {
-	claim, claimCapped, stragglers, heartbeat                 string
+	claim, claimCapped, claimLimited, stragglers, heartbeat   string
 	completeHistory, completeDelete, fail, snooze, deadLetter string
 	release, reap, promote, nextScheduled, sweepSerial        string
 	upsertWorker, pruneWorkers, deleteWorker                  string
@@ -69,8 +69,9 @@ func New(schema string, cfg Config) (*Queue, error) {
 		history: !cfg.DisableHistory,
 		cursors: newCursors(lag),
 		sql: statements{
-			claim: r(sqlClaim), claimCapped: r(sqlClaimCapped), stragglers: r(sqlStragglers),
-			heartbeat: r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
+			claim: r(sqlClaim), claimCapped: r(sqlClaimCapped), claimLimited: r(sqlClaimLimited),
+			stragglers: r(sqlStragglers),
+			heartbeat:  r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
 			completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 			deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
 			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), sweepSerial: r(sqlSweepSerial),

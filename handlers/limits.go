@@ -1,0 +1,220 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// limits is the set of flow-control limits (outbox.Limit, docket_limits),
+// read before Start returns and then every poll interval. Pools take the
+// jobs a limit governs only through limited claims, which the database
+// grants as the limit's budgets allow, and everything else through their
+// ordinary claim.
+type limits struct {
+	loop
+	w    *Worker
+	set  atomic.Pointer[limitSet]
+	errs errStreak
+}
+
+// limitSet is one reading of the limits, indexed as docket_limit_of matches
+// them: a kind's limit, else a queue's, else the global one.
+type limitSet struct {
+	byKind, byQueue map[string]string
+	global          string
+}
+
+func newLimits(w *Worker) *limits {
+	l := &limits{w: w}
+	l.set.Store(&limitSet{})
+	return l
+}
+
+func (l *limits) start(ctx context.Context) {
+	l.refresh(ctx)
+	l.run(ctx, func(ctx context.Context) { every(ctx, l.w.poll, l.refresh) })
+}
+
+// refresh re-reads the limits. On failure it keeps the last known set.
+func (l *limits) refresh(bg context.Context) {
+	w := l.w
+	ctx, cancel := context.WithTimeout(bg, max(w.poll, time.Second))
+	defer cancel()
+	all, err := w.ob.Limits(ctx, w.db)
+	if err != nil {
+		if bg.Err() == nil {
+			l.errs.fail(w.log, "reading limits failed; keeping the last known set", err)
+		}
+		return
+	}
+	l.errs.ok(w.log, "reading limits recovered")
+	s := &limitSet{byKind: map[string]string{}, byQueue: map[string]string{}}
+	for _, lim := range all {
+		switch {
+		case lim.Kind != "":
+			s.byKind[lim.Kind] = lim.Name
+		case lim.Queue != "":
+			s.byQueue[lim.Queue] = lim.Name
+		default:
+			s.global = lim.Name
+		}
+	}
+	if old := l.set.Swap(s); !old.equal(s) {
+		w.log.Info("limits changed", slog.Int("limits", len(all)))
+		for _, p := range w.pools {
+			p.signal()
+		}
+	}
+}
+
+func (s *limitSet) equal(o *limitSet) bool {
+	return s.global == o.global && maps(s.byKind, o.byKind) && maps(s.byQueue, o.byQueue)
+}
+
+func maps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// claimPlan splits what a pool claims by the limit that governs it.
+type claimPlan struct {
+	limited []limitedClaim
+	// queues and kinds are what no limit governs, for the ordinary claim;
+	// no kinds means there is none.
+	queues, kinds []string
+}
+
+// limitedClaim is the part of a pool's claim that one limit governs.
+type limitedClaim struct {
+	name          string
+	queues, kinds []string
+}
+
+// plan splits the pool queues × the worker's kinds by governing limit.
+func (s *limitSet) plan(queues, kinds []string) claimPlan {
+	if s.global == "" && len(s.byKind) == 0 && len(s.byQueue) == 0 {
+		return claimPlan{queues: queues, kinds: kinds}
+	}
+	var p claimPlan
+	var freeQueues, freeKinds []string
+	for _, q := range queues {
+		if s.byQueue[q] == "" {
+			freeQueues = append(freeQueues, q)
+		}
+	}
+	for _, k := range kinds {
+		if name := s.byKind[k]; name != "" {
+			p.limited = append(p.limited, limitedClaim{name: name, queues: queues, kinds: []string{k}})
+		} else {
+			freeKinds = append(freeKinds, k)
+		}
+	}
+	if len(freeKinds) == 0 {
+		return p
+	}
+	for _, q := range queues {
+		if name := s.byQueue[q]; name != "" {
+			p.limited = append(p.limited, limitedClaim{name: name, queues: []string{q}, kinds: freeKinds})
+		}
+	}
+	if len(freeQueues) == 0 {
+		return p
+	}
+	if s.global != "" {
+		p.limited = append(p.limited, limitedClaim{name: s.global, queues: freeQueues, kinds: freeKinds})
+		return p
+	}
+	p.queues, p.kinds = freeQueues, freeKinds
+	return p
+}
+
+const (
+	// limitRateWait is the shortest a pool waits before it asks again for
+	// the jobs of a rate limit that held some back: tokens are then taken a
+	// few at a time, which keeps three processes' claims for a 100/s limit
+	// to about 60 a second. Each bucket keeps what accrues meanwhile (up
+	// to its burst), so the rate is not lowered.
+	limitRateWait = 50 * time.Millisecond
+	// limitRecheck is how long a pool waits before it asks again for the
+	// jobs of a concurrency limit that was full, or of a limit another
+	// process was claiming for: a job of another process may end at any
+	// time, and nothing announces it.
+	limitRecheck = 25 * time.Millisecond
+)
+
+// limitTimes is when each limit that held jobs back may be asked again,
+// for one pool, with a timer that wakes the pool's claim loop at the
+// earliest of those times.
+type limitTimes struct {
+	mu    sync.Mutex
+	due   map[string]time.Time
+	timer *time.Timer
+	wake  func()
+}
+
+func newLimitTimes(wake func()) *limitTimes {
+	t := &limitTimes{due: map[string]time.Time{}, wake: wake}
+	t.timer = time.AfterFunc(time.Hour, t.fire)
+	t.timer.Stop()
+	return t
+}
+
+// fire wakes the pool and sets the timer for the next limit still waiting.
+func (t *limitTimes) fire() {
+	t.mu.Lock()
+	t.arm(time.Now())
+	t.mu.Unlock()
+	t.wake()
+}
+
+// arm sets the timer for the earliest due time after now. t.mu is held.
+func (t *limitTimes) arm(now time.Time) {
+	var next time.Time
+	for name, at := range t.due {
+		if !at.After(now) {
+			delete(t.due, name)
+		} else if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if !next.IsZero() {
+		t.timer.Reset(next.Sub(now))
+	}
+}
+
+// ready reports whether the limit may be asked now.
+func (t *limitTimes) ready(name string, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !now.Before(t.due[name])
+}
+
+// held records that the limit held jobs back, to be asked again when it is
+// worth it; free forgets that.
+func (t *limitTimes) held(name string, wait time.Duration, now time.Time) {
+	if wait == 0 {
+		wait = limitRecheck
+	} else {
+		wait = max(wait, limitRateWait)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.due[name] = now.Add(wait)
+	t.arm(now)
+}
+
+func (t *limitTimes) free(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.due, name)
+}

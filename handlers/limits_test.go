@@ -1,0 +1,283 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Kinds of the flow-control tests, run by worker processes.
+type flowA struct{}
+
+func (flowA) Kind() string { return "flow_a" }
+
+type flowB struct{}
+
+func (flowB) Kind() string { return "flow_b" }
+
+// flowTenant records its run in flow_runs and sleeps SleepMS.
+type flowTenant struct{ SleepMS int }
+
+func (flowTenant) Kind() string { return "flow_tenant" }
+
+// registerFlowKinds registers the flow-control kinds; flow_tenant writes
+// (job id, tenant, start, end) to schema.flow_runs through effects.
+func registerFlowKinds(reg *Registry, effects *pgxpool.Pool, schema string) {
+	MustRegister(reg, func(context.Context, *Job[flowA]) error { return nil }, KindOpts{})
+	MustRegister(reg, func(context.Context, *Job[flowB]) error { return nil }, KindOpts{})
+	insert := fmt.Sprintf(`INSERT INTO %s.flow_runs (job_id, tenant, started, ended) VALUES ($1, $2, $3, $4)`, schema)
+	MustRegister(reg, func(ctx context.Context, j *Job[flowTenant]) error {
+		start := time.Now()
+		select {
+		case <-time.After(time.Duration(j.Args.SleepMS) * time.Millisecond):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		_, err := effects.Exec(context.WithoutCancel(ctx), insert, j.ID, j.Tenant, start, time.Now())
+		return err
+	}, KindOpts{})
+}
+
+// TestRateLimitAcrossProcesses runs three worker processes on a queue where
+// kind flow_a is limited to 100 starts a second and flow_b is not: flow_a
+// starts at 100/s in every 5-second window after the first, and flow_b
+// drains about as fast as it does with no flow_a jobs at all.
+func TestRateLimitAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for over a minute")
+	}
+	e := setup(t, 8)
+	ctx := t.Context()
+	const rate, bJobs = 100, 60000
+	startWorkers := func() []*proc {
+		var ps []*proc
+		for range 3 {
+			ps = append(ps, startProcess(t, pgtest.URL(t), e.schema, envConc+"=10"))
+		}
+		return ps
+	}
+	stopWorkers := func(ps []*proc) {
+		for _, p := range ps {
+			p.signal(syscall.SIGTERM)
+		}
+		for _, p := range ps {
+			if _, err := p.wait(30 * time.Second); err != nil {
+				t.Fatalf("worker process: %v", err)
+			}
+		}
+	}
+	enqueue := func(args outbox.Item, n int) {
+		items := make([]outbox.Item, n)
+		for i := range items {
+			items[i] = args
+		}
+		for len(items) > 0 {
+			batch := items[:min(len(items), 5000)]
+			items = items[len(batch):]
+			if _, err := e.ob.EnqueueMany(ctx, e.pool, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// drainRate is flow_b's rate from its first start to its last finish.
+	drainRate := func() float64 {
+		var secs float64
+		var n int
+		err := e.pool.QueryRow(ctx, e.sql(`SELECT count(*), extract(epoch FROM max(finished_at) - min(started_at))
+			FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_b'`)).Scan(&n, &secs)
+		if err != nil || n != bJobs {
+			t.Fatalf("flow_b done: %d of %d, %v", n, bJobs, err)
+		}
+		return float64(n) / secs
+	}
+	waitNone := func(kind string, timeout time.Duration) {
+		deadline := time.Now().Add(timeout)
+		for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = $1`, kind) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s jobs left after %s", kind, timeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// flow_b alone.
+	enqueue(outbox.Item{Args: flowB{}}, bJobs)
+	ps := startWorkers()
+	waitNone("flow_b", 2*time.Minute)
+	stopWorkers(ps)
+	alone := drainRate()
+	e.exec(`DELETE FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_b'`)
+
+	// flow_a limited, with a backlog, beside the same flow_b load.
+	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "flow_a_rate", Kind: "flow_a", Rate: rate, Per: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	enqueue(outbox.Item{Args: flowA{}}, 20000)
+	enqueue(outbox.Item{Args: flowB{}}, bJobs)
+	ps = startWorkers()
+	waitNone("flow_b", 2*time.Minute)
+	beside := drainRate()
+	time.Sleep(time.Until(e.firstStart("flow_a").Add(61 * time.Second)))
+	stopWorkers(ps)
+
+	// Starts of flow_a in 5-second windows from the first.
+	rows, err := e.pool.Query(ctx, e.sql(`SELECT floor(extract(epoch FROM started_at - first) / 5)::int AS w, count(*)
+		FROM {{schema}}.docket_jobs_done,
+			(SELECT min(started_at) AS first FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_a') f
+		WHERE kind = 'flow_a' GROUP BY 1 ORDER BY 1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]int{}
+	for rows.Next() {
+		var w, n int
+		if err := rows.Scan(&w, &n); err != nil {
+			t.Fatal(err)
+		}
+		counts[w] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("flow_b: %.0f jobs/s alone, %.0f beside rate-limited flow_a (%.2f)", alone, beside, beside/alone)
+	t.Logf("flow_a starts per 5s window: %v", counts)
+	for w := 1; w < 12; w++ {
+		if got := float64(counts[w]) / 5; math.Abs(got-rate) > 0.1*rate {
+			t.Errorf("window %d: flow_a started at %.1f/s, want %d/s ±10%%", w, got, rate)
+		}
+	}
+	if beside < 0.75*alone {
+		t.Errorf("flow_b drained at %.0f/s beside flow_a, %.0f/s alone: the limited kind slowed it", beside, alone)
+	}
+}
+
+// firstStart is when the first job of kind started, by the history.
+func (e *env) firstStart(kind string) time.Time {
+	e.t.Helper()
+	var at *time.Time
+	if err := e.pool.QueryRow(e.t.Context(), e.sql(`SELECT min(started_at) FROM {{schema}}.docket_jobs_done WHERE kind = $1`), kind).Scan(&at); err != nil || at == nil {
+		e.t.Fatalf("no %s job finished: %v", kind, err)
+	}
+	return *at
+}
+
+// TestConcurrencyLimitAcrossProcesses runs three worker processes of 50
+// slots on jobs of 20 tenants, one of them with half the jobs, under a
+// limit of 5 running jobs per tenant. No tenant ever has more than 5 jobs
+// running, by the database sampled throughout and by the handlers' own
+// start and end times; a worker killed with SIGKILL holds its share only
+// until its leases expire; every job runs to completion.
+func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes for several seconds")
+	}
+	e := setup(t, 8)
+	ctx := t.Context()
+	e.exec(`CREATE TABLE {{schema}}.flow_runs (job_id bigint, tenant text, started timestamptz, ended timestamptz)`)
+	const maxRunning, tenants = 5, 20
+	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "per_tenant", Kind: "flow_tenant", PerTenant: true, MaxRunning: maxRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var items []outbox.Item
+	for i := range 3000 {
+		tenant := i % tenants
+		if i%2 == 0 {
+			tenant = 0 // half of all jobs
+		}
+		items = append(items, outbox.Item{Args: flowTenant{SleepMS: 20 + i%30}, Opts: outbox.Opts{Tenant: fmt.Sprintf("t%02d", tenant)}})
+	}
+	if _, err := e.ob.EnqueueMany(ctx, e.pool, items); err != nil {
+		t.Fatal(err)
+	}
+
+	// Sample the running jobs per tenant until the test ends.
+	var mu sync.Mutex
+	sampled, samples := 0, 0
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for sampleCtx.Err() == nil {
+			var n int
+			err := e.pool.QueryRow(sampleCtx, e.sql(`SELECT COALESCE(max(c), 0) FROM (SELECT count(*) AS c FROM {{schema}}.docket_jobs
+				WHERE state = 'running' AND kind = 'flow_tenant' GROUP BY tenant) s`)).Scan(&n)
+			if err == nil {
+				mu.Lock()
+				sampled, samples = max(sampled, n), samples+1
+				mu.Unlock()
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	var ps []*proc
+	for range 3 {
+		ps = append(ps, startProcess(t, pgtest.URL(t), e.schema, envConc+"=50", envLease+"=2000"))
+	}
+	// Kill one once it runs jobs: its share comes back when its leases expire.
+	deadline := time.Now().Add(30 * time.Second)
+	for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE state = 'running' AND locked_by = $1::uuid`, ps[0].id) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first worker process ran no job")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ps[0].kill()
+	killedAt := time.Now()
+	stranded := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE state = 'running' AND locked_by = $1::uuid`, ps[0].id)
+	// Its jobs leave the running state, and stop counting against their
+	// tenants, once their 2-second leases expire and a reaper sees them.
+	for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE state = 'running' AND locked_by = $1::uuid`, ps[0].id) > 0 {
+		if time.Since(killedAt) > 30*time.Second {
+			t.Fatal("the killed worker's jobs still running 30s after the kill, with 2s leases")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	returned := time.Since(killedAt)
+
+	deadline = time.Now().Add(3 * time.Minute)
+	for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = 'flow_tenant'`) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("flow_tenant jobs left after 3 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopSampling()
+	wg.Wait()
+	for _, p := range ps[1:] {
+		p.signal(syscall.SIGTERM)
+	}
+
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_tenant'`); n != len(items) {
+		t.Fatalf("%d of %d jobs done", n, len(items))
+	}
+	// The killed worker's jobs ran again.
+	if rerun := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_tenant' AND attempts > 1`); rerun < stranded {
+		t.Fatalf("%d jobs stranded by the killed worker, %d ran again", stranded, rerun)
+	}
+
+	// The most runs of one tenant that overlapped, by the handlers' clocks.
+	overlap := e.count(`SELECT COALESCE(max(c), 0) FROM (
+		SELECT tenant, sum(d) OVER (PARTITION BY tenant ORDER BY at, d) AS c FROM (
+			SELECT tenant, started AS at, 1 AS d FROM {{schema}}.flow_runs
+			UNION ALL SELECT tenant, ended, -1 FROM {{schema}}.flow_runs) ev) s`)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d samples, most running of one tenant: %d by the database, %d by the handlers; %d stranded by SIGKILL, returned %s after the kill",
+		samples, sampled, overlap, stranded, returned.Round(time.Millisecond))
+	if sampled > maxRunning || overlap > maxRunning {
+		t.Errorf("a tenant ran %d jobs at once by the database, %d by the handlers; the limit is %d", sampled, overlap, maxRunning)
+	}
+	if sampled < maxRunning || samples < 100 {
+		t.Errorf("%d samples saw at most %d running of one tenant: the heavy tenant should reach the limit", samples, sampled)
+	}
+}

@@ -1,0 +1,224 @@
+-- Flow control: rate limits and hard concurrency limits, enforced by the
+-- database across every worker process.
+--
+-- A limit governs the jobs of one kind, of one queue, or all jobs, and,
+-- with per_tenant, applies to each tenant separately. A job is governed by
+-- at most one limit, the most specific that matches it: its kind's, else
+-- its queue's, else the global one (docket_limit_of). Workers leave
+-- governed jobs out of their ordinary claims and take them only through
+-- docket_claim_limited, which grants each key (the limit, or the limit and
+-- one tenant) what its budget allows.
+
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_limits (
+    name        text        PRIMARY KEY,
+    queue       text,
+    kind        text,
+    per_tenant  boolean     NOT NULL DEFAULT false,
+    -- At most this many governed jobs of one key run at once.
+    max_running integer     CHECK (max_running >= 1),
+    -- At most rate claims of one key per period_ms, with bursts of up to
+    -- burst claims (a token bucket).
+    rate        integer     CHECK (rate >= 1),
+    period_ms   bigint      CHECK (period_ms >= 1),
+    burst       integer     CHECK (burst >= 1),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT docket_limits_one_scope CHECK (queue IS NULL OR kind IS NULL),
+    CONSTRAINT docket_limits_some_limit CHECK (max_running IS NOT NULL OR rate IS NOT NULL),
+    CONSTRAINT docket_limits_whole_rate CHECK (
+        (rate IS NULL) = (period_ms IS NULL) AND (rate IS NULL) = (burst IS NULL))
+);
+
+-- One limit per scope: a kind, a queue, or everything.
+CREATE UNIQUE INDEX IF NOT EXISTS docket_limits_scope_idx
+    ON {{schema}}.docket_limits (COALESCE(queue, ''), COALESCE(kind, ''));
+
+-- The token buckets of rate limits, one row per key, written only by
+-- docket_claim_limited under the limit's lock.
+CREATE TABLE IF NOT EXISTS {{schema}}.docket_limit_buckets (
+    name        text             NOT NULL REFERENCES {{schema}}.docket_limits (name) ON DELETE CASCADE,
+    key         text             NOT NULL,
+    tokens      double precision NOT NULL,
+    refilled_at timestamptz      NOT NULL,
+    PRIMARY KEY (name, key)
+);
+
+-- docket_limit_of names the limit that governs jobs of queue q and kind k,
+-- or null when none does.
+CREATE OR REPLACE FUNCTION {{schema}}.docket_limit_of(q text, k text)
+RETURNS text
+LANGUAGE sql
+STABLE
+AS $$
+    SELECT name FROM {{schema}}.docket_limits
+    WHERE kind = k OR (kind IS NULL AND (queue = q OR queue IS NULL))
+    ORDER BY kind IS NULL, queue IS NULL
+    LIMIT 1
+$$;
+
+-- docket_claim_limited claims, for worker, up to n ready jobs of kinds from
+-- queues (in that order) that limit limit_name governs, as many as each
+-- key's budget allows: max_running minus the key's running jobs, and the
+-- whole tokens in its bucket. Claimers of one limit take turns through a
+-- transaction-scoped advisory lock, tried, never waited for, and taken in
+-- a statement before the counts are read, so that each count sees every
+-- claim committed before. Running jobs are counted, not tracked: a job
+-- stops counting when it leaves 'running' by any path (outcome, reaper,
+-- release), so a crashed worker's share returns when its leases expire.
+--
+-- When a budget held ready jobs back, or another claimer had the lock, it
+-- sets docket.limit_wait_ms for the rest of the transaction: the
+-- milliseconds until a rate limit's next token, 0 for "when a running job
+-- ends, or the other claimer is done".
+CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
+    limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint)
+RETURNS SETOF {{schema}}.docket_jobs
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    l {{schema}}.docket_limits;
+    counts jsonb := '{}';
+    keys text[];
+    k text;
+    q text;
+    picked bigint[] := '{}';
+    got bigint[];
+    budget integer;
+    took integer;
+    have double precision;
+    wait_ms bigint;
+    claim bigint;
+BEGIN
+    PERFORM set_config('docket.limit_wait_ms', '', true);
+    SELECT * INTO l FROM {{schema}}.docket_limits WHERE name = limit_name;
+    IF NOT FOUND OR n < 1 THEN
+        RETURN;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('docket_limit:{{schema}}:' || limit_name, 0)) THEN
+        PERFORM set_config('docket.limit_wait_ms', '0', true);
+        RETURN;
+    END IF;
+
+    IF l.max_running IS NOT NULL THEN
+        SELECT COALESCE(jsonb_object_agg(key, c), '{}') INTO counts
+        FROM (
+            SELECT CASE WHEN l.per_tenant THEN tenant ELSE '' END AS key, count(*) AS c
+            FROM {{schema}}.docket_jobs j
+            WHERE state = 'running' AND (kind = l.kind OR (l.kind IS NULL
+                AND (l.queue IS NULL OR queue = l.queue)
+                AND NOT EXISTS (SELECT 1 FROM {{schema}}.docket_limits x WHERE x.kind = j.kind)
+                AND (l.queue IS NOT NULL
+                    OR NOT EXISTS (SELECT 1 FROM {{schema}}.docket_limits x WHERE x.queue = j.queue))))
+            GROUP BY 1
+        ) s;
+    END IF;
+
+    -- The keys: one, or each tenant with ready jobs in the queues (a skip
+    -- scan of docket_jobs_tenant_idx per queue) and '' for jobs without one.
+    IF l.per_tenant THEN
+        SELECT array_agg(DISTINCT t) INTO keys FROM (
+            SELECT (WITH RECURSIVE s(tenant) AS (
+                SELECT min(tenant) FROM {{schema}}.docket_jobs
+                WHERE state = 'ready' AND tenant <> '' AND queue = qq
+                UNION ALL
+                SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND tenant <> '' AND queue = qq AND tenant > s.tenant)
+                FROM s WHERE s.tenant IS NOT NULL
+            ) SELECT array_agg(tenant) FROM s WHERE tenant IS NOT NULL) AS ts
+            FROM unnest(queues) AS qq
+        ) per_queue, unnest(COALESCE(ts, '{}')) AS t;
+        keys := COALESCE(keys, '{}') || ''::text;
+    ELSE
+        keys := ARRAY[''];
+    END IF;
+
+    FOREACH k IN ARRAY keys LOOP
+        EXIT WHEN cardinality(picked) >= n;
+        budget := n - cardinality(picked);
+        IF l.max_running IS NOT NULL THEN
+            budget := least(budget, l.max_running - COALESCE((counts ->> k)::integer, 0));
+        END IF;
+        IF l.rate IS NOT NULL THEN
+            INSERT INTO {{schema}}.docket_limit_buckets (name, key, tokens, refilled_at)
+            VALUES (l.name, k, l.burst, clock_timestamp())
+            ON CONFLICT (name, key) DO NOTHING;
+            UPDATE {{schema}}.docket_limit_buckets
+            SET tokens = least(l.burst::double precision,
+                    docket_limit_buckets.tokens + l.rate * extract(epoch FROM clock_timestamp() - refilled_at) * 1000 / l.period_ms),
+                refilled_at = clock_timestamp()
+            WHERE name = l.name AND key = k
+            RETURNING docket_limit_buckets.tokens INTO have;
+            budget := least(budget, floor(have)::integer);
+        END IF;
+
+        took := 0;
+        IF budget > 0 THEN
+            FOREACH q IN ARRAY queues LOOP
+                EXIT WHEN took >= budget;
+                IF NOT l.per_tenant THEN
+                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                        WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
+                        ORDER BY priority DESC, ready_seq
+                        LIMIT budget - took
+                        FOR NO KEY UPDATE SKIP LOCKED);
+                ELSIF k <> '' THEN
+                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                        WHERE state = 'ready' AND tenant <> '' AND queue = q AND tenant = k AND kind = ANY(kinds)
+                        ORDER BY priority DESC, ready_seq
+                        LIMIT budget - took
+                        FOR NO KEY UPDATE SKIP LOCKED);
+                ELSE
+                    -- Jobs without a tenant are looked for among the queue's
+                    -- first 4n ready jobs, as in the tenant-capped claim.
+                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                        WHERE id = ANY(ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                                WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
+                                ORDER BY priority DESC, ready_seq
+                                LIMIT 4 * n))
+                            AND state = 'ready' AND tenant = ''
+                        ORDER BY priority DESC, ready_seq
+                        LIMIT budget - took
+                        FOR NO KEY UPDATE SKIP LOCKED);
+                END IF;
+                picked := picked || got;
+                took := took + cardinality(got);
+            END LOOP;
+        END IF;
+
+        IF l.rate IS NOT NULL AND took > 0 THEN
+            UPDATE {{schema}}.docket_limit_buckets SET tokens = docket_limit_buckets.tokens - took
+            WHERE name = l.name AND key = k;
+            have := have - took;
+        END IF;
+        -- Held back: the budget ran out while the key may have more ready
+        -- jobs (all it could take was taken, or it could take none).
+        -- Jobs without a tenant of a per-tenant limit are only known to
+        -- wait when some were taken.
+        IF took = budget AND cardinality(picked) < n AND (budget > 0 OR (NOT (l.per_tenant AND k = '') AND EXISTS (
+                SELECT 1 FROM {{schema}}.docket_jobs
+                WHERE state = 'ready' AND queue = ANY(queues) AND kind = ANY(kinds)
+                    AND (NOT l.per_tenant OR (tenant <> '' AND tenant = k))))) THEN
+            IF l.rate IS NOT NULL AND have < 1 THEN
+                wait_ms := least(COALESCE(wait_ms, 9223372036854775807),
+                    ceil((1 - have) * l.period_ms / l.rate)::bigint);
+            ELSE
+                wait_ms := COALESCE(wait_ms, 0);
+            END IF;
+        END IF;
+    END LOOP;
+
+    IF wait_ms IS NOT NULL THEN
+        PERFORM set_config('docket.limit_wait_ms', wait_ms::text, true);
+    END IF;
+    IF cardinality(picked) = 0 THEN
+        RETURN;
+    END IF;
+    claim := nextval('{{schema}}.docket_claims_seq');
+    RETURN QUERY WITH u AS (
+        UPDATE {{schema}}.docket_jobs
+        SET state = 'running', attempts = attempts + 1, locked_by = worker, locked_at = now(),
+            lease_until = now() + lease_ms * interval '1 millisecond', claim_id = claim
+        WHERE id = ANY(picked) AND state = 'ready'
+        RETURNING *
+    ) SELECT * FROM u ORDER BY priority DESC, ready_seq;
+END
+$$;
