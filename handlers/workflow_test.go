@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
@@ -305,3 +306,65 @@ func TestWorkflowStartedByTransactionalHandler(t *testing.T) {
 type starterArgs struct{}
 
 func (starterArgs) Kind() string { return "wf_starter" }
+
+// TestWorkflowSurvivesKilledWorker kills a worker process with SIGKILL
+// while the middle jobs of a workflow run, then starts another: the reaper
+// hands the killed runs back, the workflow ends succeeded with every job
+// completed, and the fan-in runs once, after every middle job's last run.
+func TestWorkflowSurvivesKilledWorker(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	e.logJobsOnFailure()
+	createEffects(t, e.pool, e.schema)
+	e.exec(`ALTER TABLE {{schema}}.effects ADD COLUMN at timestamptz NOT NULL DEFAULT clock_timestamp()`)
+	jobs := []outbox.WorkflowJob{{Ref: "root", Args: blockArgs{}}}
+	var mids []string
+	for i := range 6 {
+		ref := fmt.Sprint("mid", i)
+		mids = append(mids, ref)
+		jobs = append(jobs, outbox.WorkflowJob{Ref: ref, Args: blockArgs{}, After: outbox.After("root")})
+	}
+	jobs = append(jobs, outbox.WorkflowJob{Ref: "fan-in", Args: blockArgs{}, After: outbox.After(mids...)})
+	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "killed", Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	midIDs := make([]int64, len(mids))
+	for i, m := range mids {
+		midIDs[i] = res.Jobs[m]
+	}
+	// Every job sleeps 1.5s in its handler: the kill lands mid-run.
+	first := startProcess(t, pgtest.URL(t), e.schema, envLease+"=2000", envConc+"=10", envSleep+"=1500")
+	waitFor(t, 20*time.Second, "middle jobs to start", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.effects WHERE kind = $1 AND job_id = ANY($2)`, blockStarted, midIDs) == len(mids)
+	})
+	first.kill()
+	if got := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE kind = 'proc_block' AND job_id = ANY($1)`, midIDs); got != 0 {
+		t.Fatalf("%d middle jobs finished before the kill; the test kills too late", got)
+	}
+	startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=10", envSleep+"=100")
+	if st := e.waitWorkflow(res.ID, 60*time.Second); st.State != outbox.WorkflowSucceeded || st.Jobs != len(jobs) {
+		t.Fatalf("workflow ended %+v", st)
+	}
+	for ref, id := range res.Jobs {
+		if got := e.where(id); got != "done" {
+			t.Errorf("%s is %q, want done", ref, got)
+		}
+		if n := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE kind = 'proc_block' AND job_id = $1`, id); n < 1 {
+			t.Errorf("%s never ran to its end", ref)
+		}
+	}
+	if n := e.count(`SELECT count(DISTINCT job_id) FROM {{schema}}.effects
+		WHERE kind = 'proc_block' AND job_id = ANY($1) AND worker <> $2`, midIDs, first.id); n != len(mids) {
+		t.Errorf("%d middle jobs ran to their end in the second worker, want all %d (the killed runs again)", n, len(mids))
+	}
+	fanIn := res.Jobs["fan-in"]
+	if n := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE job_id = $1`, fanIn); n != 2 {
+		t.Errorf("fan-in has %d effects, want one start and one end: it ran once", n)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.effects f, {{schema}}.effects m
+		WHERE f.job_id = $1 AND f.kind = $2 AND m.job_id = ANY($3) AND m.kind = 'proc_block' AND m.at > f.at`,
+		fanIn, blockStarted, midIDs); n != 0 {
+		t.Errorf("%d middle runs ended after the fan-in started", n)
+	}
+}
