@@ -279,8 +279,10 @@ func findCycle(parents [][]int) []int {
 			top.next++
 			switch color[p] {
 			case open:
-				// p is on the path: the cycle runs from p down to top and
-				// back to p. Report it in run order (parent before child).
+				// p is on the path: each node of the path is a parent of
+				// the one before it, so from top back to p the path runs
+				// in run order (parent before child), and p's parent is
+				// top, which closes the cycle.
 				var cycle []int
 				for i := len(path) - 1; i >= 0; i-- {
 					cycle = append(cycle, path[i].node)
@@ -288,7 +290,7 @@ func findCycle(parents [][]int) []int {
 						break
 					}
 				}
-				return append(cycle, p)
+				return append(cycle, cycle[0])
 			case unseen:
 				color[p] = open
 				path = append(path, frame{p, 0})
