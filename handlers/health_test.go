@@ -46,7 +46,8 @@ func TestHealthEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.UpTo(t.Context(), e.pool, m.Latest()-1); err != nil {
+	migs := m.Migrations() // versions may have gaps: take the one before the latest
+	if _, err := m.UpTo(t.Context(), e.pool, migs[len(migs)-2].Version); err != nil {
 		t.Fatal(err)
 	}
 	closed := pgtest.PoolN(t, 2)

@@ -29,6 +29,7 @@ type promoter struct {
 	w         *Worker
 	errs      errStreak
 	sweepErrs errStreak
+	flowErrs  errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -113,7 +114,8 @@ func (p *promoter) rounds(ctx context.Context) {
 }
 
 // promote makes due scheduled jobs ready and, with sweep, the heads of
-// serial-key lines left without a holder; wakes the pools of their queues;
+// serial-key lines left without a holder and the workflow jobs whose
+// parents are gone; wakes the pools of their queues;
 // and returns the next run_at still scheduled (zero if none or unknown).
 func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	w := p.w
@@ -141,7 +143,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		}
 	}
 	if sweep {
-		for _, q := range p.sweepSerial(bg) {
+		for _, q := range append(p.sweepSerial(bg), p.sweepWorkflows(bg)...) {
 			if !seen[q] {
 				seen[q] = true
 				queues = append(queues, q)
@@ -185,5 +187,28 @@ func (p *promoter) sweepSerial(bg context.Context) []string {
 		return nil
 	}
 	p.sweepErrs.ok(w.log, "sweeping serial-key lines recovered")
+	return got
+}
+
+// sweepWorkflows runs the workflow sweep at READ COMMITTED, whatever the
+// server's default isolation, and returns the queues of the jobs it made
+// ready.
+func (p *promoter) sweepWorkflows(bg context.Context) []string {
+	w := p.w
+	ctx, cancel := context.WithTimeout(bg, w.lease)
+	defer cancel()
+	var got []string
+	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var err error
+		got, err = w.q.SweepWorkflows(ctx, tx, maintenanceBatch)
+		return err
+	})
+	if err != nil {
+		if bg.Err() == nil {
+			p.flowErrs.fail(w.log, "sweeping workflow jobs failed", err)
+		}
+		return nil
+	}
+	p.flowErrs.ok(w.log, "sweeping workflow jobs recovered")
 	return got
 }

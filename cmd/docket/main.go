@@ -1,5 +1,5 @@
 // Command docket operates Docket's tables: migrations, status, dead-letter
-// triage, jobs, queues, schedules, metrics, the demo, benchmarks and the soak.
+// triage, jobs, queues, schedules, workflows, metrics, the demo, benchmarks and the soak.
 //
 // Usage:
 //
@@ -79,6 +79,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate s
 			jobsCommand(),
 			queuesCommand(),
 			schedulesCommand(),
+			workflowsCommand(),
 			relayCommand(),
 			dashboardCommand(),
 			metricsCommand(),

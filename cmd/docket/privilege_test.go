@@ -301,15 +301,27 @@ func TestLeastPrivilege(t *testing.T) {
 	if _, err := c.EnqueueMany(ctx, r.appPool, items); err != nil {
 		t.Fatalf("bulk enqueue as app: %v", err)
 	}
+	// A workflow: its release trigger and status view run as the
+	// application role.
+	flow, err := c.Outbox().EnqueueWorkflow(ctx, r.appPool, outbox.Workflow{Name: "priv", Jobs: []outbox.WorkflowJob{
+		{Ref: "a", Args: privOK{N: 2000}}, {Ref: "b", Args: privOK{N: 2001}, After: outbox.After("a")},
+		{Ref: "c", Args: privOK{N: 2002}, After: outbox.After("b")},
+	}})
+	if err != nil {
+		t.Fatalf("workflow enqueue as app: %v", err)
+	}
 	held, err := c.Enqueue(ctx, r.appPool, mailArgs{To: "x"}, outbox.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	waitFor(t, "the jobs to finish", func() bool {
-		return r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind IN ('priv_ok', 'priv_flaky', 'priv_snooze', 'priv_tx')`) == 211 &&
+		return r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind IN ('priv_ok', 'priv_flaky', 'priv_snooze', 'priv_tx')`) == 214 &&
 			r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_dead WHERE kind = 'priv_doomed'`) == 1
 	})
+	if st, err := c.Outbox().WorkflowStatus(ctx, r.appPool, flow.ID); err != nil || st.State != outbox.WorkflowSucceeded {
+		t.Errorf("workflow status read as app: %+v %v", st, err)
+	}
 	if n := r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind = 'priv_flaky' AND attempts = 2`); n != 1 {
 		t.Errorf("flaky job finished after 2 attempts: %d rows, want 1", n)
 	}

@@ -8,12 +8,14 @@ import (
 
 // DeadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
 // columns reason and err) into the dead-letter table. Outcomes, the reaper
-// and cancelling a job all end this way.
+// and cancelling a job all end this way. A workflow job keeps its
+// workflow_id there, which its dependents' trigger reads as "failed"
+// (migration 014).
 const DeadInsert = `INSERT INTO {{schema}}.docket_jobs_dead
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta)
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta
+	created_at, run_at, reason, err, payload, meta, workflow_id
 FROM gone
 RETURNING id`
 

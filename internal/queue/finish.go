@@ -27,9 +27,9 @@ const (
 )
 INSERT INTO {{schema}}.docket_jobs_done
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, started_at, finished_at, payload, meta)
+	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta
+	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id
 FROM d
 RETURNING id`
 

@@ -48,6 +48,7 @@ type statements struct {
 	claim, claimCapped, claimLimited, stragglers, heartbeat   string
 	completeHistory, completeDelete, fail, snooze, deadLetter string
 	release, reap, promote, nextScheduled, sweepSerial        string
+	sweepWorkflows                                            string
 	upsertWorker, pruneWorkers, deleteWorker                  string
 	partitions, createPartition, dropPartition                string
 }
@@ -75,7 +76,8 @@ func New(schema string, cfg Config) (*Queue, error) {
 			completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
 			deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
 			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), sweepSerial: r(sqlSweepSerial),
-			upsertWorker: r(sqlUpsertWorker), pruneWorkers: r(sqlPruneWorkers), deleteWorker: r(sqlDeleteWorker),
+			sweepWorkflows: r(sqlSweepWorkflows),
+			upsertWorker:   r(sqlUpsertWorker), pruneWorkers: r(sqlPruneWorkers), deleteWorker: r(sqlDeleteWorker),
 			partitions:      sqlPartitions,
 			createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
 		},

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func workflowsCommand() *command {
+	return &command{
+		name:    "workflows",
+		summary: "list, show or cancel workflows (jobs with dependencies)",
+		about: `A workflow is running while any of its jobs is live, then succeeded (every
+job completed) or failed (some dead-lettered or were cancelled); cancelled
+once cancelled. See docs/workflows.md.`,
+		verbs: []*command{
+			{name: "list", summary: "list the newest workflows with their state", flags: workflowsList},
+			{name: "show", summary: "show one workflow and its live and dead jobs", args: "ID", flags: workflowsShow},
+			{name: "cancel", summary: "cancel a workflow: its jobs that are not running go to the dead-letter table", args: "ID", flags: workflowsCancel},
+		},
+	}
+}
+
+func workflowsList(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	limit := fs.Int("limit", 50, "how many workflows, newest first")
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 0, ""); err != nil {
+			return fmt.Errorf("%w (list takes no ids; use show ID)", err)
+		}
+		if *limit < 1 {
+			return fmt.Errorf("%w: --limit %d: want 1 or more", errUsage, *limit)
+		}
+		client, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		list, err := client.ListWorkflows(ctx, pool, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, list, true)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(out, "(no workflows)")
+			return nil
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tJOBS\tREMAINING\tFAILED\tCREATED\tNAME")
+		for _, w := range list {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%s\n", w.ID, w.State, w.Jobs, w.Remaining, w.Failed, fmtTime(w.CreatedAt), w.Name)
+		}
+		return tw.Flush()
+	}
+}
+
+// workflowDetail is workflows show --json: the status and the live and
+// dead jobs.
+type workflowDetail struct {
+	outbox.WorkflowState
+	LiveOrDeadJobs []outbox.WorkflowJobState
+}
+
+func workflowsShow(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		return onWorkflow(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
+			st, err := client.WorkflowStatus(ctx, pool, id)
+			if err != nil {
+				return err
+			}
+			jobs, err := client.WorkflowJobs(ctx, pool, id)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return writeJSON(out, workflowDetail{st, jobs}, true)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "id\t%d\nname\t%s\nstate\t%s\ncreated\t%s\n", st.ID, st.Name, st.State, fmtTime(st.CreatedAt))
+			if !st.CancelledAt.IsZero() {
+				fmt.Fprintf(tw, "cancelled\t%s\n", fmtTime(st.CancelledAt))
+			}
+			fmt.Fprintf(tw, "jobs\t%d (%d remaining, %d failed, %d completed)\n", st.Jobs, st.Remaining, st.Failed, st.Jobs-st.Remaining-st.Failed)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(jobs) == 0 {
+				return nil
+			}
+			fmt.Fprintln(out, "\nlive and dead jobs:")
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tREASON\tERROR")
+			for _, j := range jobs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(j.Reason), dash(oneLine(j.LastError, 60)))
+			}
+			return tw.Flush()
+		})
+	}
+}
+
+func workflowsCancel(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		return onWorkflow(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
+			n, err := client.CancelWorkflow(ctx, pool, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "workflow %d cancelled: %d jobs moved to the dead-letter table; running jobs finish their run and nothing runs after them\n", id, n)
+			return nil
+		})
+	}
+}
+
+// onWorkflow checks the one workflow id argument, connects and runs op.
+func onWorkflow(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client, *pgxpool.Pool, int64) error) error {
+	if err := wantArgs(pos, 1, "one workflow id"); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: workflow id %q is not a number", errUsage, pos[0])
+	}
+	client, pool, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return op(client, pool, id)
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/outbox"
+)
+
+func TestWorkflowsCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	db := []string{"--database-url", url, "--schema", schema}
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := docket(t, append(args, db...)...)
+		if code != 0 {
+			t.Fatalf("docket %v: %d %s", args, code, errOut)
+		}
+		// Columns are padded to their widths: compare words.
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if out := run("workflows", "list"); !strings.Contains(out, "(no workflows)") {
+		t.Errorf("empty list:\n%s", out)
+	}
+	c, _ := outbox.New(outbox.Config{Schema: schema})
+	res, err := c.EnqueueWorkflow(ctx, pgtest.Pool(t), outbox.Workflow{Name: "nightly-report", Jobs: []outbox.WorkflowJob{
+		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
+		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: outbox.After("extract")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := itoa(res.ID)
+	out := run("workflows", "list")
+	if !strings.Contains(out, id+" running 2") || !strings.Contains(out, "nightly-report") {
+		t.Errorf("list:\n%s", out)
+	}
+	out = run("workflows", "show", id)
+	if !strings.Contains(out, "state running") || !strings.Contains(out, itoa(res.Jobs["send"])+" waiting") || strings.Contains(out, "secret@example.com") {
+		t.Errorf("show:\n%s", out)
+	}
+	var detail map[string]any
+	if err := json.Unmarshal([]byte(run("workflows", "show", id, "--json")), &detail); err != nil {
+		t.Fatal(err)
+	}
+	if detail["state"] != "running" || detail["remaining"] != float64(2) || len(detail["live_or_dead_jobs"].([]any)) != 2 {
+		t.Errorf("show --json: %v", detail)
+	}
+	if out := run("workflows", "cancel", id); !strings.Contains(out, "2 jobs moved to the dead-letter table") {
+		t.Errorf("cancel:\n%s", out)
+	}
+	if out := run("workflows", "show", id); !strings.Contains(out, "state cancelled") || strings.Count(out, "cancelled workflow "+id+" cancelled") != 2 {
+		t.Errorf("show after cancel:\n%s", out)
+	}
+	if code, _, errOut := docket(t, append([]string{"workflows", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no workflow 99999999") {
+		t.Errorf("unknown workflow: %d %s", code, errOut)
+	}
+	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a number`) {
+		t.Errorf("bad id: %d %s", code, errOut)
+	}
+}

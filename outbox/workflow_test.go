@@ -1,0 +1,427 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// wfJob is a workflow job of kind noop after refs.
+func wfJob(ref string, after ...string) outbox.WorkflowJob {
+	return outbox.WorkflowJob{Ref: ref, Args: noop{}, After: outbox.After(after...)}
+}
+
+// where says where job id is: its state in the jobs table, "done", "dead"
+// or "".
+func (b *bundle) where(t *testing.T, id int64) string {
+	t.Helper()
+	var s string
+	err := b.pool.QueryRow(b.ctx, fmt.Sprintf(`SELECT COALESCE(
+		(SELECT state FROM %[1]s WHERE id = $1),
+		(SELECT 'done' FROM %[2]s WHERE id = $1 LIMIT 1),
+		(SELECT 'dead' FROM %[3]s WHERE id = $1), '')`,
+		b.table("docket_jobs"), b.table("docket_jobs_done"), b.table("docket_jobs_dead")), id).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// finish claims the ready noop jobs and completes those in ok, fails the
+// others for good (max attempts 1 needed), and returns the ids it claimed.
+func (b *bundle) finish(t *testing.T, fail map[int64]bool) []int64 {
+	t.Helper()
+	w := uuid.New()
+	jobs := b.claim(t, w, 1000, time.Minute)
+	var done []queue.Run
+	var failed []queue.Failure
+	var ids []int64
+	for _, j := range jobs {
+		ids = append(ids, j.ID)
+		if fail[j.ID] {
+			failed = append(failed, queue.Failure{Run: queue.RunOf(j), Error: "boom"})
+		} else {
+			done = append(done, queue.RunOf(j))
+		}
+	}
+	if _, err := b.q.Complete(b.ctx, b.pool, w, done, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.q.Fail(b.ctx, b.pool, w, failed); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (b *bundle) workflowState(t *testing.T, id int64) outbox.WorkflowState {
+	t.Helper()
+	s, err := b.client.WorkflowStatus(b.ctx, b.pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestWorkflowDiamondReleasesInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "diamond", Jobs: []outbox.WorkflowJob{
+		wfJob("d", "b", "c"), wfJob("b", "a"), wfJob("c", "a"), wfJob("a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Jobs
+	for ref, want := range map[string]string{"a": "ready", "b": "waiting", "c": "waiting", "d": "waiting"} {
+		if got := b.where(t, id[ref]); got != want {
+			t.Errorf("%s is %s after enqueue, want %s", ref, got, want)
+		}
+	}
+	if s := b.workflowState(t, res.ID); s.State != outbox.WorkflowRunning || s.Jobs != 4 || s.Remaining != 4 || s.Name != "diamond" {
+		t.Errorf("status after enqueue: %+v", s)
+	}
+	if got := b.finish(t, nil); !slices.Equal(got, []int64{id["a"]}) {
+		t.Fatalf("first round ran %v, want only a (%d)", got, id["a"])
+	}
+	if got, want := b.finish(t, nil), []int64{id["b"], id["c"]}; !slices.Equal(got, want) {
+		t.Fatalf("second round ran %v, want b and c %v", got, want)
+	}
+	if got := b.finish(t, nil); !slices.Equal(got, []int64{id["d"]}) {
+		t.Fatalf("third round ran %v, want only d", got)
+	}
+	if s := b.workflowState(t, res.ID); s.State != outbox.WorkflowSucceeded || s.Remaining != 0 || s.Failed != 0 {
+		t.Errorf("status at the end: %+v", s)
+	}
+	var inHistory int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM `+b.table("docket_jobs_done")+` WHERE workflow_id = $1`, res.ID).Scan(&inHistory); err != nil || inHistory != 4 {
+		t.Errorf("history rows with the workflow id: %d %v", inHistory, err)
+	}
+}
+
+func TestWorkflowFailedParentCancelsDescendants(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	once := outbox.Opts{MaxAttempts: 1}
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "cascade", Jobs: []outbox.WorkflowJob{
+		{Ref: "a", Args: noop{}, Opts: once},
+		wfJob("child", "a"),
+		wfJob("grandchild", "child"),
+		{Ref: "cleanup", Args: noop{}, After: []outbox.Dependency{{Ref: "a", RunAnyway: true}}},
+		wfJob("after-cleanup", "cleanup"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Jobs
+	b.finish(t, map[int64]bool{id["a"]: true})
+	for _, ref := range []string{"child", "grandchild"} {
+		if got := b.where(t, id[ref]); got != "dead" {
+			t.Fatalf("%s is %s, want dead", ref, got)
+		}
+	}
+	var reason, lastErr string
+	if err := b.pool.QueryRow(b.ctx, `SELECT reason, last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, id["child"]).Scan(&reason, &lastErr); err != nil {
+		t.Fatal(err)
+	}
+	if reason != outbox.ReasonCancelled || lastErr != fmt.Sprintf("parent job %d failed", id["a"]) {
+		t.Errorf("child dead with %q %q", reason, lastErr)
+	}
+	if got := b.finish(t, nil); !slices.Equal(got, []int64{id["cleanup"]}) {
+		t.Fatalf("after the failure ran %v, want only the run-anyway job %d", got, id["cleanup"])
+	}
+	if got := b.finish(t, nil); !slices.Equal(got, []int64{id["after-cleanup"]}) {
+		t.Fatalf("then ran %v, want after-cleanup", got)
+	}
+	if s := b.workflowState(t, res.ID); s.State != outbox.WorkflowFailed || s.Failed != 3 || s.Remaining != 0 {
+		t.Errorf("status: %+v", s)
+	}
+}
+
+func TestWorkflowRetryDoesNotReleaseChildren(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "retry", Jobs: []outbox.WorkflowJob{
+		{Ref: "a", Args: noop{}, Opts: outbox.Opts{MaxAttempts: 3}}, wfJob("b", "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, map[int64]bool{res.Jobs["a"]: true})
+	if got := b.where(t, res.Jobs["a"]); got != "ready" {
+		t.Fatalf("a after a failed attempt is %s, want ready", got)
+	}
+	if got := b.where(t, res.Jobs["b"]); got != "waiting" {
+		t.Fatalf("b after a's failed attempt is %s, want waiting", got)
+	}
+	b.finish(t, nil)
+	if got := b.where(t, res.Jobs["b"]); got != "ready" {
+		t.Fatalf("b after a succeeded is %s, want ready", got)
+	}
+}
+
+func TestWorkflowRejectedWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	counts := func() string {
+		var jobs, wfs, deps int
+		err := b.pool.QueryRow(b.ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)`,
+			b.table("docket_jobs"), b.table("docket_workflows"), b.table("docket_workflow_deps"))).Scan(&jobs, &wfs, &deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(jobs, wfs, deps)
+	}
+	// A job in flight holds the key "taken".
+	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{UniqueKey: "taken"}); err != nil {
+		t.Fatal(err)
+	}
+	before := counts()
+	cases := []struct {
+		name string
+		w    outbox.Workflow
+		is   error
+		want string
+	}{
+		{"empty", outbox.Workflow{Name: "x"}, outbox.ErrInvalidWorkflow, "no jobs"},
+		{"no name", outbox.Workflow{Jobs: []outbox.WorkflowJob{wfJob("a")}}, outbox.ErrInvalidWorkflow, "name"},
+		{"cycle", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("root"), wfJob("a", "root", "c"), wfJob("b", "a"), wfJob("c", "b")}},
+			outbox.ErrInvalidWorkflow, "cycle"},
+		{"self", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a", "a")}}, outbox.ErrInvalidWorkflow, "cycle a -> a"},
+		{"unknown ref", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), wfJob("b", "nope")}}, outbox.ErrInvalidWorkflow, `"nope", which is not a job`},
+		{"duplicate ref", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), wfJob("a")}}, outbox.ErrInvalidWorkflow, `two jobs have ref "a"`},
+		{"empty ref", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("")}}, outbox.ErrInvalidWorkflow, "ref"},
+		{"twice after", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), wfJob("b", "a", "a")}}, outbox.ErrInvalidWorkflow, "twice"},
+		{"serial key", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: noop{}, Opts: outbox.Opts{SerialKey: "k"}}}}, outbox.ErrInvalidWorkflow, "serial keys"},
+		{"bad job", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: noop{}, Opts: outbox.Opts{Priority: 99}}}}, outbox.ErrInvalidJob, `job "a"`},
+		{"same key twice", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{
+			{Ref: "a", Args: noop{}, Opts: outbox.Opts{UniqueKey: "k"}}, {Ref: "b", Args: noop{}, Opts: outbox.Opts{UniqueKey: "k"}}}},
+			outbox.ErrInvalidWorkflow, "same unique key"},
+		{"key taken", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), {Ref: "b", Args: noop{}, Opts: outbox.Opts{UniqueKey: "taken"}, After: outbox.After("a")}}},
+			outbox.ErrWorkflowKeyTaken, `job "b": unique key "taken" is held by job`},
+	}
+	for _, c := range cases {
+		// In a caller's transaction, which stays usable after the refusal.
+		tx, err := b.pool.Begin(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.client.EnqueueWorkflow(b.ctx, tx, c.w)
+		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %v containing %q", c.name, err, c.is, c.want)
+		}
+		if _, err := tx.Exec(b.ctx, `SELECT 1`); err != nil {
+			t.Errorf("%s: caller's transaction unusable: %v", c.name, err)
+		}
+		if err := tx.Commit(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := counts(); got != before {
+			t.Errorf("%s: jobs, workflows, deps went from %s to %s", c.name, before, got)
+		}
+	}
+	_, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), wfJob("b", "a"), wfJob("c", "b"), wfJob("b2", "c", "a")}})
+	if err != nil {
+		t.Fatalf("a valid workflow after the refusals: %v", err)
+	}
+}
+
+func TestWorkflowCycleNamesItsJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{
+		wfJob("a"), wfJob("b", "a", "d"), wfJob("c", "b"), wfJob("d", "c"), wfJob("e", "d"),
+	}})
+	if err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("err %v", err)
+	}
+	msg := err.Error()[strings.Index(err.Error(), "cycle ")+len("cycle "):]
+	// Each ref runs after the one before it: c -> d -> b -> c.
+	refs := strings.Split(msg, " -> ")
+	if len(refs) != 4 || refs[0] != refs[3] {
+		t.Fatalf("cycle reported as %q, want three refs and the first repeated", msg)
+	}
+	after := map[string]string{"b": "d", "c": "b", "d": "c"} // child: its parent in the cycle
+	for i := 1; i < len(refs); i++ {
+		if after[refs[i]] != refs[i-1] {
+			t.Errorf("cycle reported as %q: %s does not run after %s", msg, refs[i], refs[i-1])
+		}
+	}
+}
+
+// TestWorkflowSweepReadiesChildBothParentsMissed completes a child's two
+// parents in two transactions at once: each trigger still sees the other
+// parent, so the child stays waiting until the sweep readies it.
+func TestWorkflowSweepReadiesChildBothParentsMissed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "race", Jobs: []outbox.WorkflowJob{
+		wfJob("p1"), wfJob("p2"), wfJob("child", "p1", "p2"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	jobs := byID(b.claim(t, w, 10, time.Minute))
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs, want the two parents", len(jobs))
+	}
+	txs := make([]pgx.Tx, 2)
+	for i, ref := range []string{"p1", "p2"} {
+		if txs[i], err = b.pool.Begin(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer txs[i].Rollback(context.Background())
+		if done, err := b.q.Complete(b.ctx, txs[i], w, []queue.Run{jobs[res.Jobs[ref]]}, time.Time{}); err != nil || len(done) != 1 {
+			t.Fatalf("complete %s: %v %v", ref, done, err)
+		}
+	}
+	for _, tx := range txs {
+		if err := tx.Commit(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.where(t, res.Jobs["child"]); got != "waiting" {
+		t.Fatalf("child is %s after both parents completed at once; the race this test builds did not happen", got)
+	}
+	queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(queues, []string{"default"}) || b.where(t, res.Jobs["child"]) != "ready" {
+		t.Fatalf("sweep returned %v and left the child %s", queues, b.where(t, res.Jobs["child"]))
+	}
+	if queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil || len(queues) != 0 {
+		t.Fatalf("second sweep: %v %v", queues, err)
+	}
+}
+
+// TestWorkflowSweepCancelsAfterFailedParent builds the state a failure
+// leaves when its trigger could not act (the child locked by the other
+// parent's transaction) and checks the sweep cancels the child.
+func TestWorkflowSweepCancelsAfterFailedParent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{
+		wfJob("p"), wfJob("child", "p"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The parent goes dead with triggers off for the transaction.
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx)
+	if _, err := tx.Exec(b.ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(b.ctx, fmt.Sprintf(`WITH gone AS (DELETE FROM %s WHERE id = $1 RETURNING *)
+		INSERT INTO %s (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, reason, payload, workflow_id)
+		SELECT id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, 'exhausted', payload, workflow_id FROM gone`,
+		b.table("docket_jobs"), b.table("docket_jobs_dead")), res.Jobs["p"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.where(t, res.Jobs["child"]); got != "waiting" {
+		t.Fatalf("child %s before the sweep", got)
+	}
+	if queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil || len(queues) != 0 {
+		t.Fatalf("sweep: %v %v", queues, err)
+	}
+	if got := b.where(t, res.Jobs["child"]); got != "dead" {
+		t.Fatalf("child %s after the sweep, want dead", got)
+	}
+}
+
+// TestWorkflowFanOutEnqueue writes a 10,000-way fan-out with its fan-in and
+// checks the shape and the time it takes.
+func TestWorkflowFanOutEnqueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	jobs := []outbox.WorkflowJob{wfJob("root")}
+	var mids []string
+	for i := range 10_000 {
+		ref := fmt.Sprint("m", i)
+		mids = append(mids, ref)
+		jobs = append(jobs, wfJob(ref, "root"))
+	}
+	jobs = append(jobs, wfJob("fanin", mids...))
+	start := time.Now()
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "fan", Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("10,002 jobs and 20,000 dependencies enqueued in %s", took)
+	if took > 10*time.Second {
+		t.Errorf("enqueue took %s", took)
+	}
+	var waiting, deps int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FILTER (WHERE state = 'waiting') FROM `+b.table("docket_jobs")+` WHERE workflow_id = $1`, res.ID).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM `+b.table("docket_workflow_deps")+` WHERE workflow_id = $1`, res.ID).Scan(&deps); err != nil {
+		t.Fatal(err)
+	}
+	if waiting != 10_001 || deps != 20_000 || len(res.Jobs) != 10_002 {
+		t.Errorf("waiting %d, deps %d, ids %d", waiting, deps, len(res.Jobs))
+	}
+}
+
+// TestWorkflowParentsFinishConcurrently completes many parents of one
+// fan-in from several goroutines at once, each in its own transaction; with
+// the sweep's help the child becomes ready exactly once.
+func TestWorkflowParentsFinishConcurrently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var parents []string
+	jobs := []outbox.WorkflowJob{}
+	for i := range 40 {
+		ref := fmt.Sprint("p", i)
+		parents = append(parents, ref)
+		jobs = append(jobs, wfJob(ref))
+	}
+	jobs = append(jobs, outbox.WorkflowJob{Ref: "child", Args: other{}, After: outbox.After(parents...)})
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "many", Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	claimed := b.claim(t, w, 100, time.Minute)
+	if len(claimed) != 40 {
+		t.Fatalf("claimed %d", len(claimed))
+	}
+	var wg sync.WaitGroup
+	for _, j := range claimed {
+		wg.Go(func() {
+			if _, err := b.q.Complete(b.ctx, b.pool, w, []queue.Run{queue.RunOf(j)}, time.Time{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := b.where(t, res.Jobs["child"]); got != "ready" {
+		if _, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.where(t, res.Jobs["child"]); got != string(docket.StateReady) {
+		t.Fatalf("child %s", got)
+	}
+}
