@@ -80,6 +80,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate s
 			queuesCommand(),
 			schedulesCommand(),
 			workflowsCommand(),
+			limitsCommand(),
 			relayCommand(),
 			dashboardCommand(),
 			metricsCommand(),
