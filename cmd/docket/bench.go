@@ -27,7 +27,8 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},
-	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window"},
+	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window (--held-limited-rate: also a rate-limited kind)"},
+	{bench.ScenarioFlowControl, "drain --jobs jobs, --limited-share of them a limited kind, with no limit, an unused rate limit, --limit-running per tenant, and --limit-rate; limited and ordinary claims apart"},
 }
 
 // benchCommand measures Docket against a real database and prints one JSON
@@ -55,7 +56,7 @@ cluster it starts and removes.`
 
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+" or "+bench.ScenarioHeldXmin+" (required)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+" or "+bench.ScenarioFlowControl+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
@@ -73,6 +74,11 @@ func benchFlags(fs *flag.FlagSet) action {
 	held := fs.Duration("held", bench.DefaultHeldHold, "heldxmin: how long the transaction holds back the vacuum horizon")
 	recovery := fs.Duration("recovery", bench.DefaultHeldRecovery, "heldxmin: how long to run after releasing it")
 	window := fs.Duration("window", bench.DefaultHeldWindow, "heldxmin: how often to print a line")
+	heldLimitedRate := fs.Int("held-limited-rate", 0, "heldxmin: also run a kind under a rate limit of this many jobs/s, offered at twice that (0: none)")
+	limitedShare := fs.Float64("limited-share", bench.DefaultLimitedShare, "flowcontrol: fraction of the jobs that are the limited kind")
+	limitRate := fs.Int("limit-rate", bench.DefaultLimitRate, "flowcontrol: the rate limit in jobs/s of the rate variant")
+	limitRunning := fs.Int("limit-running", bench.DefaultLimitRunning, "flowcontrol: the per-tenant running limit of the concurrency variant")
+	limitTenants := fs.Int("limit-tenants", bench.DefaultLimitTenants, "flowcontrol: tenants the limited jobs are spread over")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
@@ -81,7 +87,8 @@ func benchFlags(fs *flag.FlagSet) action {
 			return err
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
-			"--inserters": *inserters, "--processes": *processes} {
+			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,
+			"--limit-running": *limitRunning, "--limit-tenants": *limitTenants} {
 			if v < 1 {
 				return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
 			}
@@ -91,6 +98,12 @@ func benchFlags(fs *flag.FlagSet) action {
 		}
 		if *rate < 0 {
 			return fmt.Errorf("%w: --rate must be positive, got %d", errUsage, *rate)
+		}
+		if *heldLimitedRate < 0 {
+			return fmt.Errorf("%w: --held-limited-rate must be 0 (none) or more, got %d", errUsage, *heldLimitedRate)
+		}
+		if !(*limitedShare > 0 && *limitedShare <= 1) {
+			return fmt.Errorf("%w: --limited-share must be more than 0 and at most 1, got %v", errUsage, *limitedShare)
 		}
 		for name, d := range map[string]time.Duration{"--duration": *duration, "--baseline": *baseline, "--held": *held, "--recovery": *recovery, "--window": *window} {
 			if d <= 0 {
@@ -116,7 +129,8 @@ func benchFlags(fs *flag.FlagSet) action {
 			Scenario: *scenario, Jobs: *jobs, Batch: *batch, Workers: *workers,
 			HandlerMin: *handlerMin, HandlerMax: *handlerMax,
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
-			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window,
+			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window, HeldLimitedRate: *heldLimitedRate,
+			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants,
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 			Progress: errOut, ProgressBar: isTerminal(errOut),
 		})

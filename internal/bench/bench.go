@@ -16,6 +16,7 @@ import (
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,6 +37,10 @@ const (
 	// ScenarioHeldXmin measures claims while a long transaction holds back
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
+	// ScenarioFlowControl drains a backlog of which a share is a kind under
+	// a flow-control limit (outbox.Limit), once per limit variant, and
+	// reports limited and ordinary claims apart. ScenarioAll leaves it out.
+	ScenarioFlowControl = "flowcontrol"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
 	ScenarioAll = "all"
 )
@@ -122,6 +127,23 @@ type Config struct {
 	// Window is how often heldxmin reports. Zero means DefaultHeldWindow
 	// (10s).
 	Window time.Duration
+	// HeldLimitedRate, when positive, makes heldxmin also run a kind under
+	// a rate limit of HeldLimitedRate jobs/s, offered at twice that rate so
+	// that the limit, not the producers, sets its pace. Zero means none.
+	HeldLimitedRate int
+	// LimitedShare is the fraction of flowcontrol's backlog that is the
+	// limited kind, spread evenly through it. Zero means
+	// DefaultLimitedShare (0.1); at most 1.
+	LimitedShare float64
+	// LimitRate is the rate limit, in jobs/s, of flowcontrol's rate
+	// variant. Zero means DefaultLimitRate (1,000).
+	LimitRate int
+	// LimitRunning is the per-tenant concurrency limit of flowcontrol's
+	// concurrency variant. Zero means DefaultLimitRunning (5).
+	LimitRunning int
+	// LimitTenants is how many tenants flowcontrol's limited jobs are
+	// spread over, round robin. Zero means DefaultLimitTenants (10).
+	LimitTenants int
 	// DisableHistory deletes completed jobs instead of moving them to the
 	// history table (outbox.Config.DisableHistory).
 	DisableHistory bool
@@ -164,15 +186,18 @@ func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
-	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers || cfg.Scenario == ScenarioLimit:
+	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers ||
+		cfg.Scenario == ScenarioLimit || cfg.Scenario == ScenarioFlowControl:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "), ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "),
+			ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioFlowControl, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
-		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes} {
+		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes, "held-limited-rate": cfg.HeldLimitedRate,
+		"limit-rate": cfg.LimitRate, "limit-running": cfg.LimitRunning, "limit-tenants": cfg.LimitTenants} {
 		if v < 0 {
 			return bad("negative %s %d", name, v)
 		}
@@ -204,6 +229,15 @@ func New(cfg Config) (*Runner, error) {
 		def(&cfg.Rate, DefaultHeldRate)
 	}
 	def(&cfg.Rate, DefaultRate)
+	def(&cfg.LimitRate, DefaultLimitRate)
+	def(&cfg.LimitRunning, DefaultLimitRunning)
+	def(&cfg.LimitTenants, DefaultLimitTenants)
+	if cfg.LimitedShare < 0 || cfg.LimitedShare > 1 {
+		return bad("limited share %v outside 0..1", cfg.LimitedShare)
+	}
+	if cfg.LimitedShare == 0 {
+		cfg.LimitedShare = DefaultLimitedShare
+	}
 	defDur := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -248,8 +282,12 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res.ProducerTx = r.cfg.ProducerTx
 			return res
 		}
-		if s == ScenarioHeldXmin {
-			if err := r.heldXmin(ctx, db, func(res Result) error { return emit(stamp(res)) }); err != nil {
+		if s == ScenarioHeldXmin || s == ScenarioFlowControl {
+			run := r.heldXmin
+			if s == ScenarioFlowControl {
+				run = r.flowControl
+			}
+			if err := run(ctx, db, func(res Result) error { return emit(stamp(res)) }); err != nil {
 				return fmt.Errorf("%s: %w", s, err)
 			}
 			continue
@@ -292,6 +330,12 @@ type env struct {
 	// onClaim, when set before worker is called, receives every claim's
 	// round-trip time (handlers.Config.OnClaim).
 	onClaim func(took time.Duration, jobs int)
+	// register, when set before worker is called, registers the kinds the
+	// worker runs besides noop.
+	register func(*handlers.Registry) error
+	// tracer, when set before worker is called, traces the statements of
+	// the worker's pool (see claimTracer).
+	tracer pgx.QueryTracer
 }
 
 // setup creates and migrates a fresh schema. The caller must call drop,
@@ -397,12 +441,21 @@ func (e *env) worker(ctx context.Context, h handlers.HandlerFunc[noop]) (stop fu
 // workerWith is worker with slots slots.
 func (e *env) workerWith(ctx context.Context, h handlers.HandlerFunc[noop], slots int) (stop func(), err error) {
 	cfg := e.r.cfg
-	wdb, err := pool(ctx, e.db, WorkerConns)
+	pcfg := e.db.Config()
+	pcfg.MaxConns, pcfg.MinConns = WorkerConns, 0
+	if e.tracer != nil {
+		pcfg.ConnConfig.Tracer = e.tracer
+	}
+	wdb, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, err
 	}
 	reg := handlers.NewRegistry()
-	if err := handlers.Register(reg, h, handlers.KindOpts{}); err != nil {
+	err = handlers.Register(reg, h, handlers.KindOpts{})
+	if err == nil && e.register != nil {
+		err = e.register(reg)
+	}
+	if err != nil {
 		wdb.Close()
 		return nil, err
 	}

@@ -20,6 +20,19 @@
 //     (job k is due at start + k/rate), so sleeping never accumulates drift;
 //     a producer that falls behind does not sleep until it has caught up.
 //   - idle: one job every 100 ms, 200 jobs, on an otherwise empty queue.
+//   - flowcontrol: drain's measurement four times, each in a fresh schema,
+//     with a backlog of which Config.LimitedShare is a second kind
+//     (bench.limited, spread over Config.LimitTenants tenants): with no
+//     limit; with a rate limit on that kind but none of its jobs (every
+//     claim first asks the limit for nothing); with a per-tenant
+//     concurrency limit; and with a rate limit. The worker's claim
+//     statements are timed on its connections by a pgx tracer and split
+//     into limited claims (docket_claim_limited) and ordinary ones, which
+//     handlers.Config.OnClaim cannot tell apart.
+//
+// heldxmin with Config.HeldLimitedRate also runs that second kind under a
+// rate limit, offered at twice the rate, and reports per window how many
+// of its jobs started against the limit and its claims' percentiles.
 //
 // sustained and idle report the latency from the enqueue's commit (the time
 // taken in Go right after Commit returns) to the handler's start, as

@@ -16,17 +16,17 @@ import (
 // the last completions are written.
 const drainPoll = 2 * time.Millisecond
 
-// backlog fills the scenario's queue with n no-op jobs, with the options
-// of opts when not nil (see fillWith), on cfg.Inserters connections, and
+// backlog fills the scenario's queue with n no-op jobs, or the jobs item
+// gives when not nil (see fillWith), on cfg.Inserters connections, and
 // analyzes the jobs table: the planner sees the backlog, as autovacuum's
 // analyze would show it to a queue that filled up over time.
-func (e *env) backlog(ctx context.Context, n int, scenario string, opts func() outbox.Opts) error {
+func (e *env) backlog(ctx context.Context, n int, scenario string, item func() outbox.Item) error {
 	idb, err := warmPool(ctx, e.db, e.r.cfg.Inserters)
 	if err != nil {
 		return err
 	}
 	prog := e.r.progress(scenario+": filling", int64(n))
-	err = e.fillWith(ctx, idb, n, prog, opts)
+	err = e.fillWith(ctx, idb, n, prog, item)
 	idb.Close()
 	prog.finish()
 	if err != nil {

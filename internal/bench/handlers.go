@@ -34,7 +34,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	}
 	n, slots := r.cfg.Jobs, r.cfg.Workers
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
-	randomPriority := func() outbox.Opts { return outbox.Opts{Priority: rand.IntN(11)} }
+	randomPriority := func() outbox.Item { return outbox.Item{Args: noop{}, Opts: outbox.Opts{Priority: rand.IntN(11)}} }
 	if err := e.backlog(ctx, n, ScenarioHandlers, randomPriority); err != nil {
 		return Result{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -18,6 +19,10 @@ const (
 	PhaseHeld     = "held"
 	PhaseRecovery = "recovery"
 )
+
+// heldLimitedProducers is how many producers enqueue the limited kind when
+// heldxmin runs one.
+const heldLimitedProducers = 4
 
 // DefaultHeldWindow is the length of each reported window of the heldxmin
 // scenario.
@@ -37,6 +42,11 @@ const (
 // for cfg.Held, closes it, and runs on for cfg.Recovery. Every cfg.Window
 // it emits one Result with what happened in that window. The
 // held transaction is always closed, also when ctx is cancelled.
+//
+// With cfg.HeldLimitedRate, a kind under a rate limit of that many jobs/s
+// runs alongside, offered at twice the rate by producers of its own, so
+// its backlog never runs dry and each window's starts show what the limit
+// granted; its jobs are left out of the latencies.
 func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Result) error) error {
 	e, err := r.setup(ctx, db, ScenarioHeldXmin)
 	defer e.drop()
@@ -50,6 +60,25 @@ func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Resul
 	defer pdb.Close()
 	rec := newWindowRecorder()
 	e.onClaim = rec.claimed
+	limRate := r.cfg.HeldLimitedRate
+	var ldb *pgxpool.Pool // the limited kind's producers
+	if limRate > 0 {
+		err := e.ob.SetLimit(ctx, db, outbox.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: limRate, Per: time.Second})
+		if err != nil {
+			return err
+		}
+		if ldb, err = warmPool(ctx, db, heldLimitedProducers); err != nil {
+			return err
+		}
+		defer ldb.Close()
+		e.register = func(reg *handlers.Registry) error {
+			return handlers.Register(reg, func(ctx context.Context, j *handlers.Job[limited]) error {
+				rec.limitedStarted()
+				return nil
+			}, handlers.KindOpts{})
+		}
+		e.tracer = &claimTracer{claimed: rec.claimStatement}
+	}
 	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
 		rec.started(j.ID, time.Now())
 		return nil
@@ -82,6 +111,16 @@ func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Resul
 	go func() {
 		produced <- e.produce(pctx, pdb, r.cfg.Producers, r.cfg.Rate, start, start.Add(total), rec.committed)
 	}()
+	if ldb != nil {
+		go func() {
+			err := e.produceArgs(pctx, ldb, limited{}, heldLimitedProducers, 2*limRate, start, start.Add(total),
+				func(int64, time.Time) { rec.limitedCommitted() })
+			if err != nil && pctx.Err() == nil {
+				r.logf("heldxmin: limited producers: %v", err)
+				stopProducers()
+			}
+		}()
+	}
 
 	tick := time.NewTicker(r.cfg.Window)
 	defer tick.Stop()
@@ -117,12 +156,16 @@ func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Resul
 		if err := db.QueryRow(ctx, `SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'docket_jobs'`, e.schema).Scan(&deadTuples); err != nil {
 			return fmt.Errorf("read dead tuples: %w", err)
 		}
+		secs := r.cfg.Window.Seconds()
 		err := emit(Result{
 			Phase: phase, ElapsedSeconds: elapsed.Seconds(), Rate: r.cfg.Rate, Workers: r.cfg.Workers,
-			InsertPerSec: float64(w.committed) / r.cfg.Window.Seconds(),
-			WorkedPerSec: float64(w.started) / r.cfg.Window.Seconds(),
+			InsertPerSec: float64(w.committed) / secs,
+			WorkedPerSec: float64(w.started) / secs,
 			Backlog:      w.backlog, Latency: Summarize(w.latencies),
-			ClaimMean: w.claimMean, ClaimP99: Percentile(w.sortedClaims(), 0.99), DeadTuples: deadTuples,
+			ClaimMean: w.claimMean, ClaimP99: Percentile(w.sortedClaims(), 99), DeadTuples: deadTuples,
+			LimitRate: limRate, LimitedInsertPerSec: float64(w.limitedCommitted) / secs,
+			LimitedPerSec:  float64(w.limitedStarted) / secs,
+			OrdinaryClaims: w.ordinaryClaims.summary(), LimitedClaims: w.limitedClaims.summary(),
 		})
 		if err != nil {
 			return err
@@ -163,6 +206,10 @@ type windowStats struct {
 	latencies          []time.Duration
 	claims             []time.Duration
 	claimMean          time.Duration
+	// The limited kind's jobs and the claim statements by kind, with
+	// Config.HeldLimitedRate.
+	limitedCommitted, limitedStarted int64
+	ordinaryClaims, limitedClaims    claimStats
 }
 
 func newWindowRecorder() *windowRecorder {
@@ -204,6 +251,29 @@ func (r *windowRecorder) claimed(took time.Duration, _ int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur.claims = append(r.cur.claims, took)
+}
+
+func (r *windowRecorder) limitedCommitted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur.limitedCommitted++
+}
+
+func (r *windowRecorder) limitedStarted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur.limitedStarted++
+}
+
+// claimStatement records one claim statement, as claimTracer reports it.
+func (r *windowRecorder) claimStatement(limited bool, took time.Duration, jobs int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if limited {
+		r.cur.limitedClaims.add(took, jobs)
+	} else {
+		r.cur.ordinaryClaims.add(took, jobs)
+	}
 }
 
 func (w windowStats) sortedClaims() []time.Duration {

@@ -62,8 +62,9 @@ func (e *env) fill(ctx context.Context, db *pgxpool.Pool, n int, prog *progress)
 	return e.fillWith(ctx, db, n, prog, nil)
 }
 
-// fillWith is fill with the options of each job from opts, when not nil.
-func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progress, opts func() outbox.Opts) error {
+// fillWith is fill with each job from item, when not nil, instead of a
+// no-op job with no options. item is called from several goroutines.
+func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progress, item func() outbox.Item) error {
 	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
 	for i := range items {
 		items[i].Args = noop{}
@@ -77,10 +78,10 @@ func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progr
 		go func() {
 			for first := range next {
 				batch := items[:min(len(items), n-first)]
-				if opts != nil {
+				if item != nil {
 					batch = slices.Clone(batch)
 					for i := range batch {
-						batch[i].Opts = opts()
+						batch[i] = item()
 					}
 				}
 				err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {

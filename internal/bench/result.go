@@ -12,7 +12,7 @@ import (
 // "scenario", "history" and "notify" first.
 type Result struct {
 	// Scenario is the scenario measured: insert, drain, sustained, idle,
-	// handlers or heldxmin.
+	// handlers, limit, heldxmin or flowcontrol.
 	Scenario string
 	// History reports whether finished jobs were kept in history (JSON
 	// "history": "on" or "off").
@@ -81,6 +81,31 @@ type Result struct {
 	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
 	// process (and its worker processes) and of the PostgreSQL server.
 	CPU cpuUse
+	// Limit is the flowcontrol variant: none, idle, concurrency or rate
+	// (see LimitNone and the others).
+	Limit string
+	// LimitedJobs is how many of Jobs were of the limited kind, spread
+	// over Tenants tenants (flowcontrol).
+	LimitedJobs, Tenants int
+	// LimitRunning, LimitRate and LimitBurst are the limit's per-tenant
+	// MaxRunning, its rate in jobs/s and its burst, 0 when it has none
+	// (flowcontrol; heldxmin with HeldLimitedRate: the rate).
+	LimitRunning, LimitRate, LimitBurst int
+	// LimitedSeconds is the time from the worker's start to the last
+	// limited job's start (flowcontrol). With a rate, the JSON adds
+	// fraction_of_allowed: LimitedJobs over what the limit allows in that
+	// time, LimitBurst + LimitRate × LimitedSeconds.
+	LimitedSeconds float64
+	// OrdinaryPerSec and LimitedPerSec are each kind's jobs over the time
+	// from the worker's start to the last of them starting (flowcontrol). In
+	// heldxmin with HeldLimitedRate, LimitedInsertPerSec and LimitedPerSec
+	// are the limited jobs committed and started per second in the window
+	// (the JSON adds limited_fraction_of_rate).
+	OrdinaryPerSec, LimitedPerSec, LimitedInsertPerSec float64
+	// OrdinaryClaims and LimitedClaims describe the worker's claim
+	// statements of each kind (flowcontrol; heldxmin with
+	// HeldLimitedRate, per window).
+	OrdinaryClaims, LimitedClaims ClaimSummary
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
@@ -143,6 +168,26 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			field{"p50_ms", ms(r.Latency.P50)}, field{"p99_ms", ms(r.Latency.P99)}, field{"max_ms", ms(r.Latency.Max)},
 			field{"claim_mean_ms", ms(r.ClaimMean)}, field{"claim_p99_ms", ms(r.ClaimP99)},
 			field{"n_dead_tup", r.DeadTuples})
+		if r.LimitRate > 0 {
+			f = append(f, field{"limit_rate", r.LimitRate}, field{"limited_insert_per_s", round(r.LimitedInsertPerSec, 1)},
+				field{"limited_worked_per_s", round(r.LimitedPerSec, 1)},
+				field{"limited_fraction_of_rate", fraction(r.LimitedPerSec, float64(r.LimitRate))})
+			f = r.OrdinaryClaims.fields(f, "ordinary")
+			f = r.LimitedClaims.fields(f, "limited")
+		}
+	case ScenarioFlowControl:
+		f = append(f, field{"limit", r.Limit}, field{"jobs", r.Jobs}, field{"limited_jobs", r.LimitedJobs},
+			field{"tenants", r.Tenants}, field{"workers", r.Workers},
+			field{"limit_max_running", r.LimitRunning}, field{"limit_rate", r.LimitRate}, field{"limit_burst", r.LimitBurst},
+			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
+			field{"ordinary_per_sec", round(r.OrdinaryPerSec, 1)}, field{"limited_seconds", round(r.LimitedSeconds, 3)},
+			field{"limited_per_sec", round(r.LimitedPerSec, 1)})
+		if r.LimitRate > 0 && r.LimitedJobs > 0 {
+			f = append(f, field{"fraction_of_allowed", fraction(float64(r.LimitedJobs),
+				float64(r.LimitBurst)+float64(r.LimitRate)*r.LimitedSeconds)})
+		}
+		f = r.OrdinaryClaims.fields(f, "ordinary")
+		f = r.LimitedClaims.fields(f, "limited")
 	}
 	if r.Scenario != ScenarioLimit && r.Scenario != ScenarioHeldXmin {
 		f = r.CPU.fields(f)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	docket "github.com/docketq/docket/internal/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -76,6 +77,11 @@ func (r *Runner) sustained(ctx context.Context, db *pgxpool.Pool) (Result, error
 // producers, sets the pace and sleeps cannot accumulate drift. It returns
 // when the deadline has passed, or the first enqueue error.
 func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start, deadline time.Time, committed func(id int64, at time.Time)) error {
+	return e.produceArgs(ctx, db, noop{}, n, rate, start, deadline, committed)
+}
+
+// produceArgs is produce with jobs of args instead of no-op jobs.
+func (e *env) produceArgs(ctx context.Context, db *pgxpool.Pool, args docket.Args, n, rate int, start, deadline time.Time, committed func(id int64, at time.Time)) error {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	interval := float64(time.Second) / float64(rate)
@@ -104,7 +110,7 @@ func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start,
 				if time.Now().After(deadline) {
 					return
 				}
-				id, err := e.enqueueOne(pctx, db)
+				id, err := e.enqueueArgs(pctx, db, args)
 				if err != nil {
 					cancel(fmt.Errorf("enqueue: %w", err))
 					return
@@ -123,13 +129,18 @@ func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start,
 // enqueueOne enqueues one no-op job in a transaction of its own (explicit
 // with Config.ProducerTx) and returns its id once it has committed.
 func (e *env) enqueueOne(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+	return e.enqueueArgs(ctx, db, noop{})
+}
+
+// enqueueArgs is enqueueOne with a job of args.
+func (e *env) enqueueArgs(ctx context.Context, db *pgxpool.Pool, args docket.Args) (int64, error) {
 	if !e.r.cfg.ProducerTx {
-		res, err := e.ob.Enqueue(ctx, db, noop{}, outbox.Opts{})
+		res, err := e.ob.Enqueue(ctx, db, args, outbox.Opts{})
 		return res.ID, err
 	}
 	var id int64
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		res, err := e.ob.Enqueue(ctx, tx, noop{}, outbox.Opts{})
+		res, err := e.ob.Enqueue(ctx, tx, args, outbox.Opts{})
 		id = res.ID
 		return err
 	})
