@@ -190,6 +190,9 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "insert", "extra"}, 2, "unexpected argument"},
 		{[]string{"bench", "--scenario", "drain", "--processes", "0"}, 2, "--processes must be at least 1"},
 		{[]string{"bench", "--scenario", "insert", "--inserters", "0"}, 2, "--inserters must be at least 1"},
+		{[]string{"bench", "--scenario", "flowcontrol", "--limited-share", "0"}, 2, "--limited-share must be more than 0"},
+		{[]string{"bench", "--scenario", "flowcontrol", "--limit-rate", "0"}, 2, "--limit-rate must be at least 1"},
+		{[]string{"bench", "--scenario", "heldxmin", "--held-limited-rate", "-1"}, 2, "--held-limited-rate must be 0"},
 		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
 			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
 	}
@@ -219,7 +222,8 @@ func TestBenchHeldXmin(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(t.Context(), []string{"bench", "--scenario", "heldxmin", "--rate", "200", "--producers", "4",
-			"--baseline", "2s", "--held", "3s", "--recovery", "2s", "--window", "1s", "--database-url", url}, &out, &errOut)
+			"--baseline", "2s", "--held", "3s", "--recovery", "2s", "--window", "1s", "--held-limited-rate", "50",
+			"--database-url", url}, &out, &errOut)
 	}()
 	// While the run holds its transaction, some backend of this database
 	// sits idle in a transaction that has a transaction id.
@@ -249,7 +253,9 @@ func TestBenchHeldXmin(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &obj); err != nil {
 			t.Fatalf("stdout line is not one JSON object: %q: %v", line, err)
 		}
-		for _, f := range []string{"phase", "elapsed_s", "insert_per_s", "worked_per_s", "backlog", "p50_ms", "p99_ms", "max_ms", "claim_mean_ms", "claim_p99_ms", "n_dead_tup"} {
+		for _, f := range []string{"phase", "elapsed_s", "insert_per_s", "worked_per_s", "backlog", "p50_ms", "p99_ms", "max_ms", "claim_mean_ms", "claim_p99_ms", "n_dead_tup",
+			"limit_rate", "limited_insert_per_s", "limited_worked_per_s", "limited_fraction_of_rate", "limited_claims", "limited_claim_p99_ms",
+			"ordinary_claims", "ordinary_claim_p99_ms"} {
 			if _, ok := obj[f]; !ok {
 				t.Errorf("line lacks %q: %s", f, line)
 			}
@@ -301,5 +307,63 @@ func TestBenchLimitAndHandlers(t *testing.T) {
 				t.Errorf("handlers: fraction_of_bound %v above the bound", f)
 			}
 		}
+	}
+}
+
+// TestBenchFlowControl runs the flowcontrol scenario small and checks its
+// four lines: every job drained, the limited claims seen only where a limit
+// is set, and a rate limit that granted no more than it allows. It asserts
+// no speed.
+func TestBenchFlowControl(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"bench", "--scenario", "flowcontrol", "--jobs", "2000", "--limited-share", "0.25",
+		"--limit-rate", "200", "--limit-running", "2", "--limit-tenants", "3", "--database-url", url}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var limits []string
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("stdout line is not one JSON object: %q: %v", line, err)
+		}
+		num := func(f string) float64 {
+			v, ok := obj[f].(float64)
+			if !ok {
+				t.Errorf("line lacks number %q: %s", f, line)
+			}
+			return v
+		}
+		limit, _ := obj["limit"].(string)
+		limits = append(limits, limit)
+		if obj["scenario"] != "flowcontrol" || num("jobs") != 2000 || num("jobs_per_sec") <= 0 || num("ordinary_claims") < 1 {
+			t.Errorf("%s: want 2000 jobs drained by ordinary claims: %s", limit, line)
+		}
+		wantLimited := 500.0
+		if limit == "idle" {
+			wantLimited = 0
+		}
+		if num("limited_jobs") != wantLimited {
+			t.Errorf("%s: limited_jobs %v, want %v", limit, num("limited_jobs"), wantLimited)
+		}
+		if claims := num("limited_claims"); (limit == "none") != (claims == 0) {
+			t.Errorf("%s: %v limited claims", limit, claims)
+		}
+		num("limited_claim_p99_ms")
+		num("ordinary_claim_p99_ms")
+		num("bench_cpu_s_per_1k")
+		if limit == "rate" {
+			// 500 jobs under 200/s with a burst of 200 take 1.5 s; a limit
+			// that leaked would start them at once, well over what it
+			// allows.
+			if f := num("fraction_of_allowed"); f <= 0 || f > 1.05 || num("limited_seconds") < 1.4 {
+				t.Errorf("rate: fraction_of_allowed %v, want (0, 1.05]: %s", f, line)
+			}
+		}
+	}
+	if strings.Join(limits, ",") != "none,idle,concurrency,rate" {
+		t.Errorf("variants %v, want none, idle, concurrency, rate", limits)
 	}
 }

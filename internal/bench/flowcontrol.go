@@ -1,0 +1,193 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of the flowcontrol scenario, and of its rate-limited kind.
+const (
+	DefaultLimitedShare = 0.1
+	DefaultLimitRate    = 1000
+	DefaultLimitRunning = 5
+	DefaultLimitTenants = 10
+)
+
+// The flowcontrol scenario's variants, as reported in Result.Limit.
+const (
+	// LimitNone sets no limit: both kinds go through the ordinary claim.
+	LimitNone = "none"
+	// LimitIdle sets a rate limit on the limited kind but enqueues none of
+	// it: every claim first asks the limit for jobs it does not have.
+	LimitIdle = "idle"
+	// LimitConcurrency limits the limited kind to Config.LimitRunning
+	// running jobs per tenant.
+	LimitConcurrency = "concurrency"
+	// LimitRate limits the limited kind to Config.LimitRate starts per
+	// second, in bursts of up to as many (Limit's default burst).
+	LimitRate = "rate"
+)
+
+// limited is the flow-control scenarios' limited kind, a no-op like noop.
+type limited struct{}
+
+func (limited) Kind() string { return "bench.limited" }
+
+// limitName is the name of the bench's one limit.
+const limitName = "bench"
+
+// isLimited reports whether job k of a backlog is of the limited kind, so
+// that share of the jobs are, spread evenly.
+func isLimited(k int, share float64) bool {
+	return math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share)
+}
+
+// flowControl drains cfg.Jobs jobs once per variant (LimitNone, LimitIdle,
+// LimitConcurrency, LimitRate), each in a fresh schema: the backlog (not
+// timed) holds a cfg.LimitedShare of limited jobs, spread over
+// cfg.LimitTenants tenants, except for LimitIdle, whose jobs are all
+// ordinary. The limit is set before the worker starts, which reads it
+// before Start returns. Each variant is timed from the worker's start until
+// the jobs table is empty and reported as one Result, with the claims
+// seen on the worker's connections split into limited and ordinary ones.
+func (r *Runner) flowControl(ctx context.Context, db *pgxpool.Pool, emit func(Result) error) error {
+	for _, v := range []string{LimitNone, LimitIdle, LimitConcurrency, LimitRate} {
+		res, err := r.flowVariant(ctx, db, v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+		if err := emit(res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant string) (Result, error) {
+	label := ScenarioFlowControl + " " + variant
+	e, err := r.setup(ctx, db, label)
+	defer e.drop()
+	if err != nil {
+		return Result{}, err
+	}
+	n, share, tenants := r.cfg.Jobs, r.cfg.LimitedShare, r.cfg.LimitTenants
+	if variant == LimitIdle {
+		share = 0
+	}
+	nLimited := 0
+	for k := range n {
+		if isLimited(k, share) {
+			nLimited++
+		}
+	}
+	var next atomic.Int64 // the fill's job number, as the inserters take jobs
+	var lim *outbox.Limit
+	switch variant {
+	case LimitIdle, LimitRate:
+		lim = &outbox.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: r.cfg.LimitRate, Per: time.Second, Burst: r.cfg.LimitRate}
+	case LimitConcurrency:
+		lim = &outbox.Limit{Name: limitName, Kind: limited{}.Kind(), PerTenant: true, MaxRunning: r.cfg.LimitRunning}
+	}
+	if lim != nil {
+		if err := e.ob.SetLimit(ctx, db, *lim); err != nil {
+			return Result{}, err
+		}
+	}
+	err = e.backlog(ctx, n, label, func() outbox.Item {
+		k := int(next.Add(1) - 1)
+		if !isLimited(k, share) {
+			return outbox.Item{Args: noop{}}
+		}
+		return outbox.Item{Args: limited{}, Opts: outbox.Opts{Tenant: "t" + strconv.Itoa(k%tenants)}}
+	})
+	if err != nil {
+		return Result{}, err
+	}
+
+	var (
+		ran                       atomic.Int64
+		lastOrdinary, lastLimited atomic.Int64 // nanoseconds from start to the last start of each kind
+		mu                        sync.Mutex
+		ordinaryClaims, limClaim  claimStats
+	)
+	prog := r.progress(label, int64(n))
+	var start time.Time
+	started := func(last *atomic.Int64) {
+		ran.Add(1)
+		prog.add(1)
+		last.Store(int64(time.Since(start)))
+	}
+	e.register = func(reg *handlers.Registry) error {
+		return handlers.Register(reg, func(ctx context.Context, j *handlers.Job[limited]) error {
+			started(&lastLimited)
+			return nil
+		}, handlers.KindOpts{})
+	}
+	e.tracer = &claimTracer{claimed: func(isLimited bool, took time.Duration, jobs int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if isLimited {
+			limClaim.add(took, jobs)
+		} else {
+			ordinaryClaims.add(took, jobs)
+		}
+	}}
+	timed, err := r.startTimed(ctx, db, ScenarioFlowControl, nil)
+	if err != nil {
+		prog.finish()
+		return Result{}, err
+	}
+	start = time.Now()
+	stop, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
+		started(&lastOrdinary)
+		return nil
+	})
+	if err == nil {
+		err = e.waitDrained(ctx, n, ran.Load)
+	}
+	elapsed := time.Since(start)
+	if perr := timed.stop(); err == nil {
+		err = perr
+	}
+	if stop != nil {
+		stop()
+	}
+	prog.finish()
+	if err != nil {
+		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ran.Load(), n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res := Result{Limit: variant, Jobs: n, LimitedJobs: nLimited, Workers: r.cfg.Workers,
+		Seconds: elapsed.Seconds(), JobsPerSec: float64(n) / elapsed.Seconds(),
+		OrdinaryPerSec: perSec(n-nLimited, time.Duration(lastOrdinary.Load())),
+		LimitedSeconds: time.Duration(lastLimited.Load()).Seconds(),
+		LimitedPerSec:  perSec(nLimited, time.Duration(lastLimited.Load())),
+		OrdinaryClaims: ordinaryClaims.summary(), LimitedClaims: limClaim.summary(), CPU: timed.cpu(n)}
+	if nLimited > 0 {
+		res.Tenants = tenants
+	}
+	if lim != nil {
+		res.LimitRunning, res.LimitRate, res.LimitBurst = lim.MaxRunning, lim.Rate, lim.Burst
+	}
+	r.logf("%s: %d ordinary claims of %.1f jobs, %d limited claims of %.1f jobs", label,
+		res.OrdinaryClaims.Claims, res.OrdinaryClaims.JobsPerClaim, res.LimitedClaims.Claims, res.LimitedClaims.JobsPerClaim)
+	return res, nil
+}
+
+// perSec is jobs over d, 0 without either.
+func perSec(jobs int, d time.Duration) float64 {
+	if jobs == 0 || d <= 0 {
+		return 0
+	}
+	return float64(jobs) / d.Seconds()
+}
