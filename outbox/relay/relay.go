@@ -282,9 +282,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		// that is down is not retried faster because events keep coming.
 		woken := wake
 		if err != nil {
-			backoff = nextBackoff(backoff, r.cfg.MinBackoff, r.cfg.MaxBackoff)
+			backoff = pgsql.NextBackoff(backoff, r.cfg.MinBackoff, r.cfg.MaxBackoff)
 			r.log.Warn("docket: relay round failed; backing off", "err", err, "backoff", backoff)
-			wait, woken = jitter(backoff), nil
+			wait, woken = pgsql.Jitter(backoff), nil
 		} else {
 			backoff = 0
 		}
