@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docketq/docket/internal/queue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -143,7 +144,9 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		}
 	}
 	if sweep {
-		for _, q := range append(p.sweepSerial(bg), p.sweepWorkflows(bg)...) {
+		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, w.q.SweepSerial)
+		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, w.q.SweepWorkflows)
+		for _, q := range append(serial, flows...) {
 			if !seen[q] {
 				seen[q] = true
 				queues = append(queues, q)
@@ -167,48 +170,26 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	return next
 }
 
-// sweepSerial runs the serial-key sweep at READ COMMITTED, whatever the
-// server's default isolation, and returns the queues of the jobs it made
-// ready.
-func (p *promoter) sweepSerial(bg context.Context) []string {
+// sweep runs one of the sweeps that move waiting jobs on (what names it in
+// logs) at READ COMMITTED, whatever the server's default isolation, and
+// returns the queues of the jobs it made ready.
+func (p *promoter) sweep(bg context.Context, what string, errs *errStreak,
+	run func(ctx context.Context, db queue.DB, limit int) ([]string, error)) []string {
 	w := p.w
 	ctx, cancel := context.WithTimeout(bg, w.lease)
 	defer cancel()
 	var got []string
 	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
-		got, err = w.q.SweepSerial(ctx, tx, maintenanceBatch)
+		got, err = run(ctx, tx, maintenanceBatch)
 		return err
 	})
 	if err != nil {
 		if bg.Err() == nil {
-			p.sweepErrs.fail(w.log, "sweeping serial-key lines failed", err)
+			errs.fail(w.log, "sweeping "+what+" failed", err)
 		}
 		return nil
 	}
-	p.sweepErrs.ok(w.log, "sweeping serial-key lines recovered")
-	return got
-}
-
-// sweepWorkflows runs the workflow sweep at READ COMMITTED, whatever the
-// server's default isolation, and returns the queues of the jobs it made
-// ready.
-func (p *promoter) sweepWorkflows(bg context.Context) []string {
-	w := p.w
-	ctx, cancel := context.WithTimeout(bg, w.lease)
-	defer cancel()
-	var got []string
-	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		var err error
-		got, err = w.q.SweepWorkflows(ctx, tx, maintenanceBatch)
-		return err
-	})
-	if err != nil {
-		if bg.Err() == nil {
-			p.flowErrs.fail(w.log, "sweeping workflow jobs failed", err)
-		}
-		return nil
-	}
-	p.flowErrs.ok(w.log, "sweeping workflow jobs recovered")
+	errs.ok(w.log, "sweeping "+what+" recovered")
 	return got
 }
