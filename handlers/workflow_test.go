@@ -118,14 +118,22 @@ func (s *steps) after(t *testing.T, child string, parents ...string) {
 	}
 }
 
-func TestWorkflowDiamondWithWorker(t *testing.T) {
-	t.Parallel()
+// stepsWorker starts, on a fresh schema, a worker of 4 slots that runs the
+// step kinds, each run sleeping sleep.
+func stepsWorker(t *testing.T, sleep time.Duration) (*env, *steps) {
+	t.Helper()
 	e := setup(t, 12)
 	e.logJobsOnFailure()
 	s := newSteps()
 	reg := NewRegistry()
-	s.register(reg, 50*time.Millisecond)
+	s.register(reg, sleep)
 	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
+	return e, s
+}
+
+func TestWorkflowDiamondWithWorker(t *testing.T) {
+	t.Parallel()
+	e, s := stepsWorker(t, 50*time.Millisecond)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "diamond", Jobs: []outbox.WorkflowJob{
 		step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c"),
 	}})
@@ -195,12 +203,7 @@ func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
 
 func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 	t.Parallel()
-	e := setup(t, 12)
-	e.logJobsOnFailure()
-	s := newSteps()
-	reg := NewRegistry()
-	s.register(reg, 0)
-	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
+	e, s := stepsWorker(t, 0)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "doomed", Jobs: []outbox.WorkflowJob{
 		{Ref: "bad", Args: stepArgs{Name: "bad", FailTimes: 1}, Opts: outbox.Opts{MaxAttempts: 1}},
 		step("child", "bad"),
@@ -237,12 +240,7 @@ func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 
 func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
 	t.Parallel()
-	e := setup(t, 12)
-	e.logJobsOnFailure()
-	s := newSteps()
-	reg := NewRegistry()
-	s.register(reg, 20*time.Millisecond)
-	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
+	e, s := stepsWorker(t, 20*time.Millisecond)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "retry", Jobs: []outbox.WorkflowJob{
 		{Ref: "flaky", Args: stepArgs{Name: "flaky", FailTimes: 2}, Opts: outbox.Opts{MaxAttempts: 5}},
 		step("next", "flaky"),
