@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type limits struct {
 type limitSet struct {
 	byKind, byQueue map[string]string
 	global          string
+	perTenant       map[string]bool // by name
 }
 
 func newLimits(w *Worker) *limits {
@@ -51,8 +53,9 @@ func (l *limits) refresh(bg context.Context) {
 		return
 	}
 	l.errs.ok(w.log, "reading limits recovered")
-	s := &limitSet{byKind: map[string]string{}, byQueue: map[string]string{}}
+	s := &limitSet{byKind: map[string]string{}, byQueue: map[string]string{}, perTenant: map[string]bool{}}
 	for _, lim := range all {
+		s.perTenant[lim.Name] = lim.PerTenant
 		switch {
 		case lim.Kind != "":
 			s.byKind[lim.Kind] = lim.Name
@@ -71,19 +74,8 @@ func (l *limits) refresh(bg context.Context) {
 }
 
 func (s *limitSet) equal(o *limitSet) bool {
-	return s.global == o.global && maps(s.byKind, o.byKind) && maps(s.byQueue, o.byQueue)
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	return s.global == o.global && maps.Equal(s.byKind, o.byKind) && maps.Equal(s.byQueue, o.byQueue) &&
+		maps.Equal(s.perTenant, o.perTenant)
 }
 
 // claimPlan splits what a pool claims by the limit that governs it.
@@ -97,6 +89,7 @@ type claimPlan struct {
 // limitedClaim is the part of a pool's claim that one limit governs.
 type limitedClaim struct {
 	name          string
+	perTenant     bool
 	queues, kinds []string
 }
 
@@ -114,7 +107,7 @@ func (s *limitSet) plan(queues, kinds []string) claimPlan {
 	}
 	for _, k := range kinds {
 		if name := s.byKind[k]; name != "" {
-			p.limited = append(p.limited, limitedClaim{name: name, queues: queues, kinds: []string{k}})
+			p.limited = append(p.limited, limitedClaim{name: name, perTenant: s.perTenant[name], queues: queues, kinds: []string{k}})
 		} else {
 			freeKinds = append(freeKinds, k)
 		}
@@ -124,14 +117,14 @@ func (s *limitSet) plan(queues, kinds []string) claimPlan {
 	}
 	for _, q := range queues {
 		if name := s.byQueue[q]; name != "" {
-			p.limited = append(p.limited, limitedClaim{name: name, queues: []string{q}, kinds: freeKinds})
+			p.limited = append(p.limited, limitedClaim{name: name, perTenant: s.perTenant[name], queues: []string{q}, kinds: freeKinds})
 		}
 	}
 	if len(freeQueues) == 0 {
 		return p
 	}
 	if s.global != "" {
-		p.limited = append(p.limited, limitedClaim{name: s.global, queues: freeQueues, kinds: freeKinds})
+		p.limited = append(p.limited, limitedClaim{name: s.global, perTenant: s.perTenant[s.global], queues: freeQueues, kinds: freeKinds})
 		return p
 	}
 	p.queues, p.kinds = freeQueues, freeKinds

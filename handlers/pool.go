@@ -271,6 +271,7 @@ func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	res, err := w.q.ClaimLimited(ctx, w.db, queue.LimitedClaimParams{
 		Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: max, Lease: w.lease,
+		PerTenant: lc.perTenant,
 	})
 	cancel()
 	p.claimed(start, res.Jobs, err)

@@ -18,7 +18,8 @@ import (
 // transaction.
 const (
 	sqlClaimLimited = `SELECT ` + jobColumns + `, ready_seq
-FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6)`
+FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`
 
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true)`
 
@@ -43,6 +44,9 @@ type LimitedClaimParams struct {
 	Kinds  []string
 	Max    int
 	Lease  time.Duration
+	// PerTenant says the limit applies per tenant: its claim walks each
+	// tenant's jobs, not the claim index from this Queue's cursors.
+	PerTenant bool
 }
 
 // LimitedClaim is what a limited claim took and, when the limit's budget
@@ -74,17 +78,26 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	if !ok || pgsql.IsTx(db) {
 		return LimitedClaim{}, fmt.Errorf("%w: a limited claim needs a pool or connection of its own", errBadClaim)
 	}
+	// A limit over the claim index claims from cursors of its own (its
+	// kinds are its key), as the ordinary claim does (see cursor.go).
+	var plan claimPlan
+	if !p.PerTenant {
+		plan = q.cursors.plan(p.Queues, p.Kinds, time.Now())
+		q.runSweeps(ctx, db, plan.sweeps)
+	}
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
-	batch.Queue(q.sql.claimLimited, p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds())
+	batch.Queue(q.sql.claimLimited, p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
+		plan.queues, plan.priorities, plan.after, plan.upto)
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)
 	var out LimitedClaim
+	var seqs []int64
 	_, err := res.Exec()
 	if err == nil {
 		var rows pgx.Rows
 		if rows, err = res.Query(); err == nil {
-			out.Jobs, _, err = scanJobs(rows)
+			out.Jobs, seqs, err = scanJobs(rows)
 			rows.Close()
 		}
 	}
@@ -97,6 +110,9 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	}
 	if err != nil {
 		return LimitedClaim{}, q.wrapErr(err) // a failed commit took nothing either
+	}
+	if !p.PerTenant {
+		q.cursors.advance(plan, out.Jobs, seqs, p.Max, time.Now())
 	}
 	if wait != "" {
 		ms, perr := strconv.ParseInt(wait, 10, 64)

@@ -10,10 +10,11 @@ import (
 	"github.com/google/uuid"
 )
 
-func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max int) queue.LimitedClaim {
+func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max int, perTenant bool) queue.LimitedClaim {
 	t.Helper()
 	res, err := b.q.ClaimLimited(b.ctx, b.pool, queue.LimitedClaimParams{
 		Limit: limit, Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Max: max, Lease: time.Minute,
+		PerTenant: perTenant,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 		b.enqueueN(t, 5, outbox.Opts{Tenant: tenant})
 	}
 	w := uuid.New()
-	first := b.claimLimited(t, "noop_tenants", w, 100)
+	first := b.claimLimited(t, "noop_tenants", w, 100, true)
 	per := map[string]int{}
 	for _, j := range first.Jobs {
 		per[j.Tenant]++
@@ -50,7 +51,7 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 	if !first.Held || first.Wait != 0 {
 		t.Fatalf("first claim: held %v wait %s, want held until a job ends", first.Held, first.Wait)
 	}
-	if again := b.claimLimited(t, "noop_tenants", w, 100); len(again.Jobs) != 0 || !again.Held {
+	if again := b.claimLimited(t, "noop_tenants", w, 100, true); len(again.Jobs) != 0 || !again.Held {
 		t.Fatalf("a full limit granted %d jobs (held %v)", len(again.Jobs), again.Held)
 	}
 
@@ -73,7 +74,7 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 	if _, err := b.q.Reap(b.ctx, b.pool, 100); err != nil {
 		t.Fatal(err)
 	}
-	next := b.claimLimited(t, "noop_tenants", w, 100)
+	next := b.claimLimited(t, "noop_tenants", w, 100, true)
 	per = map[string]int{}
 	for _, j := range next.Jobs {
 		per[j.Tenant]++
@@ -91,13 +92,13 @@ func TestClaimLimitedRate(t *testing.T) {
 	b.setLimit(t, outbox.Limit{Name: "noop_rate", Kind: "noop", Rate: 10, Per: time.Second, Burst: 3})
 	b.enqueueN(t, 20, outbox.Opts{})
 	w := uuid.New()
-	first := b.claimLimited(t, "noop_rate", w, 100)
+	first := b.claimLimited(t, "noop_rate", w, 100, false)
 	if len(first.Jobs) != 3 || !first.Held || first.Wait <= 0 || first.Wait > 100*time.Millisecond {
 		t.Fatalf("first claim took %d jobs, held %v, wait %s: want the burst of 3 and a wait of at most 100ms",
 			len(first.Jobs), first.Held, first.Wait)
 	}
 	time.Sleep(first.Wait + 150*time.Millisecond)
-	next := b.claimLimited(t, "noop_rate", w, 100)
+	next := b.claimLimited(t, "noop_rate", w, 100, false)
 	if len(next.Jobs) < 1 || len(next.Jobs) > 3 {
 		t.Fatalf("after %s the claim took %d jobs, want 1 to 3 at 10/s", first.Wait+150*time.Millisecond, len(next.Jobs))
 	}

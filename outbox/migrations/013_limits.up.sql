@@ -57,7 +57,12 @@ $$;
 
 -- docket_claim_limited claims, for worker, up to n ready jobs of kinds from
 -- queues (in that order) that limit limit_name governs, as many as each
--- key's budget allows: max_running minus the key's running jobs, and the
+-- key's budget allows. A limit that is not per tenant probes the claim
+-- index over the (queue, priority, after, upto] ranges of ready_seq given
+-- in range_* as the ordinary claim does (see sqlClaim), so that a claimer's
+-- cursors step over the entries it claimed before, and over other kinds'
+-- jobs ahead of the limited ones; a per-tenant limit walks each tenant's
+-- entries of docket_jobs_tenant_idx. The budget: max_running minus the key's running jobs, and the
 -- whole tokens in its bucket. Claimers of one limit take turns through a
 -- transaction-scoped advisory lock, tried, never waited for, and taken in
 -- a statement before the counts are read, so that each count sees every
@@ -70,7 +75,8 @@ $$;
 -- milliseconds until a rate limit's next token, 0 for "when a running job
 -- ends, or the other claimer is done".
 CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
-    limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint)
+    limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
+    range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[])
 RETURNS SETOF {{schema}}.docket_jobs
 LANGUAGE plpgsql
 AS $$
@@ -151,16 +157,24 @@ BEGIN
         END IF;
 
         took := 0;
-        IF budget > 0 THEN
+        IF budget > 0 AND NOT l.per_tenant THEN
+            picked := picked || ARRAY(SELECT j.id
+                FROM unnest(range_queues, range_priorities, range_after, range_upto)
+                    AS r(queue, priority, after, upto)
+                CROSS JOIN LATERAL (
+                    SELECT id FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND queue = r.queue AND priority = r.priority
+                        AND ready_seq > r.after AND ready_seq <= r.upto AND kind = ANY(kinds)
+                    ORDER BY ready_seq
+                    LIMIT budget
+                    FOR NO KEY UPDATE SKIP LOCKED
+                ) j
+                LIMIT budget);
+            took := cardinality(picked);
+        ELSIF budget > 0 THEN
             FOREACH q IN ARRAY queues LOOP
                 EXIT WHEN took >= budget;
-                IF NOT l.per_tenant THEN
-                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
-                        WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
-                        ORDER BY priority DESC, ready_seq
-                        LIMIT budget - took
-                        FOR NO KEY UPDATE SKIP LOCKED);
-                ELSIF k <> '' THEN
+                IF k <> '' THEN
                     got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
                         WHERE state = 'ready' AND tenant <> '' AND queue = q AND tenant = k AND kind = ANY(kinds)
                         ORDER BY priority DESC, ready_seq
@@ -192,11 +206,20 @@ BEGIN
         -- Held back: the budget ran out while the key may have more ready
         -- jobs (all it could take was taken, or it could take none).
         -- Jobs without a tenant of a per-tenant limit are only known to
-        -- wait when some were taken.
-        IF took = budget AND cardinality(picked) < n AND (budget > 0 OR (NOT (l.per_tenant AND k = '') AND EXISTS (
+        -- wait when some were taken: looking for them walks the queue.
+        IF took = budget AND cardinality(picked) < n AND (budget > 0
+            OR (l.per_tenant AND k <> '' AND EXISTS (
                 SELECT 1 FROM {{schema}}.docket_jobs
-                WHERE state = 'ready' AND queue = ANY(queues) AND kind = ANY(kinds)
-                    AND (NOT l.per_tenant OR (tenant <> '' AND tenant = k))))) THEN
+                WHERE state = 'ready' AND tenant <> '' AND queue = ANY(queues) AND tenant = k AND kind = ANY(kinds)))
+            OR (NOT l.per_tenant AND EXISTS (
+                SELECT 1 FROM unnest(range_queues, range_priorities, range_after, range_upto)
+                    AS r(queue, priority, after, upto)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND queue = r.queue AND priority = r.priority
+                        AND ready_seq > r.after AND ready_seq <= r.upto AND kind = ANY(kinds)
+                    LIMIT 1
+                ) j))) THEN
             IF l.rate IS NOT NULL AND have < 1 THEN
                 wait_ms := least(COALESCE(wait_ms, 9223372036854775807),
                     ceil((1 - have) * l.period_ms / l.rate)::bigint);
