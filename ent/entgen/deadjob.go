@@ -43,6 +43,8 @@ type DeadJob struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Small metadata (trace context, schedule name); may be logged.
 	Meta map[string]string `json:"meta,omitempty"`
+	// The workflow the job belongs to, if any (docket_workflows).
+	WorkflowID *int64 `json:"workflow_id,omitempty"`
 	// When the job was dead-lettered.
 	DeadAt time.Time `json:"dead_at,omitempty"`
 	// Why: exhausted, cancelled, undecodable, ...
@@ -59,7 +61,7 @@ func (*DeadJob) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case deadjob.FieldPayload, deadjob.FieldMeta:
 			values[i] = new([]byte)
-		case deadjob.FieldID, deadjob.FieldPriority, deadjob.FieldAttempts, deadjob.FieldMaxAttempts:
+		case deadjob.FieldID, deadjob.FieldPriority, deadjob.FieldAttempts, deadjob.FieldMaxAttempts, deadjob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
 		case deadjob.FieldQueue, deadjob.FieldKind, deadjob.FieldTenant, deadjob.FieldSerialKey, deadjob.FieldUniqueKey, deadjob.FieldReason, deadjob.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -164,6 +166,13 @@ func (_m *DeadJob) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field meta: %w", err)
 				}
 			}
+		case deadjob.FieldWorkflowID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field workflow_id", values[i])
+			} else if value.Valid {
+				_m.WorkflowID = new(int64)
+				*_m.WorkflowID = value.Int64
+			}
 		case deadjob.FieldDeadAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field dead_at", values[i])
@@ -258,6 +267,11 @@ func (_m *DeadJob) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("meta=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Meta))
+	builder.WriteString(", ")
+	if v := _m.WorkflowID; v != nil {
+		builder.WriteString("workflow_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("dead_at=")
 	builder.WriteString(_m.DeadAt.Format(time.ANSIC))

@@ -141,6 +141,20 @@ func (_c *DeadJobCreate) SetMeta(v map[string]string) *DeadJobCreate {
 	return _c
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_c *DeadJobCreate) SetWorkflowID(v int64) *DeadJobCreate {
+	_c.mutation.SetWorkflowID(v)
+	return _c
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_c *DeadJobCreate) SetNillableWorkflowID(v *int64) *DeadJobCreate {
+	if v != nil {
+		_c.SetWorkflowID(*v)
+	}
+	return _c
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_c *DeadJobCreate) SetDeadAt(v time.Time) *DeadJobCreate {
 	_c.mutation.SetDeadAt(v)
@@ -340,6 +354,10 @@ func (_c *DeadJobCreate) createSpec() (*DeadJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Meta(); ok {
 		_spec.SetField(deadjob.FieldMeta, field.TypeJSON, value)
 		_node.Meta = value
+	}
+	if value, ok := _c.mutation.WorkflowID(); ok {
+		_spec.SetField(deadjob.FieldWorkflowID, field.TypeInt64, value)
+		_node.WorkflowID = &value
 	}
 	if value, ok := _c.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)

@@ -213,6 +213,33 @@ func (_u *DeadJobUpdate) ClearMeta() *DeadJobUpdate {
 	return _u
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *DeadJobUpdate) SetWorkflowID(v int64) *DeadJobUpdate {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *DeadJobUpdate) SetNillableWorkflowID(v *int64) *DeadJobUpdate {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *DeadJobUpdate) AddWorkflowID(v int64) *DeadJobUpdate {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *DeadJobUpdate) ClearWorkflowID() *DeadJobUpdate {
+	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_u *DeadJobUpdate) SetDeadAt(v time.Time) *DeadJobUpdate {
 	_u.mutation.SetDeadAt(v)
@@ -357,6 +384,15 @@ func (_u *DeadJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(deadjob.FieldMeta, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(deadjob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(deadjob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(deadjob.FieldWorkflowID, field.TypeInt64)
 	}
 	if value, ok := _u.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)
@@ -573,6 +609,33 @@ func (_u *DeadJobUpdateOne) ClearMeta() *DeadJobUpdateOne {
 	return _u
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *DeadJobUpdateOne) SetWorkflowID(v int64) *DeadJobUpdateOne {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *DeadJobUpdateOne) SetNillableWorkflowID(v *int64) *DeadJobUpdateOne {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *DeadJobUpdateOne) AddWorkflowID(v int64) *DeadJobUpdateOne {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *DeadJobUpdateOne) ClearWorkflowID() *DeadJobUpdateOne {
+	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_u *DeadJobUpdateOne) SetDeadAt(v time.Time) *DeadJobUpdateOne {
 	_u.mutation.SetDeadAt(v)
@@ -747,6 +810,15 @@ func (_u *DeadJobUpdateOne) sqlSave(ctx context.Context) (_node *DeadJob, err er
 	}
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(deadjob.FieldMeta, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(deadjob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(deadjob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(deadjob.FieldWorkflowID, field.TypeInt64)
 	}
 	if value, ok := _u.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)

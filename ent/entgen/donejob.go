@@ -43,6 +43,8 @@ type DoneJob struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Small metadata (trace context, schedule name); may be logged.
 	Meta map[string]string `json:"meta,omitempty"`
+	// The workflow the job belongs to, if any (docket_workflows).
+	WorkflowID *int64 `json:"workflow_id,omitempty"`
 	// When the last run was claimed.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// When the job completed; the partition key.
@@ -57,7 +59,7 @@ func (*DoneJob) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case donejob.FieldPayload, donejob.FieldMeta:
 			values[i] = new([]byte)
-		case donejob.FieldID, donejob.FieldPriority, donejob.FieldAttempts, donejob.FieldMaxAttempts:
+		case donejob.FieldID, donejob.FieldPriority, donejob.FieldAttempts, donejob.FieldMaxAttempts, donejob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
 		case donejob.FieldQueue, donejob.FieldKind, donejob.FieldTenant, donejob.FieldSerialKey, donejob.FieldUniqueKey:
 			values[i] = new(sql.NullString)
@@ -162,6 +164,13 @@ func (_m *DoneJob) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field meta: %w", err)
 				}
 			}
+		case donejob.FieldWorkflowID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field workflow_id", values[i])
+			} else if value.Valid {
+				_m.WorkflowID = new(int64)
+				*_m.WorkflowID = value.Int64
+			}
 		case donejob.FieldStartedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field started_at", values[i])
@@ -250,6 +259,11 @@ func (_m *DoneJob) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("meta=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Meta))
+	builder.WriteString(", ")
+	if v := _m.WorkflowID; v != nil {
+		builder.WriteString("workflow_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	if v := _m.StartedAt; v != nil {
 		builder.WriteString("started_at=")

@@ -141,6 +141,20 @@ func (_c *DoneJobCreate) SetMeta(v map[string]string) *DoneJobCreate {
 	return _c
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_c *DoneJobCreate) SetWorkflowID(v int64) *DoneJobCreate {
+	_c.mutation.SetWorkflowID(v)
+	return _c
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_c *DoneJobCreate) SetNillableWorkflowID(v *int64) *DoneJobCreate {
+	if v != nil {
+		_c.SetWorkflowID(*v)
+	}
+	return _c
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_c *DoneJobCreate) SetStartedAt(v time.Time) *DoneJobCreate {
 	_c.mutation.SetStartedAt(v)
@@ -331,6 +345,10 @@ func (_c *DoneJobCreate) createSpec() (*DoneJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Meta(); ok {
 		_spec.SetField(donejob.FieldMeta, field.TypeJSON, value)
 		_node.Meta = value
+	}
+	if value, ok := _c.mutation.WorkflowID(); ok {
+		_spec.SetField(donejob.FieldWorkflowID, field.TypeInt64, value)
+		_node.WorkflowID = &value
 	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)

@@ -213,6 +213,33 @@ func (_u *DoneJobUpdate) ClearMeta() *DoneJobUpdate {
 	return _u
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *DoneJobUpdate) SetWorkflowID(v int64) *DoneJobUpdate {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *DoneJobUpdate) SetNillableWorkflowID(v *int64) *DoneJobUpdate {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *DoneJobUpdate) AddWorkflowID(v int64) *DoneJobUpdate {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *DoneJobUpdate) ClearWorkflowID() *DoneJobUpdate {
+	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_u *DoneJobUpdate) SetStartedAt(v time.Time) *DoneJobUpdate {
 	_u.mutation.SetStartedAt(v)
@@ -343,6 +370,15 @@ func (_u *DoneJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(donejob.FieldMeta, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(donejob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(donejob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(donejob.FieldWorkflowID, field.TypeInt64)
 	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)
@@ -556,6 +592,33 @@ func (_u *DoneJobUpdateOne) ClearMeta() *DoneJobUpdateOne {
 	return _u
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *DoneJobUpdateOne) SetWorkflowID(v int64) *DoneJobUpdateOne {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *DoneJobUpdateOne) SetNillableWorkflowID(v *int64) *DoneJobUpdateOne {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *DoneJobUpdateOne) AddWorkflowID(v int64) *DoneJobUpdateOne {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *DoneJobUpdateOne) ClearWorkflowID() *DoneJobUpdateOne {
+	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_u *DoneJobUpdateOne) SetStartedAt(v time.Time) *DoneJobUpdateOne {
 	_u.mutation.SetStartedAt(v)
@@ -716,6 +779,15 @@ func (_u *DoneJobUpdateOne) sqlSave(ctx context.Context) (_node *DoneJob, err er
 	}
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(donejob.FieldMeta, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(donejob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(donejob.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(donejob.FieldWorkflowID, field.TypeInt64)
 	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)

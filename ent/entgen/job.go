@@ -44,7 +44,9 @@ type Job struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Small metadata (trace context, schedule name); may be logged.
 	Meta map[string]string `json:"meta,omitempty"`
-	// scheduled (future run_at), ready (due), running (claimed) or waiting (due, behind its serial key's head).
+	// The workflow the job belongs to, if any (docket_workflows).
+	WorkflowID *int64 `json:"workflow_id,omitempty"`
+	// scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, or for its workflow parents).
 	State job.State `json:"state,omitempty"`
 	// Claim order inside a priority; drawn each time the job becomes ready.
 	ReadySeq int64 `json:"ready_seq,omitempty"`
@@ -72,7 +74,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
 		case job.FieldPayload, job.FieldMeta:
 			values[i] = new([]byte)
-		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq:
+		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldWorkflowID, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq:
 			values[i] = new(sql.NullInt64)
 		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -176,6 +178,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				if err := json.Unmarshal(*value, &_m.Meta); err != nil {
 					return fmt.Errorf("unmarshal field meta: %w", err)
 				}
+			}
+		case job.FieldWorkflowID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field workflow_id", values[i])
+			} else if value.Valid {
+				_m.WorkflowID = new(int64)
+				*_m.WorkflowID = value.Int64
 			}
 		case job.FieldState:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -306,6 +315,11 @@ func (_m *Job) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("meta=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Meta))
+	builder.WriteString(", ")
+	if v := _m.WorkflowID; v != nil {
+		builder.WriteString("workflow_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.State))

@@ -142,6 +142,20 @@ func (_c *JobCreate) SetMeta(v map[string]string) *JobCreate {
 	return _c
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_c *JobCreate) SetWorkflowID(v int64) *JobCreate {
+	_c.mutation.SetWorkflowID(v)
+	return _c
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_c *JobCreate) SetNillableWorkflowID(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetWorkflowID(*v)
+	}
+	return _c
+}
+
 // SetState sets the "state" field.
 func (_c *JobCreate) SetState(v job.State) *JobCreate {
 	_c.mutation.SetState(v)
@@ -428,6 +442,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Meta(); ok {
 		_spec.SetField(job.FieldMeta, field.TypeJSON, value)
 		_node.Meta = value
+	}
+	if value, ok := _c.mutation.WorkflowID(); ok {
+		_spec.SetField(job.FieldWorkflowID, field.TypeInt64, value)
+		_node.WorkflowID = &value
 	}
 	if value, ok := _c.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)

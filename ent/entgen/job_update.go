@@ -214,6 +214,33 @@ func (_u *JobUpdate) ClearMeta() *JobUpdate {
 	return _u
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *JobUpdate) SetWorkflowID(v int64) *JobUpdate {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableWorkflowID(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *JobUpdate) AddWorkflowID(v int64) *JobUpdate {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *JobUpdate) ClearWorkflowID() *JobUpdate {
+	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
 // SetState sets the "state" field.
 func (_u *JobUpdate) SetState(v job.State) *JobUpdate {
 	_u.mutation.SetState(v)
@@ -493,6 +520,15 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(job.FieldMeta, field.TypeJSON)
 	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(job.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(job.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(job.FieldWorkflowID, field.TypeInt64)
+	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)
 	}
@@ -744,6 +780,33 @@ func (_u *JobUpdateOne) SetMeta(v map[string]string) *JobUpdateOne {
 // ClearMeta clears the value of the "meta" field.
 func (_u *JobUpdateOne) ClearMeta() *JobUpdateOne {
 	_u.mutation.ClearMeta()
+	return _u
+}
+
+// SetWorkflowID sets the "workflow_id" field.
+func (_u *JobUpdateOne) SetWorkflowID(v int64) *JobUpdateOne {
+	_u.mutation.ResetWorkflowID()
+	_u.mutation.SetWorkflowID(v)
+	return _u
+}
+
+// SetNillableWorkflowID sets the "workflow_id" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableWorkflowID(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddWorkflowID adds value to the "workflow_id" field.
+func (_u *JobUpdateOne) AddWorkflowID(v int64) *JobUpdateOne {
+	_u.mutation.AddWorkflowID(v)
+	return _u
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (_u *JobUpdateOne) ClearWorkflowID() *JobUpdateOne {
+	_u.mutation.ClearWorkflowID()
 	return _u
 }
 
@@ -1055,6 +1118,15 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.MetaCleared() {
 		_spec.ClearField(job.FieldMeta, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkflowID(); ok {
+		_spec.SetField(job.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedWorkflowID(); ok {
+		_spec.AddField(job.FieldWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.WorkflowIDCleared() {
+		_spec.ClearField(job.FieldWorkflowID, field.TypeInt64)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)

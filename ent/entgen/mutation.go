@@ -57,6 +57,8 @@ type DeadJobMutation struct {
 	payload         *json.RawMessage
 	appendpayload   json.RawMessage
 	meta            *map[string]string
+	workflow_id     *int64
+	addworkflow_id  *int64
 	dead_at         *time.Time
 	reason          *string
 	last_error      *string
@@ -716,6 +718,76 @@ func (m *DeadJobMutation) ResetMeta() {
 	delete(m.clearedFields, deadjob.FieldMeta)
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (m *DeadJobMutation) SetWorkflowID(i int64) {
+	m.workflow_id = &i
+	m.addworkflow_id = nil
+}
+
+// WorkflowID returns the value of the "workflow_id" field in the mutation.
+func (m *DeadJobMutation) WorkflowID() (r int64, exists bool) {
+	v := m.workflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkflowID returns the old "workflow_id" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldWorkflowID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkflowID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkflowID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkflowID: %w", err)
+	}
+	return oldValue.WorkflowID, nil
+}
+
+// AddWorkflowID adds i to the "workflow_id" field.
+func (m *DeadJobMutation) AddWorkflowID(i int64) {
+	if m.addworkflow_id != nil {
+		*m.addworkflow_id += i
+	} else {
+		m.addworkflow_id = &i
+	}
+}
+
+// AddedWorkflowID returns the value that was added to the "workflow_id" field in this mutation.
+func (m *DeadJobMutation) AddedWorkflowID() (r int64, exists bool) {
+	v := m.addworkflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (m *DeadJobMutation) ClearWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	m.clearedFields[deadjob.FieldWorkflowID] = struct{}{}
+}
+
+// WorkflowIDCleared returns if the "workflow_id" field was cleared in this mutation.
+func (m *DeadJobMutation) WorkflowIDCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldWorkflowID]
+	return ok
+}
+
+// ResetWorkflowID resets all changes to the "workflow_id" field.
+func (m *DeadJobMutation) ResetWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	delete(m.clearedFields, deadjob.FieldWorkflowID)
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (m *DeadJobMutation) SetDeadAt(t time.Time) {
 	m.dead_at = &t
@@ -871,7 +943,7 @@ func (m *DeadJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DeadJobMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 16)
 	if m.queue != nil {
 		fields = append(fields, deadjob.FieldQueue)
 	}
@@ -907,6 +979,9 @@ func (m *DeadJobMutation) Fields() []string {
 	}
 	if m.meta != nil {
 		fields = append(fields, deadjob.FieldMeta)
+	}
+	if m.workflow_id != nil {
+		fields = append(fields, deadjob.FieldWorkflowID)
 	}
 	if m.dead_at != nil {
 		fields = append(fields, deadjob.FieldDeadAt)
@@ -949,6 +1024,8 @@ func (m *DeadJobMutation) Field(name string) (ent.Value, bool) {
 		return m.Payload()
 	case deadjob.FieldMeta:
 		return m.Meta()
+	case deadjob.FieldWorkflowID:
+		return m.WorkflowID()
 	case deadjob.FieldDeadAt:
 		return m.DeadAt()
 	case deadjob.FieldReason:
@@ -988,6 +1065,8 @@ func (m *DeadJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldPayload(ctx)
 	case deadjob.FieldMeta:
 		return m.OldMeta(ctx)
+	case deadjob.FieldWorkflowID:
+		return m.OldWorkflowID(ctx)
 	case deadjob.FieldDeadAt:
 		return m.OldDeadAt(ctx)
 	case deadjob.FieldReason:
@@ -1087,6 +1166,13 @@ func (m *DeadJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMeta(v)
 		return nil
+	case deadjob.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkflowID(v)
+		return nil
 	case deadjob.FieldDeadAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -1125,6 +1211,9 @@ func (m *DeadJobMutation) AddedFields() []string {
 	if m.addmax_attempts != nil {
 		fields = append(fields, deadjob.FieldMaxAttempts)
 	}
+	if m.addworkflow_id != nil {
+		fields = append(fields, deadjob.FieldWorkflowID)
+	}
 	return fields
 }
 
@@ -1139,6 +1228,8 @@ func (m *DeadJobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedAttempts()
 	case deadjob.FieldMaxAttempts:
 		return m.AddedMaxAttempts()
+	case deadjob.FieldWorkflowID:
+		return m.AddedWorkflowID()
 	}
 	return nil, false
 }
@@ -1169,6 +1260,13 @@ func (m *DeadJobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddMaxAttempts(v)
 		return nil
+	case deadjob.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWorkflowID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown DeadJob numeric field %s", name)
 }
@@ -1185,6 +1283,9 @@ func (m *DeadJobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(deadjob.FieldMeta) {
 		fields = append(fields, deadjob.FieldMeta)
+	}
+	if m.FieldCleared(deadjob.FieldWorkflowID) {
+		fields = append(fields, deadjob.FieldWorkflowID)
 	}
 	if m.FieldCleared(deadjob.FieldLastError) {
 		fields = append(fields, deadjob.FieldLastError)
@@ -1211,6 +1312,9 @@ func (m *DeadJobMutation) ClearField(name string) error {
 		return nil
 	case deadjob.FieldMeta:
 		m.ClearMeta()
+		return nil
+	case deadjob.FieldWorkflowID:
+		m.ClearWorkflowID()
 		return nil
 	case deadjob.FieldLastError:
 		m.ClearLastError()
@@ -1258,6 +1362,9 @@ func (m *DeadJobMutation) ResetField(name string) error {
 		return nil
 	case deadjob.FieldMeta:
 		m.ResetMeta()
+		return nil
+	case deadjob.FieldWorkflowID:
+		m.ResetWorkflowID()
 		return nil
 	case deadjob.FieldDeadAt:
 		m.ResetDeadAt()
@@ -1342,6 +1449,8 @@ type DoneJobMutation struct {
 	payload         *json.RawMessage
 	appendpayload   json.RawMessage
 	meta            *map[string]string
+	workflow_id     *int64
+	addworkflow_id  *int64
 	started_at      *time.Time
 	finished_at     *time.Time
 	clearedFields   map[string]struct{}
@@ -2000,6 +2109,76 @@ func (m *DoneJobMutation) ResetMeta() {
 	delete(m.clearedFields, donejob.FieldMeta)
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (m *DoneJobMutation) SetWorkflowID(i int64) {
+	m.workflow_id = &i
+	m.addworkflow_id = nil
+}
+
+// WorkflowID returns the value of the "workflow_id" field in the mutation.
+func (m *DoneJobMutation) WorkflowID() (r int64, exists bool) {
+	v := m.workflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkflowID returns the old "workflow_id" field's value of the DoneJob entity.
+// If the DoneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DoneJobMutation) OldWorkflowID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkflowID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkflowID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkflowID: %w", err)
+	}
+	return oldValue.WorkflowID, nil
+}
+
+// AddWorkflowID adds i to the "workflow_id" field.
+func (m *DoneJobMutation) AddWorkflowID(i int64) {
+	if m.addworkflow_id != nil {
+		*m.addworkflow_id += i
+	} else {
+		m.addworkflow_id = &i
+	}
+}
+
+// AddedWorkflowID returns the value that was added to the "workflow_id" field in this mutation.
+func (m *DoneJobMutation) AddedWorkflowID() (r int64, exists bool) {
+	v := m.addworkflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (m *DoneJobMutation) ClearWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	m.clearedFields[donejob.FieldWorkflowID] = struct{}{}
+}
+
+// WorkflowIDCleared returns if the "workflow_id" field was cleared in this mutation.
+func (m *DoneJobMutation) WorkflowIDCleared() bool {
+	_, ok := m.clearedFields[donejob.FieldWorkflowID]
+	return ok
+}
+
+// ResetWorkflowID resets all changes to the "workflow_id" field.
+func (m *DoneJobMutation) ResetWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	delete(m.clearedFields, donejob.FieldWorkflowID)
+}
+
 // SetStartedAt sets the "started_at" field.
 func (m *DoneJobMutation) SetStartedAt(t time.Time) {
 	m.started_at = &t
@@ -2119,7 +2298,7 @@ func (m *DoneJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DoneJobMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 15)
 	if m.queue != nil {
 		fields = append(fields, donejob.FieldQueue)
 	}
@@ -2155,6 +2334,9 @@ func (m *DoneJobMutation) Fields() []string {
 	}
 	if m.meta != nil {
 		fields = append(fields, donejob.FieldMeta)
+	}
+	if m.workflow_id != nil {
+		fields = append(fields, donejob.FieldWorkflowID)
 	}
 	if m.started_at != nil {
 		fields = append(fields, donejob.FieldStartedAt)
@@ -2194,6 +2376,8 @@ func (m *DoneJobMutation) Field(name string) (ent.Value, bool) {
 		return m.Payload()
 	case donejob.FieldMeta:
 		return m.Meta()
+	case donejob.FieldWorkflowID:
+		return m.WorkflowID()
 	case donejob.FieldStartedAt:
 		return m.StartedAt()
 	case donejob.FieldFinishedAt:
@@ -2231,6 +2415,8 @@ func (m *DoneJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldPayload(ctx)
 	case donejob.FieldMeta:
 		return m.OldMeta(ctx)
+	case donejob.FieldWorkflowID:
+		return m.OldWorkflowID(ctx)
 	case donejob.FieldStartedAt:
 		return m.OldStartedAt(ctx)
 	case donejob.FieldFinishedAt:
@@ -2328,6 +2514,13 @@ func (m *DoneJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMeta(v)
 		return nil
+	case donejob.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkflowID(v)
+		return nil
 	case donejob.FieldStartedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2359,6 +2552,9 @@ func (m *DoneJobMutation) AddedFields() []string {
 	if m.addmax_attempts != nil {
 		fields = append(fields, donejob.FieldMaxAttempts)
 	}
+	if m.addworkflow_id != nil {
+		fields = append(fields, donejob.FieldWorkflowID)
+	}
 	return fields
 }
 
@@ -2373,6 +2569,8 @@ func (m *DoneJobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedAttempts()
 	case donejob.FieldMaxAttempts:
 		return m.AddedMaxAttempts()
+	case donejob.FieldWorkflowID:
+		return m.AddedWorkflowID()
 	}
 	return nil, false
 }
@@ -2403,6 +2601,13 @@ func (m *DoneJobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddMaxAttempts(v)
 		return nil
+	case donejob.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWorkflowID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown DoneJob numeric field %s", name)
 }
@@ -2419,6 +2624,9 @@ func (m *DoneJobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(donejob.FieldMeta) {
 		fields = append(fields, donejob.FieldMeta)
+	}
+	if m.FieldCleared(donejob.FieldWorkflowID) {
+		fields = append(fields, donejob.FieldWorkflowID)
 	}
 	if m.FieldCleared(donejob.FieldStartedAt) {
 		fields = append(fields, donejob.FieldStartedAt)
@@ -2445,6 +2653,9 @@ func (m *DoneJobMutation) ClearField(name string) error {
 		return nil
 	case donejob.FieldMeta:
 		m.ClearMeta()
+		return nil
+	case donejob.FieldWorkflowID:
+		m.ClearWorkflowID()
 		return nil
 	case donejob.FieldStartedAt:
 		m.ClearStartedAt()
@@ -2492,6 +2703,9 @@ func (m *DoneJobMutation) ResetField(name string) error {
 		return nil
 	case donejob.FieldMeta:
 		m.ResetMeta()
+		return nil
+	case donejob.FieldWorkflowID:
+		m.ResetWorkflowID()
 		return nil
 	case donejob.FieldStartedAt:
 		m.ResetStartedAt()
@@ -2573,6 +2787,8 @@ type JobMutation struct {
 	payload         *json.RawMessage
 	appendpayload   json.RawMessage
 	meta            *map[string]string
+	workflow_id     *int64
+	addworkflow_id  *int64
 	state           *job.State
 	ready_seq       *int64
 	addready_seq    *int64
@@ -3240,6 +3456,76 @@ func (m *JobMutation) ResetMeta() {
 	delete(m.clearedFields, job.FieldMeta)
 }
 
+// SetWorkflowID sets the "workflow_id" field.
+func (m *JobMutation) SetWorkflowID(i int64) {
+	m.workflow_id = &i
+	m.addworkflow_id = nil
+}
+
+// WorkflowID returns the value of the "workflow_id" field in the mutation.
+func (m *JobMutation) WorkflowID() (r int64, exists bool) {
+	v := m.workflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkflowID returns the old "workflow_id" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldWorkflowID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkflowID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkflowID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkflowID: %w", err)
+	}
+	return oldValue.WorkflowID, nil
+}
+
+// AddWorkflowID adds i to the "workflow_id" field.
+func (m *JobMutation) AddWorkflowID(i int64) {
+	if m.addworkflow_id != nil {
+		*m.addworkflow_id += i
+	} else {
+		m.addworkflow_id = &i
+	}
+}
+
+// AddedWorkflowID returns the value that was added to the "workflow_id" field in this mutation.
+func (m *JobMutation) AddedWorkflowID() (r int64, exists bool) {
+	v := m.addworkflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearWorkflowID clears the value of the "workflow_id" field.
+func (m *JobMutation) ClearWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	m.clearedFields[job.FieldWorkflowID] = struct{}{}
+}
+
+// WorkflowIDCleared returns if the "workflow_id" field was cleared in this mutation.
+func (m *JobMutation) WorkflowIDCleared() bool {
+	_, ok := m.clearedFields[job.FieldWorkflowID]
+	return ok
+}
+
+// ResetWorkflowID resets all changes to the "workflow_id" field.
+func (m *JobMutation) ResetWorkflowID() {
+	m.workflow_id = nil
+	m.addworkflow_id = nil
+	delete(m.clearedFields, job.FieldWorkflowID)
+}
+
 // SetState sets the "state" field.
 func (m *JobMutation) SetState(j job.State) {
 	m.state = &j
@@ -3702,7 +3988,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 20)
+	fields := make([]string, 0, 21)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -3738,6 +4024,9 @@ func (m *JobMutation) Fields() []string {
 	}
 	if m.meta != nil {
 		fields = append(fields, job.FieldMeta)
+	}
+	if m.workflow_id != nil {
+		fields = append(fields, job.FieldWorkflowID)
 	}
 	if m.state != nil {
 		fields = append(fields, job.FieldState)
@@ -3795,6 +4084,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.Payload()
 	case job.FieldMeta:
 		return m.Meta()
+	case job.FieldWorkflowID:
+		return m.WorkflowID()
 	case job.FieldState:
 		return m.State()
 	case job.FieldReadySeq:
@@ -3844,6 +4135,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldPayload(ctx)
 	case job.FieldMeta:
 		return m.OldMeta(ctx)
+	case job.FieldWorkflowID:
+		return m.OldWorkflowID(ctx)
 	case job.FieldState:
 		return m.OldState(ctx)
 	case job.FieldReadySeq:
@@ -3953,6 +4246,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetMeta(v)
 		return nil
+	case job.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkflowID(v)
+		return nil
 	case job.FieldState:
 		v, ok := value.(job.State)
 		if !ok {
@@ -4026,6 +4326,9 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addmax_attempts != nil {
 		fields = append(fields, job.FieldMaxAttempts)
 	}
+	if m.addworkflow_id != nil {
+		fields = append(fields, job.FieldWorkflowID)
+	}
 	if m.addready_seq != nil {
 		fields = append(fields, job.FieldReadySeq)
 	}
@@ -4049,6 +4352,8 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedAttempts()
 	case job.FieldMaxAttempts:
 		return m.AddedMaxAttempts()
+	case job.FieldWorkflowID:
+		return m.AddedWorkflowID()
 	case job.FieldReadySeq:
 		return m.AddedReadySeq()
 	case job.FieldClaimID:
@@ -4084,6 +4389,13 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddMaxAttempts(v)
+		return nil
+	case job.FieldWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddWorkflowID(v)
 		return nil
 	case job.FieldReadySeq:
 		v, ok := value.(int64)
@@ -4122,6 +4434,9 @@ func (m *JobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(job.FieldMeta) {
 		fields = append(fields, job.FieldMeta)
+	}
+	if m.FieldCleared(job.FieldWorkflowID) {
+		fields = append(fields, job.FieldWorkflowID)
 	}
 	if m.FieldCleared(job.FieldLockedBy) {
 		fields = append(fields, job.FieldLockedBy)
@@ -4163,6 +4478,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldMeta:
 		m.ClearMeta()
+		return nil
+	case job.FieldWorkflowID:
+		m.ClearWorkflowID()
 		return nil
 	case job.FieldLockedBy:
 		m.ClearLockedBy()
@@ -4225,6 +4543,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldMeta:
 		m.ResetMeta()
+		return nil
+	case job.FieldWorkflowID:
+		m.ResetWorkflowID()
 		return nil
 	case job.FieldState:
 		m.ResetState()

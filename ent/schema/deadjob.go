@@ -2,6 +2,7 @@ package schema
 
 import (
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
@@ -28,11 +29,14 @@ func (DeadJob) Fields() []ent.Field {
 	}
 }
 
-// Indexes of DeadJob, as migration 001 creates them.
+// Indexes of DeadJob, as migrations 001 and 014 create them.
 func (DeadJob) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("dead_at").StorageKey("docket_jobs_dead_dead_at_idx"),
 		index.Fields("kind", "dead_at").StorageKey("docket_jobs_dead_kind_idx"),
+		index.Fields("workflow_id").
+			Annotations(entsql.IndexWhere("workflow_id IS NOT NULL")).
+			StorageKey("docket_jobs_dead_workflow_idx"),
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Job is docket_jobs, the hot table of live jobs: scheduled, ready,
-// waiting (in a serial key's line) and running. Read it with Ent; write it through Docket (outbox.Client, or this
+// waiting (in a serial key's line, or for its workflow parents) and running. Read it with Ent; write it through Docket (outbox.Client, or this
 // module's ent.Enqueue) so that validation, NOTIFY and unique keys apply.
 type Job struct {
 	ent.Schema
@@ -24,7 +24,7 @@ func (Job) Mixin() []ent.Mixin { return []ent.Mixin{JobMixin{}} }
 func (Job) Fields() []ent.Field {
 	return []ent.Field{
 		field.Enum("state").Values("scheduled", "ready", "running", "waiting").Default("ready").SchemaType(text).
-			Comment("scheduled (future run_at), ready (due), running (claimed) or waiting (due, behind its serial key's head)."),
+			Comment("scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, or for its workflow parents)."),
 		field.Int64("ready_seq").
 			Comment("Claim order inside a priority; drawn each time the job becomes ready."),
 		field.UUID("locked_by", uuid.UUID{}).Optional().Nillable().
@@ -69,6 +69,12 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("serial_key", "serial_seq").
 			Annotations(entsql.IndexWhere("state = 'waiting'::text")).
 			StorageKey("docket_jobs_serial_line_idx"),
+		index.Fields("workflow_id").
+			Annotations(entsql.IndexWhere("workflow_id IS NOT NULL")).
+			StorageKey("docket_jobs_workflow_idx"),
+		index.Fields("id").
+			Annotations(entsql.IndexWhere("(state = 'waiting'::text) AND (workflow_id IS NOT NULL)")).
+			StorageKey("docket_jobs_workflow_waiting_idx"),
 	}
 }
 

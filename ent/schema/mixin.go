@@ -55,6 +55,8 @@ func (JobMixin) Fields() []ent.Field {
 			Comment("The job's args as JSON. May carry personal data: do not log it."),
 		field.JSON("meta", map[string]string{}).Optional().
 			Comment("Small metadata (trace context, schedule name); may be logged."),
+		field.Int64("workflow_id").Optional().Nillable().
+			Comment("The workflow the job belongs to, if any (docket_workflows)."),
 	}
 }
 

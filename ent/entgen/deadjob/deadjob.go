@@ -35,6 +35,8 @@ const (
 	FieldPayload = "payload"
 	// FieldMeta holds the string denoting the meta field in the database.
 	FieldMeta = "meta"
+	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
+	FieldWorkflowID = "workflow_id"
 	// FieldDeadAt holds the string denoting the dead_at field in the database.
 	FieldDeadAt = "dead_at"
 	// FieldReason holds the string denoting the reason field in the database.
@@ -60,6 +62,7 @@ var Columns = []string{
 	FieldRunAt,
 	FieldPayload,
 	FieldMeta,
+	FieldWorkflowID,
 	FieldDeadAt,
 	FieldReason,
 	FieldLastError,
@@ -142,6 +145,11 @@ func ByCreatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRunAt orders the results by the run_at field.
 func ByRunAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRunAt, opts...).ToFunc()
+}
+
+// ByWorkflowID orders the results by the workflow_id field.
+func ByWorkflowID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWorkflowID, opts...).ToFunc()
 }
 
 // ByDeadAt orders the results by the dead_at field.

@@ -104,6 +104,11 @@ func RunAt(v time.Time) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldEQ(FieldRunAt, v))
 }
 
+// WorkflowID applies equality check predicate on the "workflow_id" field. It's identical to WorkflowIDEQ.
+func WorkflowID(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldWorkflowID, v))
+}
+
 // DeadAt applies equality check predicate on the "dead_at" field. It's identical to DeadAtEQ.
 func DeadAt(v time.Time) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldEQ(FieldDeadAt, v))
@@ -672,6 +677,56 @@ func MetaIsNil() predicate.DeadJob {
 // MetaNotNil applies the NotNil predicate on the "meta" field.
 func MetaNotNil() predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldNotNull(FieldMeta))
+}
+
+// WorkflowIDEQ applies the EQ predicate on the "workflow_id" field.
+func WorkflowIDEQ(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDNEQ applies the NEQ predicate on the "workflow_id" field.
+func WorkflowIDNEQ(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDIn applies the In predicate on the "workflow_id" field.
+func WorkflowIDIn(vs ...int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDNotIn applies the NotIn predicate on the "workflow_id" field.
+func WorkflowIDNotIn(vs ...int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDGT applies the GT predicate on the "workflow_id" field.
+func WorkflowIDGT(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGT(FieldWorkflowID, v))
+}
+
+// WorkflowIDGTE applies the GTE predicate on the "workflow_id" field.
+func WorkflowIDGTE(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDLT applies the LT predicate on the "workflow_id" field.
+func WorkflowIDLT(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLT(FieldWorkflowID, v))
+}
+
+// WorkflowIDLTE applies the LTE predicate on the "workflow_id" field.
+func WorkflowIDLTE(v int64) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDIsNil applies the IsNil predicate on the "workflow_id" field.
+func WorkflowIDIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldWorkflowID))
+}
+
+// WorkflowIDNotNil applies the NotNil predicate on the "workflow_id" field.
+func WorkflowIDNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldWorkflowID))
 }
 
 // DeadAtEQ applies the EQ predicate on the "dead_at" field.

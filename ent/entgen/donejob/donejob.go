@@ -35,6 +35,8 @@ const (
 	FieldPayload = "payload"
 	// FieldMeta holds the string denoting the meta field in the database.
 	FieldMeta = "meta"
+	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
+	FieldWorkflowID = "workflow_id"
 	// FieldStartedAt holds the string denoting the started_at field in the database.
 	FieldStartedAt = "started_at"
 	// FieldFinishedAt holds the string denoting the finished_at field in the database.
@@ -58,6 +60,7 @@ var Columns = []string{
 	FieldRunAt,
 	FieldPayload,
 	FieldMeta,
+	FieldWorkflowID,
 	FieldStartedAt,
 	FieldFinishedAt,
 }
@@ -139,6 +142,11 @@ func ByCreatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRunAt orders the results by the run_at field.
 func ByRunAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRunAt, opts...).ToFunc()
+}
+
+// ByWorkflowID orders the results by the workflow_id field.
+func ByWorkflowID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWorkflowID, opts...).ToFunc()
 }
 
 // ByStartedAt orders the results by the started_at field.

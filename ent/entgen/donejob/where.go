@@ -104,6 +104,11 @@ func RunAt(v time.Time) predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldEQ(FieldRunAt, v))
 }
 
+// WorkflowID applies equality check predicate on the "workflow_id" field. It's identical to WorkflowIDEQ.
+func WorkflowID(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldEQ(FieldWorkflowID, v))
+}
+
 // StartedAt applies equality check predicate on the "started_at" field. It's identical to StartedAtEQ.
 func StartedAt(v time.Time) predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldEQ(FieldStartedAt, v))
@@ -667,6 +672,56 @@ func MetaIsNil() predicate.DoneJob {
 // MetaNotNil applies the NotNil predicate on the "meta" field.
 func MetaNotNil() predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldNotNull(FieldMeta))
+}
+
+// WorkflowIDEQ applies the EQ predicate on the "workflow_id" field.
+func WorkflowIDEQ(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDNEQ applies the NEQ predicate on the "workflow_id" field.
+func WorkflowIDNEQ(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDIn applies the In predicate on the "workflow_id" field.
+func WorkflowIDIn(vs ...int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDNotIn applies the NotIn predicate on the "workflow_id" field.
+func WorkflowIDNotIn(vs ...int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDGT applies the GT predicate on the "workflow_id" field.
+func WorkflowIDGT(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldGT(FieldWorkflowID, v))
+}
+
+// WorkflowIDGTE applies the GTE predicate on the "workflow_id" field.
+func WorkflowIDGTE(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldGTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDLT applies the LT predicate on the "workflow_id" field.
+func WorkflowIDLT(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldLT(FieldWorkflowID, v))
+}
+
+// WorkflowIDLTE applies the LTE predicate on the "workflow_id" field.
+func WorkflowIDLTE(v int64) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldLTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDIsNil applies the IsNil predicate on the "workflow_id" field.
+func WorkflowIDIsNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIsNull(FieldWorkflowID))
+}
+
+// WorkflowIDNotNil applies the NotNil predicate on the "workflow_id" field.
+func WorkflowIDNotNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotNull(FieldWorkflowID))
 }
 
 // StartedAtEQ applies the EQ predicate on the "started_at" field.

@@ -37,6 +37,8 @@ const (
 	FieldPayload = "payload"
 	// FieldMeta holds the string denoting the meta field in the database.
 	FieldMeta = "meta"
+	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
+	FieldWorkflowID = "workflow_id"
 	// FieldState holds the string denoting the state field in the database.
 	FieldState = "state"
 	// FieldReadySeq holds the string denoting the ready_seq field in the database.
@@ -72,6 +74,7 @@ var Columns = []string{
 	FieldRunAt,
 	FieldPayload,
 	FieldMeta,
+	FieldWorkflowID,
 	FieldState,
 	FieldReadySeq,
 	FieldLockedBy,
@@ -187,6 +190,11 @@ func ByCreatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRunAt orders the results by the run_at field.
 func ByRunAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRunAt, opts...).ToFunc()
+}
+
+// ByWorkflowID orders the results by the workflow_id field.
+func ByWorkflowID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWorkflowID, opts...).ToFunc()
 }
 
 // ByState orders the results by the state field.

@@ -105,6 +105,11 @@ func RunAt(v time.Time) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldRunAt, v))
 }
 
+// WorkflowID applies equality check predicate on the "workflow_id" field. It's identical to WorkflowIDEQ.
+func WorkflowID(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldWorkflowID, v))
+}
+
 // ReadySeq applies equality check predicate on the "ready_seq" field. It's identical to ReadySeqEQ.
 func ReadySeq(v int64) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldReadySeq, v))
@@ -693,6 +698,56 @@ func MetaIsNil() predicate.Job {
 // MetaNotNil applies the NotNil predicate on the "meta" field.
 func MetaNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldMeta))
+}
+
+// WorkflowIDEQ applies the EQ predicate on the "workflow_id" field.
+func WorkflowIDEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDNEQ applies the NEQ predicate on the "workflow_id" field.
+func WorkflowIDNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldWorkflowID, v))
+}
+
+// WorkflowIDIn applies the In predicate on the "workflow_id" field.
+func WorkflowIDIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDNotIn applies the NotIn predicate on the "workflow_id" field.
+func WorkflowIDNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldWorkflowID, vs...))
+}
+
+// WorkflowIDGT applies the GT predicate on the "workflow_id" field.
+func WorkflowIDGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldWorkflowID, v))
+}
+
+// WorkflowIDGTE applies the GTE predicate on the "workflow_id" field.
+func WorkflowIDGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDLT applies the LT predicate on the "workflow_id" field.
+func WorkflowIDLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldWorkflowID, v))
+}
+
+// WorkflowIDLTE applies the LTE predicate on the "workflow_id" field.
+func WorkflowIDLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldWorkflowID, v))
+}
+
+// WorkflowIDIsNil applies the IsNil predicate on the "workflow_id" field.
+func WorkflowIDIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldWorkflowID))
+}
+
+// WorkflowIDNotNil applies the NotNil predicate on the "workflow_id" field.
+func WorkflowIDNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldWorkflowID))
 }
 
 // StateEQ applies the EQ predicate on the "state" field.
