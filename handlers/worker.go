@@ -39,7 +39,9 @@ type PoolConfig struct {
 	// an error. Jobs without a tenant are one more tenant, but one the claim
 	// looks for only among the queue's first jobs (see
 	// queue.ClaimParams.TenantCap): give every job of a capped queue a
-	// tenant.
+	// tenant. TenantCap is a share of one batch of this pool, not a cap
+	// over time or across processes: for that, set an outbox.Limit with
+	// PerTenant and MaxRunning (docs/flow-control.md).
 	TenantCap int
 	// Prefetch is how many jobs beyond Concurrency the pool may hold
 	// claimed, waiting for a slot, while a backlog lasts (its last claim
