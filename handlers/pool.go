@@ -81,6 +81,7 @@ const rewakeAfter = 2
 // and the last of a burst may commit after the claims the window's
 // notification set off; without that claim it would wait for the poll.
 func (p *pool) notified(debounce time.Duration) {
+	p.limitTimes.notified()
 	p.signal()
 	if debounce <= 0 {
 		return
@@ -261,9 +262,10 @@ func (p *pool) claim(limit int) (int, error) {
 func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
 	w := p.w
 	start := time.Now()
-	if !p.limitTimes.ready(lc.name, start) {
+	if !p.limitTimes.begin(lc.name, start) {
 		return 0, nil
 	}
+	defer p.limitTimes.done(lc.name)
 	queues := w.pauses.active(lc.queues)
 	if len(queues) == 0 {
 		return 0, nil
@@ -279,6 +281,8 @@ func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
 	case err != nil:
 	case res.Held:
 		p.limitTimes.held(lc.name, res.Wait, time.Now())
+	case len(res.Jobs) == 0:
+		p.limitTimes.idle(lc.name, time.Now())
 	default:
 		p.limitTimes.free(lc.name)
 	}

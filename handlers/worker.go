@@ -604,6 +604,7 @@ func (w *Worker) wakeAll() {
 func (w *Worker) wakeQueues(queues []string) {
 	for _, q := range queues {
 		for _, p := range w.byQueue[q] {
+			p.limitTimes.notified() // jobs became ready there
 			p.signal()
 		}
 	}

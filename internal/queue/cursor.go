@@ -263,6 +263,32 @@ func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, limit 
 	}
 }
 
+// passed moves the cursors of a plan's ranges to seq: a claim over them
+// found no job at all, so none that was visible then lies at or below seq.
+// A job that commits later behind it is a straggler, as for any cursor.
+func (cs *cursors) passed(p claimPlan, seq int64, now time.Time) {
+	if cs.lag < 0 {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for i, q := range p.queues {
+		if p.upto[i] != math.MaxInt64 {
+			continue // a straggler's range
+		}
+		key := cursorKey{q, int(p.priorities[i]), p.kinds}
+		c := cs.byKey[key]
+		if c == nil {
+			c = &cursor{}
+			cs.byKey[key] = c
+		}
+		if p.at.Before(c.rewound) {
+			continue
+		}
+		c.note(now, seq, cs.lag)
+	}
+}
+
 // swept records what a sweep found and when the next one is due.
 func (cs *cursors) swept(sw sweep, found map[cursorKey][]int64, now time.Time, took time.Duration) {
 	cs.mu.Lock()

@@ -73,7 +73,9 @@ $$;
 -- When a budget held ready jobs back, or another claimer had the lock, it
 -- sets docket.limit_wait_ms for the rest of the transaction: the
 -- milliseconds until a rate limit's next token, 0 for "when a running job
--- ends, or the other claimer is done".
+-- ends, or the other claimer is done". A limit that is not per tenant also
+-- sets docket.limit_seen, the last ready_seq drawn before its ranges were
+-- probed.
 CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
     limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
     range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[])
@@ -95,6 +97,7 @@ DECLARE
     claim bigint;
 BEGIN
     PERFORM set_config('docket.limit_wait_ms', '', true);
+    PERFORM set_config('docket.limit_seen', '', true);
     SELECT * INTO l FROM {{schema}}.docket_limits WHERE name = limit_name;
     IF NOT FOUND OR n < 1 THEN
         RETURN;
@@ -102,6 +105,12 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('docket_limit:{{schema}}:' || limit_name, 0)) THEN
         PERFORM set_config('docket.limit_wait_ms', '0', true);
         RETURN;
+    END IF;
+    -- Every ready_seq drawn so far, read before the ranges are probed: when
+    -- they hold no job of the limit, the claimer's cursors move here.
+    IF NOT l.per_tenant THEN
+        PERFORM set_config('docket.limit_seen',
+            COALESCE(pg_sequence_last_value('{{schema}}.docket_jobs_id_seq'), 0)::text, true);
     END IF;
 
     IF l.max_running IS NOT NULL THEN
