@@ -107,7 +107,10 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		if !isLimited(k, share) {
 			return outbox.Item{Args: noop{}}
 		}
-		return outbox.Item{Args: limited{}, Opts: outbox.Opts{Tenant: "t" + strconv.Itoa(k%tenants)}}
+		// Tenants by the limited job's own number: by k they would all be
+		// one tenant, since limited jobs fall at a fixed stride of k.
+		nth := int(math.Floor(float64(k) * share))
+		return outbox.Item{Args: limited{}, Opts: outbox.Opts{Tenant: "t" + strconv.Itoa(nth%tenants)}}
 	})
 	if err != nil {
 		return Result{}, err
