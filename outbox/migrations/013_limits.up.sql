@@ -150,19 +150,27 @@ BEGIN
         EXIT WHEN cardinality(picked) >= n;
         budget := n - cardinality(picked);
         IF l.max_running IS NOT NULL THEN
-            budget := least(budget, l.max_running - COALESCE((counts ->> k)::integer, 0));
+            -- Never below 0: a lowered limit may leave more running.
+            budget := greatest(0, least(budget, l.max_running - COALESCE((counts ->> k)::integer, 0)));
         END IF;
+        -- A rate limit's bucket is refilled and charged the whole budget in
+        -- one write, and given back what the probe could not take: each
+        -- write leaves a row version that a held vacuum horizon keeps.
         IF l.rate IS NOT NULL THEN
             INSERT INTO {{schema}}.docket_limit_buckets (name, key, tokens, refilled_at)
             VALUES (l.name, k, l.burst, clock_timestamp())
             ON CONFLICT (name, key) DO NOTHING;
-            UPDATE {{schema}}.docket_limit_buckets
-            SET tokens = least(l.burst::double precision,
-                    docket_limit_buckets.tokens + l.rate * extract(epoch FROM clock_timestamp() - refilled_at) * 1000 / l.period_ms),
-                refilled_at = clock_timestamp()
-            WHERE name = l.name AND key = k
-            RETURNING docket_limit_buckets.tokens INTO have;
-            budget := least(budget, floor(have)::integer);
+            WITH cur AS (
+                SELECT least(l.burst::double precision, b.tokens
+                    + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms) AS t
+                FROM {{schema}}.docket_limit_buckets b
+                WHERE b.name = l.name AND b.key = k
+            )
+            UPDATE {{schema}}.docket_limit_buckets b
+            SET tokens = cur.t - least(budget, floor(cur.t)), refilled_at = clock_timestamp()
+            FROM cur
+            WHERE b.name = l.name AND b.key = k
+            RETURNING least(budget, floor(cur.t))::integer, b.tokens INTO budget, have;
         END IF;
 
         took := 0;
@@ -207,10 +215,10 @@ BEGIN
             END LOOP;
         END IF;
 
-        IF l.rate IS NOT NULL AND took > 0 THEN
-            UPDATE {{schema}}.docket_limit_buckets SET tokens = docket_limit_buckets.tokens - took
+        IF l.rate IS NOT NULL AND took < budget THEN
+            UPDATE {{schema}}.docket_limit_buckets SET tokens = docket_limit_buckets.tokens + (budget - took)
             WHERE name = l.name AND key = k;
-            have := have - took;
+            have := have + (budget - took);
         END IF;
         -- Held back: the budget ran out while the key may have more ready
         -- jobs (all it could take was taken, or it could take none).
