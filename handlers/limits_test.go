@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -284,5 +285,42 @@ func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 	}
 	if sampled < maxRunning || samples < 100 {
 		t.Errorf("%d samples saw at most %d running of one tenant: the heavy tenant should reach the limit", samples, sampled)
+	}
+}
+
+// A pool's claim splits by the most specific limit: a kind's, else a
+// queue's, else the global one; what none governs is the ordinary claim.
+func TestLimitPlanPrecedence(t *testing.T) {
+	queues, kinds := []string{"q1", "q2"}, []string{"a", "b", "c"}
+	for _, c := range []struct {
+		name string
+		set  limitSet
+		want string
+	}{
+		{"none", limitSet{}, "ordinary [q1 q2] [a b c]"},
+		{"kind", limitSet{byKind: map[string]string{"a": "la"}},
+			"la [q1 q2] [a]; ordinary [q1 q2] [b c]"},
+		{"kind and queue", limitSet{byKind: map[string]string{"a": "la"}, byQueue: map[string]string{"q2": "lq"}},
+			"la [q1 q2] [a]; lq [q2] [b c]; ordinary [q1] [b c]"},
+		{"global", limitSet{byKind: map[string]string{"b": "lb"}, global: "all", perTenant: map[string]bool{"all": true}},
+			"lb [q1 q2] [b]; all(per tenant) [q1 q2] [a c]"},
+		{"every kind", limitSet{byKind: map[string]string{"a": "la", "b": "lb", "c": "lc"}},
+			"la [q1 q2] [a]; lb [q1 q2] [b]; lc [q1 q2] [c]"},
+	} {
+		p := c.set.plan(queues, kinds)
+		var parts []string
+		for _, l := range p.limited {
+			name := l.name
+			if l.perTenant {
+				name += "(per tenant)"
+			}
+			parts = append(parts, fmt.Sprintf("%s %v %v", name, l.queues, l.kinds))
+		}
+		if len(p.kinds) > 0 {
+			parts = append(parts, fmt.Sprintf("ordinary %v %v", p.queues, p.kinds))
+		}
+		if got := strings.Join(parts, "; "); got != c.want {
+			t.Errorf("%s: plan %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type pool struct {
 	freed chan struct{} // a slot became free
 
 	// limitTimes says when to ask again for the jobs of limits that held
-	// some back, and wakes the claim loop then.
+	// some back or had none ready, and wakes the claim loop then.
 	limitTimes *limitTimes
 
 	// rewake claims once more rewakeAfter debounce windows after the last
@@ -257,9 +257,10 @@ func (p *pool) claim(limit int) (int, error) {
 	return took + len(jobs), firstErr
 }
 
-// claimLimited takes up to max jobs that one limit governs, when the limit
-// may be asked, and notes when to ask again if it held jobs back.
-func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
+// claimLimited takes up to most jobs that one limit governs, when the
+// limit may be asked, and notes when to ask again if it held jobs back or
+// had none ready.
+func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	w := p.w
 	start := time.Now()
 	if !p.limitTimes.begin(lc.name, start) {
@@ -272,7 +273,7 @@ func (p *pool) claimLimited(lc limitedClaim, max int) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	res, err := w.q.ClaimLimited(ctx, w.db, queue.LimitedClaimParams{
-		Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: max, Lease: w.lease,
+		Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: most, Lease: w.lease,
 		PerTenant: lc.perTenant,
 	})
 	cancel()
