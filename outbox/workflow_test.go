@@ -425,3 +425,32 @@ func TestWorkflowParentsFinishConcurrently(t *testing.T) {
 		t.Fatalf("child %s", got)
 	}
 }
+
+// A failed head cancels a chain of 1,000 waiting jobs: the cascade is one
+// statement, not a trigger call per generation (which overflowed
+// PostgreSQL's stack between 100 and 400 generations, failing the head's
+// own dead-letter write).
+func TestWorkflowDeepChainCancels(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const depth = 1000
+	jobs := []outbox.WorkflowJob{{Ref: "j0", Args: noop{}, Opts: outbox.Opts{MaxAttempts: 1}}}
+	for i := 1; i < depth; i++ {
+		jobs = append(jobs, wfJob(fmt.Sprint("j", i), fmt.Sprint("j", i-1)))
+	}
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "deep", Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, map[int64]bool{res.Jobs["j0"]: true})
+	if s := b.workflowState(t, res.ID); s.State != outbox.WorkflowFailed || s.Failed != depth || s.Remaining != 0 {
+		t.Fatalf("status %+v, want all %d jobs dead", s, depth)
+	}
+	var lastErr string
+	if err := b.pool.QueryRow(b.ctx, `SELECT last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, res.Jobs["j2"]).Scan(&lastErr); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("ancestor job %d failed", res.Jobs["j0"]); lastErr != want {
+		t.Errorf("a grandchild's error %q, want %q", lastErr, want)
+	}
+}

@@ -68,28 +68,45 @@ ALTER TABLE {{schema}}.docket_jobs DROP CONSTRAINT IF EXISTS docket_jobs_waiting
 ALTER TABLE {{schema}}.docket_jobs ADD CONSTRAINT docket_jobs_waiting_in_line
     CHECK (state <> 'waiting' OR (serial_key IS NOT NULL AND serial_seq IS NOT NULL) OR workflow_id IS NOT NULL);
 
--- docket_workflow_cancel_children moves the waiting children of parent
+-- docket_workflow_cancel_children moves the waiting descendants of parent
 -- (which failed, or whose workflow is cancelled: doom) to the dead-letter
--- table, reason cancelled. Without doom only the children that do not run
--- anyway go. Their own departure fires docket_workflow_release in turn,
--- which cancels their children.
+-- table, reason cancelled: its children, theirs, and so on, in one
+-- statement. Without doom it follows only the dependencies that do not run
+-- anyway. The departures fire docket_workflow_release in turn, which finds
+-- no waiting child of theirs left to cancel and releases the run-anyway
+-- ones: the nesting stays two calls deep whatever the workflow's depth (a
+-- call per generation overflowed PostgreSQL's stack at a few hundred).
 CREATE OR REPLACE FUNCTION {{schema}}.docket_workflow_cancel_children(parent bigint, doom boolean, note text)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    WITH gone AS (
+    -- Only through waiting jobs: the others are not cancelled here, and
+    -- their own departure decides for their children.
+    WITH RECURSIVE doomed(id, direct) AS (
+        SELECT d.child_id, true
+        FROM {{schema}}.docket_workflow_deps d
+        JOIN {{schema}}.docket_jobs j ON j.id = d.child_id AND j.state = 'waiting'
+        WHERE d.parent_id = parent AND (doom OR NOT d.run_anyway)
+        UNION
+        SELECT d.child_id, false
+        FROM doomed x
+        JOIN {{schema}}.docket_workflow_deps d ON d.parent_id = x.id
+        JOIN {{schema}}.docket_jobs j ON j.id = d.child_id AND j.state = 'waiting'
+        WHERE doom OR NOT d.run_anyway
+    ), gone AS (
         DELETE FROM {{schema}}.docket_jobs j
-        USING {{schema}}.docket_workflow_deps d
-        WHERE d.parent_id = parent AND j.id = d.child_id AND j.state = 'waiting'
-            AND (doom OR NOT d.run_anyway)
-        RETURNING j.*
+        USING (SELECT id, bool_or(direct) AS direct FROM doomed GROUP BY id) x
+        WHERE j.id = x.id AND j.state = 'waiting'
+        RETURNING j.*, x.direct
     )
     INSERT INTO {{schema}}.docket_jobs_dead
         (id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
          created_at, run_at, reason, last_error, payload, meta, workflow_id)
     SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-        created_at, run_at, 'cancelled', note, payload, meta, workflow_id
+        created_at, run_at, 'cancelled',
+        CASE WHEN direct OR doom THEN note ELSE format('ancestor job %s failed', parent) END,
+        payload, meta, workflow_id
     FROM gone;
 END
 $$;
