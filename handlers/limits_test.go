@@ -50,18 +50,23 @@ func registerFlowKinds(reg *Registry, effects *pgxpool.Pool, schema string) {
 // TestRateLimitAcrossProcesses runs three worker processes on a queue where
 // kind flow_a is limited to 100 starts a second and flow_b is not: flow_a
 // starts at 100/s in every 5-second window after the first, and flow_b
-// drains about as fast as it does with no flow_a jobs at all.
+// drains about as fast as it does, at the same time, in a schema with no
+// flow_a jobs at all.
 func TestRateLimitAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for over a minute")
 	}
-	e := setup(t, 8)
+	// The same flow_b backlog drains in two schemas at once, by three
+	// worker processes each: one with rate-limited flow_a jobs beside it,
+	// one without. Drained side by side, both meet the same load from the
+	// rest of the machine, which a measurement before or after would not.
+	e, control := setup(t, 8), setup(t, 8)
 	ctx := t.Context()
 	const rate, bJobs = 100, 60000
-	startWorkers := func() []*proc {
+	startWorkers := func(on *env) []*proc {
 		var ps []*proc
 		for range 3 {
-			ps = append(ps, startProcess(t, pgtest.URL(t), e.schema, envConc+"=10"))
+			ps = append(ps, startProcess(t, pgtest.URL(t), on.schema, envConc+"=10"))
 		}
 		return ps
 	}
@@ -75,7 +80,7 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 			}
 		}
 	}
-	enqueue := func(args outbox.Item, n int) {
+	enqueue := func(on *env, args outbox.Item, n int) {
 		items := make([]outbox.Item, n)
 		for i := range items {
 			items[i] = args
@@ -83,25 +88,25 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		for len(items) > 0 {
 			batch := items[:min(len(items), 5000)]
 			items = items[len(batch):]
-			if _, err := e.ob.EnqueueMany(ctx, e.pool, batch); err != nil {
+			if _, err := on.ob.EnqueueMany(ctx, on.pool, batch); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// drainRate is flow_b's rate from its first start to its last finish.
-	drainRate := func() float64 {
+	drainRate := func(on *env) float64 {
 		var secs float64
 		var n int
-		err := e.pool.QueryRow(ctx, e.sql(`SELECT count(*), extract(epoch FROM max(finished_at) - min(started_at))
+		err := on.pool.QueryRow(ctx, on.sql(`SELECT count(*), extract(epoch FROM max(finished_at) - min(started_at))
 			FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_b'`)).Scan(&n, &secs)
 		if err != nil || n != bJobs {
 			t.Fatalf("flow_b done: %d of %d, %v", n, bJobs, err)
 		}
 		return float64(n) / secs
 	}
-	waitNone := func(kind string, timeout time.Duration) {
+	waitNone := func(on *env, kind string, timeout time.Duration) {
 		deadline := time.Now().Add(timeout)
-		for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = $1`, kind) > 0 {
+		for on.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = $1`, kind) > 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s jobs left after %s", kind, timeout)
 			}
@@ -109,23 +114,19 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	// flow_b alone.
-	enqueue(outbox.Item{Args: flowB{}}, bJobs)
-	ps := startWorkers()
-	waitNone("flow_b", 2*time.Minute)
-	stopWorkers(ps)
-	alone := drainRate()
-	e.exec(`DELETE FROM {{schema}}.docket_jobs_done WHERE kind = 'flow_b'`)
-
-	// flow_a limited, with a backlog, beside the same flow_b load.
-	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "flow_a_rate", Kind: "flow_a", Rate: rate, Per: time.Second}); err != nil {
+	// A small burst: a window that a loaded machine delayed is made up in
+	// the next by at most 20 starts, 4% of a window.
+	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "flow_a_rate", Kind: "flow_a", Rate: rate, Per: time.Second, Burst: 20}); err != nil {
 		t.Fatal(err)
 	}
-	enqueue(outbox.Item{Args: flowA{}}, 20000)
-	enqueue(outbox.Item{Args: flowB{}}, bJobs)
-	ps = startWorkers()
-	waitNone("flow_b", 2*time.Minute)
-	beside := drainRate()
+	enqueue(e, outbox.Item{Args: flowA{}}, 20000)
+	enqueue(e, outbox.Item{Args: flowB{}}, bJobs)
+	enqueue(control, outbox.Item{Args: flowB{}}, bJobs)
+	ps, cps := startWorkers(e), startWorkers(control)
+	waitNone(control, "flow_b", 2*time.Minute)
+	waitNone(e, "flow_b", 2*time.Minute)
+	stopWorkers(cps)
+	alone, beside := drainRate(control), drainRate(e)
 	time.Sleep(time.Until(e.firstStart("flow_a").Add(61 * time.Second)))
 	stopWorkers(ps)
 
@@ -148,16 +149,14 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("flow_b: %.0f jobs/s alone, %.0f beside rate-limited flow_a (%.2f)", alone, beside, beside/alone)
+	t.Logf("flow_b: %.0f jobs/s alone (the control schema, at the same time), %.0f beside rate-limited flow_a (%.2f)", alone, beside, beside/alone)
 	t.Logf("flow_a starts per 5s window: %v", counts)
 	for w := 1; w < 12; w++ {
 		if got := float64(counts[w]) / 5; math.Abs(got-rate) > 0.1*rate {
 			t.Errorf("window %d: flow_a started at %.1f/s, want %d/s ±10%%", w, got, rate)
 		}
 	}
-	// The limited kind's claims take database time from the others on a
-	// two-core machine: 0.81 to 1.01 measured; below 0.7 is a regression.
-	if beside < 0.7*alone {
+	if beside < 0.8*alone {
 		t.Errorf("flow_b drained at %.0f/s beside flow_a, %.0f/s alone: the limited kind slowed it", beside, alone)
 	}
 }
