@@ -49,6 +49,31 @@ func (e *env) waitDrained(ctx context.Context, n int, ran func() int64) error {
 	})
 }
 
+// timedDrain starts an in-process worker with startWorker, waits until n
+// jobs ran (as ran counts them) and the jobs table is empty, then stops the
+// timed part, the worker and the progress line. It returns the time from
+// the worker's start.
+func (e *env) timedDrain(ctx context.Context, timed *timedPart, prog *progress, n int, ran func() int64,
+	startWorker func() (func(), error)) (time.Duration, error) {
+	start := time.Now()
+	stop, err := startWorker()
+	if err == nil {
+		err = e.waitDrained(ctx, n, ran)
+	}
+	elapsed := time.Since(start)
+	if perr := timed.stop(); err == nil {
+		err = perr
+	}
+	if stop != nil {
+		stop()
+	}
+	prog.finish()
+	if err != nil {
+		return 0, fmt.Errorf("after %d of %d jobs: %w", ran(), n, err)
+	}
+	return elapsed, nil
+}
+
 // drain fills the queue with cfg.Jobs jobs (not timed), then times a
 // worker from its start until the jobs table is empty.
 func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {

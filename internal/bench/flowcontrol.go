@@ -149,24 +149,15 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		prog.finish()
 		return Result{}, err
 	}
-	start = time.Now()
-	stop, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
-		started(&lastOrdinary)
-		return nil
+	start = time.Now() // of the handlers' start times
+	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+		return e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
+			started(&lastOrdinary)
+			return nil
+		})
 	})
-	if err == nil {
-		err = e.waitDrained(ctx, n, ran.Load)
-	}
-	elapsed := time.Since(start)
-	if perr := timed.stop(); err == nil {
-		err = perr
-	}
-	if stop != nil {
-		stop()
-	}
-	prog.finish()
 	if err != nil {
-		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ran.Load(), n, err)
+		return Result{}, err
 	}
 	mu.Lock()
 	defer mu.Unlock()

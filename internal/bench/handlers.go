@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -52,21 +51,11 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 		prog.finish()
 		return Result{}, err
 	}
-	start := time.Now()
-	stop, err := e.workerWith(ctx, handler, slots)
-	if err == nil {
-		err = e.waitDrained(ctx, n, ran.Load)
-	}
-	elapsed := time.Since(start)
-	if perr := timed.stop(); err == nil {
-		err = perr
-	}
-	if stop != nil {
-		stop()
-	}
-	prog.finish()
+	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+		return e.workerWith(ctx, handler, slots)
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("after %d of %d jobs: %w", ran.Load(), n, err)
+		return Result{}, err
 	}
 	mean := (lo + hi) / 2
 	bound := float64(slots) / mean.Seconds()
