@@ -135,9 +135,10 @@ const (
 	// limitRateWait is the shortest a pool waits before it asks again for
 	// the jobs of a rate limit that held some back: tokens are then taken a
 	// few at a time, which keeps three processes' claims for a 100/s limit
-	// to about 60 a second. Each bucket keeps what accrues meanwhile (up
-	// to its burst), so the rate is not lowered.
-	limitRateWait = 50 * time.Millisecond
+	// to about 150 a second. Each bucket keeps what accrues meanwhile (up
+	// to its burst), so the rate is not lowered; a longer wait (50 ms) let
+	// a machine loaded by other work fall behind the rate.
+	limitRateWait = 20 * time.Millisecond
 	// limitRecheck is how long a pool waits before it asks again for the
 	// jobs of a concurrency limit that was full, or of a limit another
 	// process was claiming for: a job of another process may end at any

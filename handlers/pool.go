@@ -132,6 +132,7 @@ func (p *pool) claimLoop() {
 	defer w.claimWG.Done()
 	results := make(chan claimResult, claimsInFlight)
 	inFlight, reserved := 0, 0
+	wokeInFlight := false // a wake-up arrived while a claim was in flight
 	defer func() {
 		for ; inFlight > 0; inFlight-- {
 			<-results // what they took is handed to the slots, which release it
@@ -201,8 +202,14 @@ func (p *pool) claimLoop() {
 			} else {
 				launch = 0
 			}
+			// A wake-up that came while claims were in flight may be for a
+			// job committed after their snapshots: claim once more.
+			if wokeInFlight {
+				launch, wokeInFlight = max(launch, 1), false
+			}
 		case <-p.wake:
 			launch = max(launch, 1)
+			wokeInFlight = wokeInFlight || inFlight > 0
 		case <-poll.C:
 			launch = max(launch, 1)
 			// Re-armed here too, not only when a claim starts: a poll that
