@@ -72,7 +72,8 @@ $$;
 --
 -- When a budget held ready jobs back, or another claimer had the lock, it
 -- sets docket.limit_wait_ms for the rest of the transaction: the
--- milliseconds until a rate limit's next token, 0 for "when a running job
+-- milliseconds until a rate limit has 100 ms of tokens again (at least
+-- one, at most a quarter of its burst), 0 for "when a running job
 -- ends, or the other claimer is done". A limit that is not per tenant also
 -- sets docket.limit_seen, the last ready_seq drawn before its ranges were
 -- probed.
@@ -238,8 +239,13 @@ BEGIN
                     LIMIT 1
                 ) j))) THEN
             IF l.rate IS NOT NULL AND have < 1 THEN
+                -- Until 100 ms of tokens have accrued (at least one, at
+                -- most a quarter of the burst): held jobs are then taken a
+                -- few at a time, in few claims, and the bucket keeps what
+                -- accrues meanwhile.
                 wait_ms := least(COALESCE(wait_ms, 9223372036854775807),
-                    ceil((1 - have) * l.period_ms / l.rate)::bigint);
+                    ceil((greatest(1, least(l.burst / 4.0, l.rate * 100.0 / l.period_ms)) - have)
+                        * l.period_ms / l.rate)::bigint);
             ELSE
                 wait_ms := COALESCE(wait_ms, 0);
             END IF;
