@@ -24,15 +24,16 @@ import (
 // test binary re-executes itself with these variables set, and TestMain
 // runs workerProcess instead of the tests.
 const (
-	envProcess = "DOCKET_HANDLERS_TEST_PROCESS"
-	envURL     = "DOCKET_HANDLERS_TEST_URL"
-	envSchema  = "DOCKET_HANDLERS_TEST_SCHEMA"
-	envID      = "DOCKET_HANDLERS_TEST_ID"
-	envLease   = "DOCKET_HANDLERS_TEST_LEASE_MS"
-	envConc    = "DOCKET_HANDLERS_TEST_CONCURRENCY"
-	envGrace   = "DOCKET_HANDLERS_TEST_SHUTDOWN_MS"
-	envSleep   = "DOCKET_HANDLERS_TEST_SLEEP_MS"
-	envFlush   = "DOCKET_HANDLERS_TEST_FLUSH_MS"
+	envProcess  = "DOCKET_HANDLERS_TEST_PROCESS"
+	envURL      = "DOCKET_HANDLERS_TEST_URL"
+	envSchema   = "DOCKET_HANDLERS_TEST_SCHEMA"
+	envID       = "DOCKET_HANDLERS_TEST_ID"
+	envLease    = "DOCKET_HANDLERS_TEST_LEASE_MS"
+	envConc     = "DOCKET_HANDLERS_TEST_CONCURRENCY"
+	envGrace    = "DOCKET_HANDLERS_TEST_SHUTDOWN_MS"
+	envSleep    = "DOCKET_HANDLERS_TEST_SLEEP_MS"
+	envFlush    = "DOCKET_HANDLERS_TEST_FLUSH_MS"
+	envMaxConns = "DOCKET_HANDLERS_TEST_MAX_CONNS"
 	// envEffects, when set, is the connection string the handlers record
 	// their runs through, so that they can while the worker's own
 	// connections are cut (fence tests).
@@ -99,7 +100,9 @@ func workerProcess() int {
 	if err != nil {
 		return fail(err)
 	}
-	pcfg.MaxConns = 8 // four processes at once must leave room on a shared server
+	// Four processes at once must leave room on a shared server; six (the
+	// rate-limit test) take 4 each.
+	pcfg.MaxConns = int32(envInt(envMaxConns, 8))
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return fail(err)
