@@ -184,7 +184,10 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 			t.Errorf("window %d: flow_a started at %.1f/s, want %d/s ±10%%", w, got, rate)
 		}
 	}
-	if beside < 0.8*alone {
+	// 0.88-0.96 measured on a quiet machine, 0.78 in CI under the race
+	// detector with other packages running; an idle limit that stepped over
+	// the whole queue on every claim once gave 0.59.
+	if beside < 0.7*alone {
 		t.Errorf("flow_b drained at %.0f/s beside flow_a, %.0f/s alone: the limited kind slowed it", beside, alone)
 	}
 }
