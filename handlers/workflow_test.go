@@ -132,7 +132,6 @@ func stepsWorker(t *testing.T, sleep time.Duration) (*env, *steps) {
 }
 
 func TestWorkflowDiamondWithWorker(t *testing.T) {
-	t.Parallel()
 	e, s := stepsWorker(t, 50*time.Millisecond)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "diamond", Jobs: []outbox.WorkflowJob{
 		step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c"),
@@ -149,7 +148,6 @@ func TestWorkflowDiamondWithWorker(t *testing.T) {
 }
 
 func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
-	t.Parallel()
 	e := setup(t, 24)
 	e.logJobsOnFailure()
 	s := newSteps()
@@ -202,7 +200,6 @@ func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
 }
 
 func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
-	t.Parallel()
 	e, s := stepsWorker(t, 0)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "doomed", Jobs: []outbox.WorkflowJob{
 		{Ref: "bad", Args: stepArgs{Name: "bad", FailTimes: 1}, Opts: outbox.Opts{MaxAttempts: 1}},
@@ -239,7 +236,6 @@ func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 }
 
 func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
-	t.Parallel()
 	e, s := stepsWorker(t, 20*time.Millisecond)
 	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "retry", Jobs: []outbox.WorkflowJob{
 		{Ref: "flaky", Args: stepArgs{Name: "flaky", FailTimes: 2}, Opts: outbox.Opts{MaxAttempts: 5}},
@@ -261,7 +257,6 @@ func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
 // is one) starting a workflow in its handler's transaction: the workflow
 // exists exactly when the job's completion commits.
 func TestWorkflowStartedByTransactionalHandler(t *testing.T) {
-	t.Parallel()
 	e := setup(t, 12)
 	e.logJobsOnFailure()
 	s := newSteps()
@@ -310,7 +305,6 @@ func (starterArgs) Kind() string { return "wf_starter" }
 // hands the killed runs back, the workflow ends succeeded with every job
 // completed, and the fan-in runs once, after every middle job's last run.
 func TestWorkflowSurvivesKilledWorker(t *testing.T) {
-	t.Parallel()
 	e := setup(t, 8)
 	e.logJobsOnFailure()
 	createEffects(t, e.pool, e.schema)
