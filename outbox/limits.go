@@ -134,15 +134,16 @@ func (c *Client) SetLimit(ctx context.Context, db Pgx, l Limit) error {
 	if _, err := db.Exec(ctx, c.sql.setLimit, l.Name, nullable(l.Queue), nullable(l.Kind), l.PerTenant,
 		zeroNull(l.MaxRunning), zeroNull(l.Rate), period, zeroNull(l.Burst)); err != nil {
 		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return fmt.Errorf("%w %q: another limit already governs %s", ErrInvalidLimit, l.Name, l.scope())
+			return fmt.Errorf("%w %q: another limit already governs %s", ErrInvalidLimit, l.Name, l.Scope())
 		}
 		return c.wrapErr(err)
 	}
 	return nil
 }
 
-// scope describes which jobs l governs.
-func (l Limit) scope() string {
+// Scope describes, in words, which jobs l governs: "kind K", "queue Q" or
+// "every job".
+func (l Limit) Scope() string {
 	switch {
 	case l.Kind != "":
 		return "kind " + l.Kind

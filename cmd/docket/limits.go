@@ -74,13 +74,7 @@ func describeLimit(l outbox.Limit) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d started per %s%s", l.Rate, l.Per, burst))
 	}
-	scope := "every job"
-	switch {
-	case l.Kind != "":
-		scope = "kind " + l.Kind
-	case l.Queue != "":
-		scope = "queue " + l.Queue
-	}
+	scope := l.Scope()
 	if l.PerTenant {
 		scope += ", per tenant"
 	}
