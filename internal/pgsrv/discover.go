@@ -32,7 +32,15 @@ type Server struct {
 // Discover returns a PostgreSQL server following the order described in the
 // package documentation. When the result has a Private cluster, the caller
 // owns it and must call [Server.Stop].
-func Discover(ctx context.Context) (*Server, error) {
+func Discover(ctx context.Context) (*Server, error) { return DiscoverWithRoom(ctx, 0) }
+
+// DiscoverWithRoom is [Discover] for callers that open many connections at
+// once, such as a test binary: a server on 127.0.0.1:5432 with fewer than
+// room connections free (max_connections less those in use and those
+// reserved for superusers) is passed over for a private cluster, so that a
+// small shared server refuses no test with "too many clients". DATABASE_URL
+// and DOCKET_PG=server are used as they are.
+func DiscoverWithRoom(ctx context.Context, room int) (*Server, error) {
 	switch mode := os.Getenv("DOCKET_PG"); mode {
 	case "private":
 		return startPrivate(ctx)
@@ -51,7 +59,15 @@ func Discover(ctx context.Context) (*Server, error) {
 	}
 	probeErr := probe(ctx, localURL)
 	if probeErr == nil {
-		return &Server{URL: localURL}, nil
+		free, err := freeConnections(ctx, localURL)
+		if err != nil || free >= room {
+			return &Server{URL: localURL}, nil // it answered; room unknown is room enough
+		}
+		s, err := startPrivate(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pgsrv: 127.0.0.1:5432 has %d connections free, fewer than the %d needed, and a private cluster did not start: %w", free, room, err)
+		}
+		return s, nil
 	}
 	s, err := startPrivate(ctx)
 	if errors.Is(err, errNoBinaries) {
@@ -90,4 +106,21 @@ func probe(ctx context.Context, url string) error {
 	defer conn.Close(context.Background())
 	var one int
 	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// freeConnections returns how many more connections an ordinary user may
+// open on the server at url.
+func freeConnections(ctx context.Context, url string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var free int
+	err = conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int
+		- current_setting('superuser_reserved_connections')::int
+		- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&free)
+	return free, err
 }

@@ -9,6 +9,8 @@
 //  1. DATABASE_URL, if set, used as is (it is not probed).
 //  2. A server on 127.0.0.1:5432 as user postgres, database postgres, without
 //     a password (trust auth), probed with a 2 s timeout.
+//     [DiscoverWithRoom] passes it over when it has fewer connections free
+//     than its caller needs.
 //  3. A private cluster started from the local PostgreSQL binaries (initdb,
 //     pg_ctl, postgres), looked up on PATH and then under
 //     /usr/lib/postgresql/*/bin, highest version first. See [StartCluster].

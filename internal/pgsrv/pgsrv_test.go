@@ -43,6 +43,35 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
+// A shared server with fewer connections free than the caller needs is
+// passed over for a private cluster; one with room enough is used.
+func TestDiscoverWithRoomPassesOverAFullServer(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("DOCKET_PG", "")
+	if probe(t.Context(), localURL) != nil {
+		t.Skip("no server on 127.0.0.1:5432 to pass over; the private path is TestCluster's")
+	}
+	free, err := freeConnections(t.Context(), localURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		room        int
+		wantPrivate bool
+	}{{room: 1, wantPrivate: free < 1}, {room: free + 1000, wantPrivate: true}} {
+		srv, err := DiscoverWithRoom(t.Context(), c.room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Private != nil; got != c.wantPrivate {
+			t.Errorf("room %d with %d free: private = %v, want %v", c.room, free, got, c.wantPrivate)
+		}
+		if err := srv.Stop(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 func TestDiscoverRejectsUnknownMode(t *testing.T) {
 	t.Setenv("DOCKET_PG", "bogus")
 	if _, err := Discover(t.Context()); err == nil || !strings.Contains(err.Error(), "DOCKET_PG") {

@@ -7,8 +7,9 @@
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 //
-// Main finds PostgreSQL with [pgsrv.Discover] (DATABASE_URL, then
-// 127.0.0.1:5432, then a private cluster; DOCKET_PG=private or
+// Main finds PostgreSQL with [pgsrv.DiscoverWithRoom] (DATABASE_URL, then
+// 127.0.0.1:5432 if it has 200 connections free, then a private cluster;
+// DOCKET_PG=private or
 // DOCKET_PG=server force one of them), creates a database named
 // docket_test_<package>_<random>, runs the tests, drops the database and
 // stops a private cluster if it started one. If no PostgreSQL can be found,

@@ -17,6 +17,12 @@ import (
 // modulePath is the import path prefix of Docket's own code.
 const modulePath = "github.com/docketq/docket"
 
+// testConnections is how many connections a test binary wants free on a
+// shared server: go test runs two packages at once on two cores, and one
+// package's parallel tests and worker processes peak near 100 connections.
+// A smaller shared server is passed over for a private cluster.
+const testConnections = 200
+
 // Set by Main before the tests run, read-only afterwards.
 var (
 	server *pgsrv.Server
@@ -34,7 +40,7 @@ func Main(m *testing.M) {
 
 func run(m *testing.M, pkg string) (code int) {
 	ctx := context.Background()
-	srv, err := pgsrv.Discover(ctx)
+	srv, err := pgsrv.DiscoverWithRoom(ctx, testConnections)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		return 1
