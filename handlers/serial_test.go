@@ -268,12 +268,14 @@ func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
 	check("drained", "", "dead", "", "done", "done")
 }
 
-// A serial job holds no connection while it waits or runs: ten keys run at
-// once, their handlers sleeping, with the pool's connections free.
+// A serial job holds no connection while it waits or runs: sixteen keys run
+// at once, their handlers sleeping, with the pool's connections free. Held
+// connections would show as at least one per handler; the worker's own
+// claims, flushes, heartbeat and polls take a few at once on a busy machine.
 func TestSerialJobsHoldNoConnection(t *testing.T) {
 	t.Parallel()
-	const keys = 10
-	e := setup(t, 20)
+	const keys = 16
+	e := setup(t, 2*keys+8)
 	reg := NewRegistry()
 	running := make(chan struct{}, keys)
 	var mostHeld atomic.Int32
@@ -304,7 +306,7 @@ func TestSerialJobsHoldNoConnection(t *testing.T) {
 	})
 	held := mostHeld.Load()
 	t.Logf("with %d serial handlers running, the pool had at most %d connections acquired", keys, held)
-	if held >= keys/2 {
+	if held >= keys {
 		t.Errorf("%d connections acquired while %d serial handlers ran: serial jobs must not hold one each", held, keys)
 	}
 }
