@@ -50,9 +50,9 @@ type RelayResult struct {
 	CommitToDeliveredP99 float64 `json:"commit_to_delivered_p99_ms"`
 }
 
-// RunRelay migrates a fresh schema, then: (1) commits Events events over
-// Keys keys, starts Relays relays and times commit -> broker ack of all of
-// them (the relay's throughput); (2) publishes the same messages straight
+// RunRelay migrates a fresh schema, then: (1) starts Relays relays, commits
+// Events events over Keys keys in one transaction and times its commit ->
+// broker ack of all of them (the relay's throughput); (2) publishes the same messages straight
 // to JetStream with async publish, the no-outbox baseline; (3) publishes at
 // a steady Rate for Duration, one event per transaction from 8 producers,
 // with the relays running at their defaults (woken by the publishers'
@@ -110,29 +110,40 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 	}
 	payload := make([]byte, 100)
 
-	// (1) Relay throughput over a committed backlog.
+	// (1) Relay throughput: the relays start on an empty outbox and share
+	// out its partitions; then the backlog commits in one transaction and
+	// the clock runs from its commit to the last acknowledgement, so that
+	// relay start-up is not counted as publishing time.
+	stop, err := startRelays(ctx, pool, schema, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	if err := waitShared(ctx, pool, schema, cfg.Relays); err != nil {
+		return res, err
+	}
 	say("committing %d events over %d keys", cfg.Events, cfg.Keys)
-	for i := 0; i < cfg.Events; i += 1000 {
-		msgs := make([]outbox.Message, min(1000, cfg.Events-i))
-		for j := range msgs {
-			msgs[j] = outbox.Message{Topic: subject, Key: "k" + strconv.Itoa((i+j)%cfg.Keys), Payload: payload}
-		}
-		if _, err := client.PublishMany(ctx, pool, msgs); err != nil {
-			return res, err
-		}
+	msgs := make([]outbox.Message, cfg.Events)
+	for i := range msgs {
+		msgs[i] = outbox.Message{Topic: subject, Key: "k" + strconv.Itoa(i%cfg.Keys), Payload: payload}
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := client.PublishMany(ctx, tx, msgs); err != nil {
+		return res, err
 	}
 	stopProfile, err := startProfile(cfg.CPUProfile, say, ScenarioRelay)
 	if err != nil {
 		return res, err
 	}
 	start := time.Now()
-	stop, err := startRelays(ctx, pool, schema, cfg)
-	if err != nil {
-		stopProfile()
-		return res, err
+	err = tx.Commit(ctx)
+	if err == nil {
+		err = waitDrained(ctx, pool, schema)
 	}
-	defer stop()
-	err = waitDrained(ctx, pool, schema)
 	res.RelayPerSec = float64(cfg.Events) / time.Since(start).Seconds()
 	if perr := stopProfile(); err == nil {
 		err = perr
@@ -291,6 +302,28 @@ func startRelays(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Rel
 		rs = append(rs, r)
 	}
 	return stop, nil
+}
+
+// waitShared waits until relays relays hold every partition of schema's
+// outbox between them, each its share.
+func waitShared(ctx context.Context, pool *pgxpool.Pool, schema string, relays int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		var owners, held int
+		if err := pool.QueryRow(ctx, `SELECT count(DISTINCT owner), count(owner) FROM `+schema+`.docket_relay_parts
+			WHERE lease_until > now()`).Scan(&owners, &held); err != nil {
+			return fmt.Errorf("relays sharing the partitions: %w", err)
+		}
+		if owners == relays && held == 64 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("relays sharing the partitions: %d relays hold %d of 64: %w", owners, held, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // waitDrained polls, cheaply, until no event of schema is pending.
