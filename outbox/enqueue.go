@@ -604,15 +604,13 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 		return nil, err
 	}
 	cp := cn.copier()
-	var copyRows [][]any
+	copied := &jobCopy{jobs: jobs, ids: ids}
 	var setRows []map[string]any
-	index := make(map[int64]int, len(jobs))
+	var setAt []int // the index in jobs of each of setRows
 	readyQueues := map[string]bool{}
 	for i, j := range jobs {
-		index[ids[i]] = i
 		if cp != nil && j.uniqueKey == "" && j.runAt == nil && j.delayMS == 0 {
-			copyRows = append(copyRows, []any{ids[i], ids[i], "ready", j.queue, j.kind, int16(j.priority),
-				int32(j.maxAttempts), j.tenant, nullable(j.serialKey), json.RawMessage(j.payload), rawOrNil(j.meta)})
+			copied.rows = append(copied.rows, i)
 			out[i] = Enqueued{ID: ids[i], State: docket.StateReady}
 			readyQueues[j.queue] = true
 			continue
@@ -625,10 +623,10 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 			row["run_at"] = j.runAt.Format(time.RFC3339Nano)
 		}
 		setRows = append(setRows, row)
+		setAt = append(setAt, i)
 	}
-	if len(copyRows) > 0 {
-		cols := []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
-		if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_jobs"}, cols, pgx.CopyFromRows(copyRows)); err != nil {
+	if len(copied.rows) > 0 {
+		if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_jobs"}, jobCopyColumns, copied); err != nil {
 			return nil, err
 		}
 	}
@@ -636,6 +634,10 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 		doc, err := json.Marshal(setRows)
 		if err != nil {
 			return nil, err
+		}
+		index := make(map[int64]int, len(setAt))
+		for _, i := range setAt {
+			index[ids[i]] = i
 		}
 		inserted := map[int64]bool{}
 		err = cn.query(ctx, c.sql.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
@@ -664,6 +666,49 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 	}
 	return out, c.notify(ctx, cn, queues)
 }
+
+// jobCopyColumns are the columns a bulk enqueue's COPY writes, in the
+// order of jobCopy's values.
+var jobCopyColumns = []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
+
+// jobCopy feeds the ready jobs of a bulk enqueue to COPY (a
+// pgx.CopyFromSource). Each row's values point into jobs and ids, in one
+// slice reused for every row (COPY encodes a row before it asks for the
+// next), so that the rows cost no allocation of their own.
+type jobCopy struct {
+	jobs   []job
+	ids    []int64
+	rows   []int // indexes into jobs and ids, in copy order
+	at     int   // 1 + the index into rows of the current row
+	values [11]any
+}
+
+var stateReady = string(docket.StateReady)
+
+func (c *jobCopy) Next() bool {
+	c.at++
+	return c.at <= len(c.rows)
+}
+
+func (c *jobCopy) Values() ([]any, error) {
+	i := c.rows[c.at-1]
+	j := &c.jobs[i]
+	v := &c.values
+	v[0], v[1], v[2], v[3], v[4] = &c.ids[i], &c.ids[i], &stateReady, &j.queue, &j.kind
+	v[5], v[6], v[7] = &j.priority, &j.maxAttempts, &j.tenant
+	v[8] = nil
+	if j.serialKey != "" {
+		v[8] = &j.serialKey
+	}
+	v[9] = (*json.RawMessage)(&j.payload)
+	v[10] = nil
+	if j.meta != nil {
+		v[10] = (*json.RawMessage)(&j.meta)
+	}
+	return v[:], nil
+}
+
+func (c *jobCopy) Err() error { return nil }
 
 // resolveDuplicates fills in the existing job ids of items whose unique key
 // was taken.
