@@ -672,9 +672,9 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 var jobCopyColumns = []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
 
 // jobCopy feeds the ready jobs of a bulk enqueue to COPY (a
-// pgx.CopyFromSource). Each row's values point into jobs and ids, in one
-// slice reused for every row (COPY encodes a row before it asks for the
-// next), so that the rows cost no allocation of their own.
+// pgx.CopyFromSource), one row at a time from jobs and ids, in one slice
+// reused for every row (COPY encodes a row before it asks for the next):
+// no table of rows is built first.
 type jobCopy struct {
 	jobs   []job
 	ids    []int64
@@ -682,8 +682,6 @@ type jobCopy struct {
 	at     int   // 1 + the index into rows of the current row
 	values [11]any
 }
-
-var stateReady = string(docket.StateReady)
 
 func (c *jobCopy) Next() bool {
 	c.at++
@@ -693,19 +691,9 @@ func (c *jobCopy) Next() bool {
 func (c *jobCopy) Values() ([]any, error) {
 	i := c.rows[c.at-1]
 	j := &c.jobs[i]
-	v := &c.values
-	v[0], v[1], v[2], v[3], v[4] = &c.ids[i], &c.ids[i], &stateReady, &j.queue, &j.kind
-	v[5], v[6], v[7] = &j.priority, &j.maxAttempts, &j.tenant
-	v[8] = nil
-	if j.serialKey != "" {
-		v[8] = &j.serialKey
-	}
-	v[9] = (*json.RawMessage)(&j.payload)
-	v[10] = nil
-	if j.meta != nil {
-		v[10] = (*json.RawMessage)(&j.meta)
-	}
-	return v[:], nil
+	c.values = [11]any{c.ids[i], c.ids[i], string(docket.StateReady), j.queue, j.kind, int16(j.priority),
+		int32(j.maxAttempts), j.tenant, nullable(j.serialKey), json.RawMessage(j.payload), rawOrNil(j.meta)}
+	return c.values[:], nil
 }
 
 func (c *jobCopy) Err() error { return nil }
