@@ -46,12 +46,28 @@ func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) tra
 	return tracing{tracer: tp.Tracer(tracerName), prop: prop}
 }
 
+// runSpanOptions are the start options of every run span.
+var runSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+
+// runSpanName names the run spans of kind.
+func runSpanName(kind string) string { return "docket.run " + kind }
+
 // start begins the run span of e, a child of the trace context its
-// enqueuer left in the job's meta, and keeps it in e.span.
+// enqueuer left in the job's meta, and keeps it in e.span. A job without
+// meta carries no trace context, and its span needs nothing extracted.
 func (t tracing) start(e *task) {
 	j := e.job
-	parent := t.prop.Extract(context.Background(), propagation.MapCarrier(j.Meta))
-	_, e.span = t.tracer.Start(parent, "docket.run "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
+	parent := context.Background()
+	if len(j.Meta) > 0 {
+		parent = t.prop.Extract(parent, propagation.MapCarrier(j.Meta))
+	}
+	name := ""
+	if e.kind != nil {
+		name = e.kind.spanName
+	} else {
+		name = runSpanName(j.Kind)
+	}
+	_, e.span = t.tracer.Start(parent, name, runSpanOptions...)
 	// Without an SDK the span records nothing: spare the hot path the
 	// attributes.
 	if e.span.IsRecording() {

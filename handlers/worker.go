@@ -171,7 +171,8 @@ var ErrStarted = errors.New("docket: worker already started")
 // kindRun is a registered kind bound to this worker's middleware.
 type kindRun struct {
 	*kind
-	work Work
+	work     Work
+	spanName string // of its runs' spans, built once
 }
 
 // txKey carries a transactional handler's tx through middleware.
@@ -287,7 +288,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	w.kinds = map[string]*kindRun{}
 	for name, k := range cfg.Registry.snapshot() {
-		kr := &kindRun{kind: k}
+		kr := &kindRun{kind: k, spanName: runSpanName(name)}
 		inner := k.inner
 		if k.tx {
 			kr.work = chain(cfg.Middleware, func(ctx context.Context, job *docket.Job) error {

@@ -203,22 +203,16 @@ func scanJobs(rows pgx.Rows) ([]*docket.Job, []int64, error) {
 		// Payload and meta are read as bytes: into a json.RawMessage pgx
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.
+		// A claim sets locked_at and lease_until, so they are never null here.
 		var payload, meta []byte
-		var lockedAt, leaseUntil *time.Time
 		var priority int16
 		var seq int64
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&lockedAt, &leaseUntil, &j.LastError, &j.ClaimID, &seq); err != nil {
+			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq); err != nil {
 			return nil, nil, err
 		}
 		j.Priority, j.Payload = int(priority), payload
-		if lockedAt != nil {
-			j.LockedAt = *lockedAt
-		}
-		if leaseUntil != nil {
-			j.LeaseUntil = *leaseUntil
-		}
 		if meta != nil {
 			if err := json.Unmarshal(meta, &j.Meta); err != nil {
 				return nil, nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
