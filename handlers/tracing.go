@@ -84,6 +84,9 @@ func withSpan(ctx context.Context, e *task) context.Context {
 	if e.span == nil {
 		return ctx // runOnce: no worker, no span
 	}
+	if !e.span.IsRecording() && !e.span.SpanContext().IsValid() {
+		return ctx // what the handler would find there anyway: no span
+	}
 	return trace.ContextWithSpan(ctx, e.span)
 }
 
