@@ -93,7 +93,9 @@ func TestStopReleasesPrefetchedJobs(t *testing.T) {
 }
 
 // A short backlog is shared: two workers that each prefetch still leave
-// each other work.
+// each other work. The handlers take 200 ms, so that the backlog outlasts a
+// claim delayed by a loaded machine (with 50 ms, one worker once ran all 40
+// before the other's first claim returned).
 func TestShortBacklogIsShared(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 16)
@@ -110,7 +112,7 @@ func TestShortBacklogIsShared(t *testing.T) {
 	}
 	items := make([]outbox.Item, 40)
 	for i := range items {
-		items[i] = outbox.Item{Args: prefetchArgs{SleepMS: 50}}
+		items[i] = outbox.Item{Args: prefetchArgs{SleepMS: 200}}
 	}
 	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
