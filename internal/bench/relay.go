@@ -307,23 +307,17 @@ func startRelays(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Rel
 // waitShared waits until relays relays hold every partition of schema's
 // outbox between them, each its share.
 func waitShared(ctx context.Context, pool *pgxpool.Pool, schema string, relays int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		var owners, held int
-		if err := pool.QueryRow(ctx, `SELECT count(DISTINCT owner), count(owner) FROM `+schema+`.docket_relay_parts
-			WHERE lease_until > now()`).Scan(&owners, &held); err != nil {
-			return fmt.Errorf("relays sharing the partitions: %w", err)
-		}
-		if owners == relays && held == 64 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("relays sharing the partitions: %d relays hold %d of 64: %w", owners, held, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	var held int64
+	err := wait(ctx, 10*time.Millisecond, func() int64 { return held }, func() (bool, error) {
+		var owners int
+		err := pool.QueryRow(ctx, `SELECT count(DISTINCT owner), count(owner) FROM `+schema+`.docket_relay_parts
+			WHERE lease_until > now()`).Scan(&owners, &held)
+		return owners == relays && held == 64, err
+	})
+	if err != nil {
+		return fmt.Errorf("relays sharing the partitions (%d of 64 held): %w", held, err)
 	}
+	return nil
 }
 
 // waitDrained polls, cheaply, until no event of schema is pending.
