@@ -57,11 +57,11 @@ func DiscoverWithRoom(ctx context.Context, room int) (*Server, error) {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		return &Server{URL: u}, nil
 	}
-	probeErr := probe(ctx, localURL)
+	// Asking for the free connections is the probe: one connection.
+	free, probeErr := freeConnections(ctx, localURL)
 	if probeErr == nil {
-		free, err := freeConnections(ctx, localURL)
-		if err != nil || free >= room {
-			return &Server{URL: localURL}, nil // it answered; room unknown is room enough
+		if free >= room {
+			return &Server{URL: localURL}, nil
 		}
 		s, err := startPrivate(ctx)
 		if err != nil {
@@ -97,20 +97,21 @@ func startPrivate(ctx context.Context) (*Server, error) {
 
 // probe connects to url and runs SELECT 1 within probeTimeout.
 func probe(ctx context.Context, url string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	_, err := queryInt(ctx, url, "SELECT 1")
+	return err
 }
 
-// freeConnections returns how many more connections an ordinary user may
-// open on the server at url.
+// freeConnections returns, within probeTimeout, how many more connections
+// an ordinary user may open on the server at url.
 func freeConnections(ctx context.Context, url string) (int, error) {
+	return queryInt(ctx, url, `SELECT current_setting('max_connections')::int
+		- current_setting('superuser_reserved_connections')::int
+		- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`)
+}
+
+// queryInt connects to url and runs sql, which returns one integer, within
+// probeTimeout.
+func queryInt(ctx context.Context, url, sql string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -118,9 +119,7 @@ func freeConnections(ctx context.Context, url string) (int, error) {
 		return 0, err
 	}
 	defer conn.Close(context.Background())
-	var free int
-	err = conn.QueryRow(ctx, `SELECT current_setting('max_connections')::int
-		- current_setting('superuser_reserved_connections')::int
-		- (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&free)
-	return free, err
+	var n int
+	err = conn.QueryRow(ctx, sql).Scan(&n)
+	return n, err
 }
