@@ -60,10 +60,13 @@
 // queues, when this process promoted or reaped jobs, and at least every
 // PollInterval. While batches come back full it keeps two claims going as
 // slots free up, so claim round trips overlap with work and with each
-// other, and it claims up to PoolConfig.Prefetch jobs beyond its slots,
-// which wait in the pool so that a slot that frees starts the next job at
-// once; a short batch ends the burst and the prefetching. A prefetched
-// job is leased, heartbeated and released at shutdown like a running one.
+// other, and it claims jobs beyond its slots (PoolConfig.Prefetch), which
+// wait in the pool so that a slot that frees starts the next job at once;
+// a short batch ends the burst and the prefetching. By default it holds
+// half its slots ahead, more when its handlers finish faster than claims
+// come back (about two claim round trips of work, up to four times the
+// slots), so quick jobs are claimed in large batches. A prefetched job is
+// leased, heartbeated and released at shutdown like a running one.
 //
 // NOTIFY is a wake-up, never the source of truth. The worker LISTENs on a
 // dedicated connection, which reconnects by itself with backoff; while it

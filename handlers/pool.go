@@ -17,15 +17,17 @@ const maxClaim = 1000
 // pool is one PoolConfig at run time: a claim loop that feeds a fixed set of
 // slot goroutines through a channel. busy counts jobs claimed and not yet
 // finished by their handler, so the claim asks for the free slots, and
-// while a backlog lasts for up to cfg.Prefetch more, which wait in the
+// while a backlog lasts for the prefetch's depth more, which wait in the
 // channel for a slot.
 type pool struct {
-	w     *Worker
-	cfg   PoolConfig
-	jobs  chan *task
-	busy  atomic.Int64
-	wake  chan struct{} // claim now: a notification, a promotion, a reap
-	freed chan struct{} // a slot became free
+	w        *Worker
+	cfg      PoolConfig
+	prefetch *prefetch // read by the claim loop only
+	jobs     chan *task
+	busy     atomic.Int64
+	done     atomic.Int64  // jobs the slots finished, for the prefetch's rate
+	wake     chan struct{} // claim now: a notification, a promotion, a reap
+	freed    chan struct{} // a slot became free
 
 	// limitTimes says when to ask again for the jobs of limits that held
 	// some back or had none ready, and wakes the claim loop then.
@@ -40,9 +42,10 @@ type pool struct {
 }
 
 func newPool(w *Worker, cfg PoolConfig) *pool {
+	f := newPrefetch(cfg.Concurrency, cfg.Prefetch)
 	p := &pool{
-		w: w, cfg: cfg,
-		jobs:  make(chan *task, cfg.Concurrency+cfg.Prefetch),
+		w: w, cfg: cfg, prefetch: f,
+		jobs:  make(chan *task, cfg.Concurrency+f.ceiling),
 		wake:  make(chan struct{}, 1),
 		freed: make(chan struct{}, 1),
 	}
@@ -119,6 +122,7 @@ const claimsInFlight = 2
 
 type claimResult struct {
 	limit, n int
+	took     time.Duration
 	err      error
 }
 
@@ -147,16 +151,17 @@ func (p *pool) claimLoop() {
 	defer retry.Stop()
 	var errWait time.Duration
 	var retryAt time.Time
-	perClaim := min(max(1, (p.cfg.Concurrency+p.cfg.Prefetch)/claimsInFlight), maxClaim)
 	launch := 1      // claims to start as soon as slots are free
 	backlog := false // the last claim came back full: prefetch
 	for {
 		if w.stopping.Load() {
 			return
 		}
+		depth := p.prefetch.depth(time.Now(), p.done.Load())
+		perClaim := min(max(1, (p.cfg.Concurrency+depth)/claimsInFlight), maxClaim)
 		capacity := p.cfg.Concurrency
 		if backlog {
-			capacity += p.cfg.Prefetch
+			capacity += depth
 		}
 		free := capacity - int(p.busy.Load()) - reserved
 		// A claim beside one in flight waits for a full batch of free
@@ -171,8 +176,9 @@ func (p *pool) claimLoop() {
 			reserved += limit
 			poll.Reset(w.poll) // the next poll is due a poll interval after this claim
 			go func() {
+				start := time.Now()
 				n, err := p.claim(limit)
-				results <- claimResult{limit: limit, n: n, err: err}
+				results <- claimResult{limit: limit, n: n, took: time.Since(start), err: err}
 			}()
 			continue
 		}
@@ -196,6 +202,7 @@ func (p *pool) claimLoop() {
 				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
 				errWait = 0
 			}
+			p.prefetch.claimed(r.took)
 			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
 			if backlog {
 				launch = claimsInFlight - inFlight
@@ -349,6 +356,7 @@ func (p *pool) slot() {
 	for e := range p.jobs {
 		p.w.run(e)
 		p.busy.Add(-1)
+		p.done.Add(1)
 		select {
 		case p.freed <- struct{}{}:
 		default:

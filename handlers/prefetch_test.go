@@ -126,3 +126,85 @@ func TestShortBacklogIsShared(t *testing.T) {
 		t.Errorf("worker a ran %d jobs and b %d of 40: want both some", na, nb)
 	}
 }
+
+// The automatic prefetch holds half the slots for slow handlers and grows
+// with the jobs the slots finish per claim round trip, up to four times the
+// slots; a configured prefetch is fixed, a negative one is none.
+func TestPrefetchDepth(t *testing.T) {
+	t.Parallel()
+	// feed runs windows of rateWindow in which the slots finish perWindow
+	// jobs and every claim takes rtt, and returns the depth after them.
+	feed := func(f *prefetch, perWindow int64, rtt time.Duration) int {
+		now := time.Unix(0, 0)
+		var done int64
+		depth := f.depth(now, done)
+		for range 10 {
+			f.claimed(rtt)
+			now = now.Add(rateWindow)
+			done += perWindow
+			depth = f.depth(now, done)
+		}
+		return depth
+	}
+	cases := []struct {
+		name       string
+		slots      int
+		configured int
+		perWindow  int64 // 1,000 per 20 ms is 50,000 jobs/s
+		rtt        time.Duration
+		want       int
+	}{
+		{"none", 100, -1, 1000, 5 * time.Millisecond, 0},
+		{"fixed", 100, 3, 1000, 5 * time.Millisecond, 3},
+		{"auto before any rate", 100, 0, 0, 5 * time.Millisecond, 50},
+		// 100 slots of 35 ms handlers: 2,857 jobs/s, 28.6 in two 5 ms trips.
+		{"auto, slow handlers", 100, 0, 57, 5 * time.Millisecond, 50},
+		// 6,500 jobs/s: 130 in two 10 ms trips.
+		{"auto, between", 100, 0, 130, 10 * time.Millisecond, 130},
+		{"auto, no-op handlers", 100, 0, 1000, 5 * time.Millisecond, 400},
+		{"auto, one slot", 1, 0, 1000, 5 * time.Millisecond, 4},
+	}
+	for _, c := range cases {
+		// The rate is a float: allow the truncation of 99.99… to 99.
+		if got := feed(newPrefetch(c.slots, c.configured), c.perWindow, c.rtt); got < c.want-1 || got > c.want {
+			t.Errorf("%s: depth %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// Handlers that return at once let a pool claim beyond slots plus half:
+// with 10 slots the claims grow from 7 towards 25, (10 + 4×10) / 2, and no
+// claim asks for more.
+func TestFastHandlersClaimLargerBatches(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	reg := NewRegistry()
+	MustRegister(reg, func(ctx context.Context, j *Job[prefetchArgs]) error { return nil }, KindOpts{})
+	const jobs = 3000
+	items := make([]outbox.Item, jobs)
+	for i := range items {
+		items[i] = outbox.Item{Args: prefetchArgs{}}
+	}
+	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+		t.Fatal(err)
+	}
+	var largest atomic.Int64
+	e.worker(reg, Config{
+		Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 10}},
+		OnClaim: func(_ time.Duration, n int) {
+			for {
+				old := largest.Load()
+				if int64(n) <= old || largest.CompareAndSwap(old, int64(n)) {
+					return
+				}
+			}
+		},
+	})
+	waitFor(t, 30*time.Second, "every job done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
+	})
+	t.Logf("largest claim: %d jobs", largest.Load())
+	if n := largest.Load(); n <= 7 || n > 25 {
+		t.Errorf("largest claim took %d jobs; want more than 7 (slots plus half, halved) and at most 25", n)
+	}
+}

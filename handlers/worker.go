@@ -49,8 +49,14 @@ type PoolConfig struct {
 	// of waiting for a claim's round trip. A prefetched job is leased,
 	// heartbeated and released at shutdown like a running one; when the
 	// queue runs short the pool claims only for free slots again, so other
-	// workers get the rest. Zero means Concurrency/2 (at least 1); negative
-	// means none.
+	// workers get the rest. Negative means none.
+	//
+	// Zero means automatic: Concurrency/2 (at least 1), and beyond that
+	// what the slots finish in two claim round trips, up to 4×Concurrency.
+	// Handlers that take milliseconds keep it at Concurrency/2; handlers
+	// that take microseconds raise it, so the pool claims in larger batches
+	// that cost the database less per job, while a job held ahead still
+	// waits for a slot only about two round trips.
 	Prefetch int
 }
 
@@ -329,12 +335,6 @@ func NewWorker(cfg Config) (*Worker, error) {
 		}
 		if pc.Concurrency == 0 {
 			pc.Concurrency = DefaultConcurrency
-		}
-		switch {
-		case pc.Prefetch == 0:
-			pc.Prefetch = max(1, pc.Concurrency/2)
-		case pc.Prefetch < 0:
-			pc.Prefetch = 0
 		}
 		pc.Queues = slices.Clone(pc.Queues)
 		p := newPool(w, pc)
