@@ -63,10 +63,11 @@
 // other, and it claims jobs beyond its slots (PoolConfig.Prefetch), which
 // wait in the pool so that a slot that frees starts the next job at once;
 // a short batch ends the burst and the prefetching. By default it holds
-// half its slots ahead, more when its handlers finish faster than claims
-// come back (about two claim round trips of work, up to four times the
-// slots), so quick jobs are claimed in large batches. A prefetched job is
-// leased, heartbeated and released at shutdown like a running one.
+// half its slots ahead, or what its slots finish in two claim round trips
+// when that is more, up to four times the slots: quick jobs are claimed in
+// large batches, and a job held ahead waits about two round trips for its
+// slot. A prefetched job is leased, heartbeated and released at shutdown
+// like a running one.
 //
 // NOTIFY is a wake-up, never the source of truth. The worker LISTENs on a
 // dedicated connection, which reconnects by itself with backoff; while it

@@ -53,10 +53,10 @@ type PoolConfig struct {
 	//
 	// Zero means automatic: Concurrency/2 (at least 1), and beyond that
 	// what the slots finish in two claim round trips, up to 4×Concurrency.
-	// Handlers that take milliseconds keep it at Concurrency/2; handlers
-	// that take microseconds raise it, so the pool claims in larger batches
-	// that cost the database less per job, while a job held ahead still
-	// waits for a slot only about two round trips.
+	// Handlers of tens of milliseconds keep it at Concurrency/2; the
+	// quicker the handlers, the more it holds, so that the pool claims in
+	// larger batches, which cost the database less per job, while a job
+	// held ahead still waits for a slot only about two round trips.
 	Prefetch int
 }
 
