@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/docketq/docket/internal/pgtest"
@@ -36,6 +37,26 @@ func BenchmarkEnqueueManyCopy1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(items))/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPublishMany1000 publishes 1,000 events in one call, half of them
+// keyed (100 keys), the other half unordered.
+func BenchmarkPublishMany1000(b *testing.B) {
+	s := benchSetup(b, outbox.Config{})
+	msgs := make([]outbox.Message, 1000)
+	for i := range msgs {
+		msgs[i] = outbox.Message{Topic: "orders.created", Payload: []byte(`{"order":1}`)}
+		if i%2 == 0 {
+			msgs[i].Key = fmt.Sprintf("order-%d", i%100)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.client.PublishMany(s.ctx, s.pool, msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(msgs))/b.Elapsed().Seconds(), "events/s")
 }
 
 func BenchmarkEncodeDecode(b *testing.B) {

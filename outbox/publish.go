@@ -312,20 +312,15 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 		return nil, err
 	}
 	out := make([]Published, len(evs))
-	rows := make([][]any, len(evs))
 	for i, ev := range evs {
 		out[i].ID = ids[i]
-		var key, seq any
-		part := int16(ids[i] % EventParts)
 		if ev.key != "" {
 			out[i].Seq = next[ev.key]
 			next[ev.key]++
-			key, seq, part = ev.key, out[i].Seq, keyPart(ev.key)
 		}
-		rows[i] = []any{ids[i], ev.topic, key, seq, part, ev.payload, rawOrNil(ev.headers)}
 	}
 	cols := []string{"id", "topic", "key", "seq", "part", "payload", "headers"}
-	if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_events"}, cols, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := cp.CopyFrom(ctx, pgx.Identifier{c.schema, "docket_events"}, cols, &eventCopy{evs: evs, out: out}); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -337,6 +332,32 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 	}
 	return out, nil
 }
+
+// eventCopy feeds PublishMany's COPY from the events one row at a time,
+// in one reused row of values, instead of a row slice per event built
+// beforehand.
+type eventCopy struct {
+	evs    []event
+	out    []Published // the events' ids and seqs, in the same order
+	at     int         // 1 + the index of the current event
+	values [7]any
+}
+
+func (c *eventCopy) Next() bool {
+	c.at++
+	return c.at <= len(c.evs)
+}
+
+func (c *eventCopy) Values() ([]any, error) {
+	ev, p := &c.evs[c.at-1], c.out[c.at-1]
+	c.values = [7]any{p.ID, ev.topic, nil, nil, int16(p.ID % EventParts), ev.payload, rawOrNil(ev.headers)}
+	if ev.key != "" {
+		c.values[2], c.values[3], c.values[4] = ev.key, p.Seq, keyPart(ev.key)
+	}
+	return c.values[:], nil
+}
+
+func (c *eventCopy) Err() error { return nil }
 
 // checkEvents is checkMigrated for the events table of migration 007.
 func (c *Client) checkEvents(ctx context.Context, cn conn) error {
