@@ -102,7 +102,8 @@ func TestPublishManyAndSQL(t *testing.T) {
 	if err != nil || first.Seq != 1 {
 		t.Fatalf("PublishSQL: %+v %v", first, err)
 	}
-	msgs := []outbox.Message{{Topic: "t", Key: "b"}, {Topic: "t", Key: "a"}, {Topic: "t"}, {Topic: "t", Key: "a"}}
+	msgs := []outbox.Message{{Topic: "t", Key: "b"}, {Topic: "t", Key: "a", Payload: []byte("p1")},
+		{Topic: "u", Payload: []byte("p2"), Headers: map[string]string{"h": "w"}}, {Topic: "t", Key: "a"}}
 	got, err := b.client.PublishMany(b.ctx, b.pool, msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -113,13 +114,40 @@ func TestPublishManyAndSQL(t *testing.T) {
 			t.Errorf("message %d: %+v, want seq %d and an id after %d", i, p, wantSeq[i], first.ID)
 		}
 	}
-	var payload []byte
-	var headers map[string]string
-	if err := b.pool.QueryRow(b.ctx, `SELECT payload, headers FROM "`+b.schema+`".docket_events WHERE id = $1`, first.ID).Scan(&payload, &headers); err != nil {
-		t.Fatal(err)
+	type row struct {
+		topic, key string
+		seq        int64
+		part       int16
+		payload    []byte
+		headers    map[string]string
 	}
-	if string(payload) != "\x00\x01\x02" || headers["h"] != "v" {
-		t.Fatalf("stored payload %q headers %v", payload, headers)
+	stored := func(id int64) row {
+		var r row
+		if err := b.pool.QueryRow(b.ctx, `SELECT topic, COALESCE(key, ''), COALESCE(seq, 0), part, payload, headers
+			FROM "`+b.schema+`".docket_events WHERE id = $1`, id).Scan(&r.topic, &r.key, &r.seq, &r.part, &r.payload, &r.headers); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a := stored(first.ID)
+	if string(a.payload) != "\x00\x01\x02" || a.headers["h"] != "v" {
+		t.Fatalf("stored payload %q headers %v", a.payload, a.headers)
+	}
+	// The rows PublishMany copied: a key's events share its partition, an
+	// event without a key goes by its id.
+	for i, p := range got {
+		r, m := stored(p.ID), msgs[i]
+		ok := r.topic == m.Topic && r.key == m.Key && r.seq == p.Seq && string(r.payload) == string(m.Payload) &&
+			len(r.headers) == len(m.Headers) && r.headers["h"] == m.Headers["h"]
+		switch {
+		case m.Key == "a":
+			ok = ok && r.part == a.part
+		case m.Key == "":
+			ok = ok && int64(r.part) == p.ID%outbox.EventParts
+		}
+		if !ok {
+			t.Errorf("message %d (%+v) stored as %+v", i, m, r)
+		}
 	}
 }
 
