@@ -9,22 +9,23 @@ const (
 	// handlers turn slow all at once.
 	autoPrefetchCeiling = 4
 	// prefetchHorizon is how many claim round trips of work the automatic
-	// prefetch holds beyond its floor: enough that a slot never waits for a
-	// claim, short enough that a job held ahead waits about that long.
+	// prefetch holds when that is more than its floor: enough that a slot
+	// never waits for a claim, short enough that a job held ahead waits
+	// about that long.
 	prefetchHorizon = 2
 	// rateWindow is the shortest interval the slots' rate is sampled over.
 	rateWindow = 20 * time.Millisecond
 )
 
 // prefetch decides how many jobs beyond its slots a pool holds while a
-// backlog lasts: at least floor, and beyond it what the slots start in
-// prefetchHorizon claim round trips, up to ceiling. Slow handlers keep it
-// at the floor; handlers that finish in microseconds take it to the
-// ceiling, so that claims grow and each job pays less of a claim's fixed
-// cost (measured: a 100-slot drain of no-op jobs at 0.60 of the SQL-only
-// limit with 50 held, 0.73–0.87 with 400). Either way a job held ahead
-// waits for a slot about prefetchHorizon round trips, not a handler's run.
-// Only the claim loop uses it.
+// backlog lasts: floor, or what the slots finish in prefetchHorizon claim
+// round trips when that is more, up to ceiling. Slow handlers keep it at
+// the floor; handlers that finish in microseconds take it to the ceiling,
+// so that claims grow and each job pays less of a claim's fixed cost
+// (measured: a 100-slot drain of no-op jobs at 0.60 of the SQL-only limit
+// with 50 held, 0.72–0.87 with 400). Beyond the floor, a job held ahead
+// waits for its slot about prefetchHorizon round trips, not a handler's
+// run. Only the claim loop uses it.
 type prefetch struct {
 	floor, ceiling int
 
