@@ -51,8 +51,9 @@ type PoolConfig struct {
 	// queue runs short the pool claims only for free slots again, so other
 	// workers get the rest. Negative means none.
 	//
-	// Zero means automatic: Concurrency/2 (at least 1), and beyond that
-	// what the slots finish in two claim round trips, up to 4×Concurrency.
+	// Zero means automatic: Concurrency/2 (at least 1), or what the slots
+	// finish in two claim round trips when that is more, up to
+	// 4×Concurrency.
 	// Handlers of tens of milliseconds keep it at Concurrency/2; the
 	// quicker the handlers, the more it holds, so that the pool claims in
 	// larger batches, which cost the database less per job, while a job
