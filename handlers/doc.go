@@ -181,7 +181,8 @@
 // goroutine, timer and error logging (reaper.go, promoter.go,
 // partitions.go), as are the heartbeat and its lease watchdog
 // (heartbeat.go), the LISTEN connection (notify.go), the worker's row in
-// docket_workers (presence.go) and the paused queues (pauses.go). They share
+// docket_workers (presence.go), and the paused queues and limits
+// (pauses.go, limits.go), both read by one poll reader (polled.go). They share
 // one lifecycle (service.go): Start starts them in order before the pools
 // claim, Stop stops them in reverse order once every outcome is written.
 // Every outcome — plain handlers' batches, transactional handlers'

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -15,10 +14,7 @@ import (
 // grants as the limit's budgets allow, and everything else through their
 // ordinary claim.
 type limits struct {
-	loop
-	w    *Worker
-	set  atomic.Pointer[limitSet]
-	errs errStreak
+	*polled[limitSet]
 }
 
 // limitSet is one reading of the limits, indexed as docket_limit_of matches
@@ -30,47 +26,33 @@ type limitSet struct {
 }
 
 func newLimits(w *Worker) *limits {
-	l := &limits{w: w}
-	l.set.Store(&limitSet{})
-	return l
-}
-
-func (l *limits) start(ctx context.Context) {
-	l.refresh(ctx)
-	l.run(ctx, func(ctx context.Context) { every(ctx, l.w.poll, l.refresh) })
-}
-
-// refresh re-reads the limits. On failure it keeps the last known set.
-func (l *limits) refresh(bg context.Context) {
-	w := l.w
-	ctx, cancel := context.WithTimeout(bg, max(w.poll, time.Second))
-	defer cancel()
-	all, err := w.ob.Limits(ctx, w.db)
-	if err != nil {
-		if bg.Err() == nil {
-			l.errs.fail(w.log, "reading limits failed; keeping the last known set", err)
+	read := func(ctx context.Context) (*limitSet, error) {
+		all, err := w.ob.Limits(ctx, w.db)
+		if err != nil {
+			return nil, err
 		}
-		return
-	}
-	l.errs.ok(w.log, "reading limits recovered")
-	s := &limitSet{byKind: map[string]string{}, byQueue: map[string]string{}, perTenant: map[string]bool{}}
-	for _, lim := range all {
-		s.perTenant[lim.Name] = lim.PerTenant
-		switch {
-		case lim.Kind != "":
-			s.byKind[lim.Kind] = lim.Name
-		case lim.Queue != "":
-			s.byQueue[lim.Queue] = lim.Name
-		default:
-			s.global = lim.Name
+		s := &limitSet{byKind: map[string]string{}, byQueue: map[string]string{}, perTenant: map[string]bool{}}
+		for _, lim := range all {
+			s.perTenant[lim.Name] = lim.PerTenant
+			switch {
+			case lim.Kind != "":
+				s.byKind[lim.Kind] = lim.Name
+			case lim.Queue != "":
+				s.byQueue[lim.Queue] = lim.Name
+			default:
+				s.global = lim.Name
+			}
 		}
+		return s, nil
 	}
-	if old := l.set.Swap(s); !old.equal(s) {
-		w.log.Info("limits changed", slog.Int("limits", len(all)))
-		for _, p := range w.pools {
-			p.signal()
+	return &limits{newPolled(w, "limits", &limitSet{}, read, func(old, now *limitSet) {
+		if !old.equal(now) {
+			w.log.Info("limits changed", slog.Int("limits", len(now.perTenant)))
+			for _, p := range w.pools {
+				p.signal()
+			}
 		}
-	}
+	})}
 }
 
 func (s *limitSet) equal(o *limitSet) bool {

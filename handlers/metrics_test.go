@@ -164,7 +164,7 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	// Wait until the worker has read the pause (every poll interval, but a
 	// loaded machine may take longer than a fixed sleep allows).
 	waitFor(t, 5*time.Second, "the worker to see queue a paused", func() bool {
-		m := w.pauses.paused.Load()
+		m := w.pauses.load()
 		return m != nil && (*m)["a"]
 	})
 	// A claim already under way when the pause was read may still name

@@ -235,7 +235,7 @@ func (p *pool) claimLoop() {
 // Stop, so that no job it took goes untracked.
 func (p *pool) claim(limit int) (int, error) {
 	w := p.w
-	plan := w.limits.set.Load().plan(p.cfg.Queues, w.names)
+	plan := w.limits.load().plan(p.cfg.Queues, w.names)
 	took := 0
 	var firstErr error
 	for _, lc := range plan.limited {
