@@ -25,7 +25,8 @@ type pool struct {
 	prefetch *prefetch // read by the claim loop only
 	jobs     chan *task
 	busy     atomic.Int64
-	done     atomic.Int64  // jobs the slots finished, for the prefetch's rate
+	done     atomic.Int64  // jobs the slots finished, for the prefetch
+	slotTime atomic.Int64  // nanoseconds the slots spent on them
 	wake     chan struct{} // claim now: a notification, a promotion, a reap
 	freed    chan struct{} // a slot became free
 
@@ -157,7 +158,7 @@ func (p *pool) claimLoop() {
 		if w.stopping.Load() {
 			return
 		}
-		depth := p.prefetch.depth(time.Now(), p.done.Load())
+		depth := p.prefetch.depth(p.done.Load(), time.Duration(p.slotTime.Load()))
 		perClaim := min(max(1, (p.cfg.Concurrency+depth)/claimsInFlight), maxClaim)
 		capacity := p.cfg.Concurrency
 		if backlog {
@@ -354,9 +355,11 @@ func (p *pool) releaseQueued() {
 func (p *pool) slot() {
 	defer p.w.slotWG.Done()
 	for e := range p.jobs {
+		began := time.Now()
 		p.w.run(e)
-		p.busy.Add(-1)
+		p.slotTime.Add(int64(time.Since(began)))
 		p.done.Add(1)
+		p.busy.Add(-1)
 		select {
 		case p.freed <- struct{}{}:
 		default:
