@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,31 +94,41 @@ func TestStopReleasesPrefetchedJobs(t *testing.T) {
 }
 
 // A short backlog is shared: two workers that each prefetch still leave
-// each other work. The handlers take 200 ms, so that the backlog outlasts a
-// claim delayed by a loaded machine (with 50 ms, one worker once ran all 40
-// before the other's first claim returned).
+// each other work. Handlers hold their slots until both workers have run a
+// job (or for 20 s), so that what the first claimer takes is its slots
+// and prefetch, however long the other's first claim takes on a loaded
+// machine: 16 slots and 8 held ahead of 40 jobs leave 16.
 func TestShortBacklogIsShared(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 16)
 	var ran [2]atomic.Int64
+	both := make(chan struct{})
+	var bothOnce sync.Once
 	cfg := Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 16}}}
 	for i := range ran {
 		reg := NewRegistry()
 		MustRegister(reg, func(ctx context.Context, j *Job[prefetchArgs]) error {
-			time.Sleep(time.Duration(j.Args.SleepMS) * time.Millisecond)
 			ran[i].Add(1)
+			if ran[0].Load() > 0 && ran[1].Load() > 0 {
+				bothOnce.Do(func() { close(both) })
+			}
+			select {
+			case <-both:
+			case <-time.After(20 * time.Second):
+				bothOnce.Do(func() { close(both) }) // no longer wait: the check below fails
+			}
 			return nil
 		}, KindOpts{})
 		e.worker(reg, cfg)
 	}
 	items := make([]outbox.Item, 40)
 	for i := range items {
-		items[i] = outbox.Item{Args: prefetchArgs{SleepMS: 200}}
+		items[i] = outbox.Item{Args: prefetchArgs{}}
 	}
 	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "40 jobs done", func() bool {
+	waitFor(t, 60*time.Second, "40 jobs done", func() bool {
 		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == 40
 	})
 	na, nb := ran[0].Load(), ran[1].Load()
@@ -132,17 +143,20 @@ func TestShortBacklogIsShared(t *testing.T) {
 // slots; a configured prefetch is fixed, a negative one is none.
 func TestPrefetchDepth(t *testing.T) {
 	t.Parallel()
-	// feed runs windows of rateWindow in which the slots finish perWindow
-	// jobs and every claim takes rtt, and returns the depth after them.
-	feed := func(f *prefetch, perWindow int64, rtt time.Duration) int {
-		now := time.Unix(0, 0)
+	// feed runs ten claims of rtt, after each of which every slot has
+	// finished one more job of perJob (none when perJob is zero), and
+	// returns the depth after them.
+	feed := func(f *prefetch, slots int, perJob, rtt time.Duration) int {
 		var done int64
-		depth := f.depth(now, done)
+		var slotTime time.Duration
+		depth := f.depth(done, slotTime)
 		for range 10 {
 			f.claimed(rtt)
-			now = now.Add(rateWindow)
-			done += perWindow
-			depth = f.depth(now, done)
+			if perJob > 0 {
+				done += int64(slots)
+				slotTime += time.Duration(slots) * perJob
+			}
+			depth = f.depth(done, slotTime)
 		}
 		return depth
 	}
@@ -150,25 +164,34 @@ func TestPrefetchDepth(t *testing.T) {
 		name       string
 		slots      int
 		configured int
-		perWindow  int64 // 1,000 per 20 ms is 50,000 jobs/s
+		perJob     time.Duration
 		rtt        time.Duration
 		want       int
 	}{
-		{"none", 100, -1, 1000, 5 * time.Millisecond, 0},
-		{"fixed", 100, 3, 1000, 5 * time.Millisecond, 3},
-		{"auto before any rate", 100, 0, 0, 5 * time.Millisecond, 50},
-		// 100 slots of 35 ms handlers: 2,857 jobs/s, 28.6 in two 5 ms trips.
-		{"auto, slow handlers", 100, 0, 57, 5 * time.Millisecond, 50},
-		// 6,500 jobs/s: 130 in two 10 ms trips.
-		{"auto, between", 100, 0, 130, 10 * time.Millisecond, 130},
-		{"auto, no-op handlers", 100, 0, 1000, 5 * time.Millisecond, 400},
-		{"auto, one slot", 1, 0, 1000, 5 * time.Millisecond, 4},
+		{"none", 100, -1, time.Microsecond, 5 * time.Millisecond, 0},
+		{"fixed", 100, 3, time.Microsecond, 5 * time.Millisecond, 3},
+		{"auto before any job finished", 100, 0, 0, 5 * time.Millisecond, 50},
+		// 100 slots of 35 ms handlers: 28.6 jobs in two 5 ms round trips.
+		{"auto, slow handlers", 100, 0, 35 * time.Millisecond, 5 * time.Millisecond, 50},
+		// 100 slots of 10 ms handlers: 200 jobs in two 10 ms round trips.
+		{"auto, between", 100, 0, 10 * time.Millisecond, 10 * time.Millisecond, 200},
+		{"auto, no-op handlers", 100, 0, 10 * time.Microsecond, 5 * time.Millisecond, 400},
+		{"auto, one slot", 1, 0, 10 * time.Microsecond, 5 * time.Millisecond, 4},
 	}
 	for _, c := range cases {
-		// The rate is a float: allow the truncation of 99.99… to 99.
-		if got := feed(newPrefetch(c.slots, c.configured), c.perWindow, c.rtt); got < c.want-1 || got > c.want {
+		if got := feed(newPrefetch(c.slots, c.configured), c.slots, c.perJob, c.rtt); got != c.want {
 			t.Errorf("%s: depth %d, want %d", c.name, got, c.want)
 		}
+	}
+
+	// Slow handlers that started together and finish within moments of
+	// each other are still slow: 16 slots of 200 ms handlers, all done at
+	// once after a claim of 50 ms, hold the floor (16 × 100 ms / 200 ms
+	// is 8 jobs in two round trips).
+	f := newPrefetch(16, 0)
+	f.claimed(50 * time.Millisecond)
+	if got := f.depth(16, 16*200*time.Millisecond); got != 8 {
+		t.Errorf("a burst of slow handlers finishing: depth %d, want the floor of 8", got)
 	}
 }
 
