@@ -127,11 +127,13 @@ func TestFreshSchemaSpendsNoAttemptOnPartitions(t *testing.T) {
 }
 
 // TestMidnightSpendsNoAttemptOnPartitions runs jobs across midnight UTC on
-// a worker clock that starts three seconds before it, once the worker runs,
-// and goes twice as fast as the real one. Finish times, and so history partitions, follow
-// that clock. With the next day's partition made ahead, and with it dropped
-// right before midnight (the completions create it again), no job spends
-// an attempt and jobs land on both days.
+// a worker clock that stands three seconds before it until the first jobs
+// finished, then goes twice as fast as the real one (standing first, so
+// that a loaded machine cannot carry the clock past midnight before any job
+// finishes). Finish times, and so history partitions, follow that clock.
+// With the next day's partition made ahead, and with it dropped right
+// before midnight (the completions create it again), no job spends an
+// attempt and jobs land on both days.
 func TestMidnightSpendsNoAttemptOnPartitions(t *testing.T) {
 	t.Parallel()
 	for _, drop := range []bool{false, true} {
@@ -140,21 +142,28 @@ func TestMidnightSpendsNoAttemptOnPartitions(t *testing.T) {
 			e, reg := partitionEnv(t)
 			midnight := time.Date(2031, 7, 1, 0, 0, 0, 0, time.UTC)
 			var mu sync.Mutex
-			start := time.Now()
+			var start time.Time // zero: the clock stands
 			clock := func() time.Time {
 				mu.Lock()
 				defer mu.Unlock()
+				if start.IsZero() {
+					return midnight.Add(-3 * time.Second)
+				}
 				return midnight.Add(-3*time.Second + 2*time.Since(start))
 			}
 			startPartWorker(t, e, reg, 0, clock)
 			if drop {
 				e.exec(`DROP TABLE {{schema}}.docket_jobs_done_20310701`)
 			}
-			// The clock starts over now that the worker runs.
+			enqueueParts(t, e, 50, 50)
+			waitFor(t, 30*time.Second, "the first jobs to finish before midnight", func() bool {
+				return e.tryCount(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) > 0
+			})
 			mu.Lock()
 			start = time.Now()
 			mu.Unlock()
-			// Jobs arrive in waves from before midnight until after it.
+			// Jobs arrive in waves until after midnight, and once more when
+			// it has passed, so that some surely finish after it.
 			for wave := 0; clock().Before(midnight.Add(time.Second)); wave++ {
 				enqueueParts(t, e, 50, 50)
 				time.Sleep(50 * time.Millisecond)
@@ -162,6 +171,7 @@ func TestMidnightSpendsNoAttemptOnPartitions(t *testing.T) {
 					t.Fatal("the worker clock does not advance")
 				}
 			}
+			enqueueParts(t, e, 50, 50)
 			jobs := e.count(`SELECT (SELECT count(*) FROM {{schema}}.docket_jobs) + (SELECT count(*) FROM {{schema}}.docket_jobs_done)`)
 			checkNoAttemptSpent(t, e, jobs)
 			before := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done_20310630`)
