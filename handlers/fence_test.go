@@ -267,6 +267,12 @@ func TestFenceFrozenProcess(t *testing.T) {
 // the first is thawed while those runs are in their handlers and flushes
 // its outcomes at once. They change nothing, though locked_by matches.
 //
+// The first process buffers outcomes for 3 s, so that all eight first runs
+// finish and the test freezes it before any is written, even when other
+// tests' load spreads those runs over a second or more; the second runs
+// take 4 s, longer than that buffer, so the first process's flush still
+// lands while they are in their handlers.
+//
 // The second process holds its runs on a longer lease: were it to lose them
 // too (a loaded machine delaying its heartbeats past a 1 s lease), the
 // thawed first process could claim them while the second's deaf handlers
@@ -276,8 +282,8 @@ func TestFenceSharedWorkerID(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
 	defer e.logJobsOnFailure()
-	fenceSetup(t, e, 50, 1500)
-	a := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=1000")
+	fenceSetup(t, e, 50, 4000)
+	a := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=3000")
 	waitRuns(t, e, 30*time.Second, fenceJobs, "n = 1 AND stopped IS NOT NULL")
 	a.signal(syscall.SIGSTOP)
 	b := startProcess(t, pgtest.URL(t), e.schema, envLease+"=5000", envConc+"=16", envID+"="+a.id)
