@@ -245,13 +245,16 @@ func TestFenceConnectionCut(t *testing.T) {
 // TestFenceFrozenProcess: a worker process is frozen (SIGSTOP) with its
 // first runs' outcomes buffered, past the lease; the jobs are reaped; it is
 // thawed (SIGCONT) and, at once, both claims the jobs again and flushes the
-// buffered outcomes. Those outcomes change nothing.
+// buffered outcomes. Those outcomes change nothing. As in
+// TestFenceSharedWorkerID, outcomes are buffered for 3 s, so that a loaded
+// machine spreading the first runs cannot flush one before the freeze, and
+// the second runs take longer than that, so the flush meets them.
 func TestFenceFrozenProcess(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
 	defer e.logJobsOnFailure()
-	fenceSetup(t, e, 50, 1000)
-	p := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=1500")
+	fenceSetup(t, e, 50, 4000)
+	p := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=3000")
 	waitRuns(t, e, 30*time.Second, fenceJobs, "n = 1 AND stopped IS NOT NULL")
 	p.signal(syscall.SIGSTOP)
 	reapAll(t, e)
