@@ -202,9 +202,9 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 	t.Logf("flow_b: %.0f jobs/s alone (the control schema, at the same time), %.0f beside rate-limited flow_a (%.2f)", alone, beside, beside/alone)
 	t.Logf("flow_a starts per %d s window after the backlogs: %v", window, counts)
 	// The bucket's promise is an upper bound: no 5 s window starts more
-	// than its 500 tokens plus the burst of 100 the bucket can hold, and a
-	// quarter burst of slack for a claim whose start time falls in the
-	// window before the one its tokens were taken in. Below the rate, a
+	// than its 500 tokens plus the burst of 100 the bucket can hold (Burst
+	// defaults to Rate), with a quarter burst of slack for a claim whose
+	// recorded start and token count straddle a window's edge. Below the rate, a
 	// window only shows the machine's load: a worker slowed by other tests
 	// starts fewer, and the tokens it left catch up in the next window, up
 	// to the burst. So the lower bounds are on the 30 s as a whole, and
