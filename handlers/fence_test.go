@@ -242,20 +242,30 @@ func TestFenceConnectionCut(t *testing.T) {
 	}
 }
 
+// startBuffering enqueues the fence jobs and starts a worker process on a
+// 1 s lease that buffers outcomes for 3 s, and returns once every first
+// run has finished with its outcome buffered: the moment the frozen-process
+// tests freeze it. The buffer is long so that no outcome is written before
+// the freeze, even when other tests' load spreads the first runs over a
+// second or more; later runs take 4 s, longer than the buffer, so that the
+// thawed process's flush lands while they are in their handlers.
+func startBuffering(t *testing.T, e *env) *proc {
+	t.Helper()
+	fenceSetup(t, e, 50, 4000)
+	p := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=3000")
+	waitRuns(t, e, 30*time.Second, fenceJobs, "n = 1 AND stopped IS NOT NULL")
+	return p
+}
+
 // TestFenceFrozenProcess: a worker process is frozen (SIGSTOP) with its
 // first runs' outcomes buffered, past the lease; the jobs are reaped; it is
 // thawed (SIGCONT) and, at once, both claims the jobs again and flushes the
-// buffered outcomes. Those outcomes change nothing. As in
-// TestFenceSharedWorkerID, outcomes are buffered for 3 s, so that a loaded
-// machine spreading the first runs cannot flush one before the freeze, and
-// the second runs take longer than that, so the flush meets them.
+// buffered outcomes. Those outcomes change nothing.
 func TestFenceFrozenProcess(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
 	defer e.logJobsOnFailure()
-	fenceSetup(t, e, 50, 4000)
-	p := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=3000")
-	waitRuns(t, e, 30*time.Second, fenceJobs, "n = 1 AND stopped IS NOT NULL")
+	p := startBuffering(t, e)
 	p.signal(syscall.SIGSTOP)
 	reapAll(t, e)
 	p.signal(syscall.SIGCONT)
@@ -270,12 +280,6 @@ func TestFenceFrozenProcess(t *testing.T) {
 // the first is thawed while those runs are in their handlers and flushes
 // its outcomes at once. They change nothing, though locked_by matches.
 //
-// The first process buffers outcomes for 3 s, so that all eight first runs
-// finish and the test freezes it before any is written, even when other
-// tests' load spreads those runs over a second or more; the second runs
-// take 4 s, longer than that buffer, so the first process's flush still
-// lands while they are in their handlers.
-//
 // The second process holds its runs on a longer lease: were it to lose them
 // too (a loaded machine delaying its heartbeats past a 1 s lease), the
 // thawed first process could claim them while the second's deaf handlers
@@ -285,9 +289,7 @@ func TestFenceSharedWorkerID(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
 	defer e.logJobsOnFailure()
-	fenceSetup(t, e, 50, 4000)
-	a := startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=16", envFlush+"=3000")
-	waitRuns(t, e, 30*time.Second, fenceJobs, "n = 1 AND stopped IS NOT NULL")
+	a := startBuffering(t, e)
 	a.signal(syscall.SIGSTOP)
 	b := startProcess(t, pgtest.URL(t), e.schema, envLease+"=5000", envConc+"=16", envID+"="+a.id)
 	waitRuns(t, e, 30*time.Second, len(fenceOutcomes), "n > 1")
