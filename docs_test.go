@@ -2,15 +2,18 @@ package docket_test
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/freshmod"
 )
 
@@ -222,5 +225,93 @@ func TestSnippetSource(t *testing.T) {
 	shadow := snippetSource(t, snippet{doc: "x.md", line: 1, code: "handlers.MustRegister(reg, func(ctx context.Context, job *handlers.Job[T]) error { return job.Err }, handlers.KindOpts{})"})
 	if strings.Contains(shadow, `"github.com/docketq/docket/ent/entgen/job"`) {
 		t.Errorf("a parameter named job imported package job:\n%s", shadow)
+	}
+}
+
+// README's quick start says it is the package's runnable Example: the body
+// of its main is Example's, but for where the URL comes from and the
+// example's expected output.
+func TestREADMEQuickStartIsTheExample(t *testing.T) {
+	t.Parallel()
+	var quick string
+	for _, s := range goSnippets(t, "README.md") {
+		if strings.Contains(s.code, "func main() {") {
+			quick = s.code
+			break
+		}
+	}
+	_, main, ok := strings.Cut(quick, "func main() {\n")
+	if !ok {
+		t.Fatal("README has no Go block with a main function")
+	}
+	main = main[:strings.LastIndex(main, "}")]
+
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "example_test.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "Example" {
+			body := src[fset.Position(fn.Body.Lbrace).Offset+2 : fset.Position(fn.Body.Rbrace).Offset]
+			example = string(body)
+		}
+	}
+	if example == "" {
+		t.Fatal("example_test.go has no func Example")
+	}
+	example = regexp.MustCompile(`(?m)^\s*// Output:.*\n`).ReplaceAllString(example, "")
+	example = regexp.MustCompile(`databaseURL\(\)(\)?) // os\.Getenv\("DATABASE_URL"\)`).
+		ReplaceAllString(example, `os.Getenv("DATABASE_URL")$1`)
+	example, main = strings.TrimSpace(example), strings.TrimSpace(main)
+	if example != main {
+		t.Errorf("README's quick start differs from Example in example_test.go:\n--- README\n%s\n--- Example\n%s", main, example)
+	}
+}
+
+// go doc shows an alias without its fields, so the root package's Job
+// comment lists them: every field of the job a handler gets is there.
+func TestJobDocNamesEveryField(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("job.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "job.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range g.Specs {
+			if s.(*ast.TypeSpec).Name.Name == "Job" {
+				doc = g.Doc.Text()
+			}
+		}
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  - ([^:]+):`).FindAllStringSubmatch(doc, -1) {
+		for _, w := range regexp.MustCompile(`\b[A-Z]\w*\b`).FindAllString(m[1], -1) {
+			named[w] = true
+		}
+	}
+	fields := reflect.TypeFor[docket.Job]()
+	for i := range fields.NumField() {
+		if name := fields.Field(i).Name; !named[name] {
+			t.Errorf("the doc comment of docket.Job does not list field %s", name)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatalf("found no field list in the doc comment of docket.Job:\n%s", doc)
 	}
 }
