@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -313,5 +314,42 @@ func TestJobDocNamesEveryField(t *testing.T) {
 	}
 	if len(named) == 0 {
 		t.Fatalf("found no field list in the doc comment of docket.Job:\n%s", doc)
+	}
+}
+
+// The changelog and the docs name only versions that exist as tags: a
+// release heading or an install command for a version never cut sends a
+// user to nothing.
+func TestDocsNameOnlyTaggedVersions(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("git", "tag", "--list", "v*").Output()
+	if err != nil {
+		t.Skipf("no git tags to compare with (not a git checkout?): %v", err)
+	}
+	tags := map[string]bool{}
+	for _, tag := range strings.Fields(string(out)) {
+		tags[tag] = true
+	}
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := regexp.MustCompile(`^## \[(\d+\.\d+\.\d+[^\]]*)\]|@(v\d+\.\d+\.\d+\S*?)\b`)
+	for _, path := range append([]string{"README.md", "CHANGELOG.md"}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range version.FindAllStringSubmatch(line, -1) {
+				v := m[2]
+				if m[1] != "" {
+					v = "v" + m[1]
+				}
+				if !tags[v] {
+					t.Errorf("%s:%d names version %s, which is not a git tag", path, i+1, v)
+				}
+			}
+		}
 	}
 }
