@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,5 +352,38 @@ func TestDocsNameOnlyTaggedVersions(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// README lists what the test command needs; .ci/run installs exactly that
+// list on a fresh machine.
+func TestREADMEPrerequisitesAreWhatCIInstalls(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(readme), "\nPrerequisites of the test command")
+	if !ok {
+		t.Fatal("README has no paragraph starting \"Prerequisites of the test command\"")
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	para, _, _ = strings.Cut(para, "Tests use") // the list ends with its sentence
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z0-9-]+)`").FindAllStringSubmatch(para, -1) {
+		listed[m[1]] = true
+	}
+	script, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`apt-get install -y ([a-z0-9 -]+)`).FindAllStringSubmatch(string(script), -1) {
+		for _, pkg := range strings.Fields(m[1]) {
+			installed[pkg] = true
+		}
+	}
+	if len(listed) == 0 || !maps.Equal(listed, installed) {
+		t.Errorf("README's prerequisites %v differ from what .ci/run installs %v", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(installed)))
 	}
 }
