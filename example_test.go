@@ -32,13 +32,22 @@ func (DailyReport) Kind() string { return "daily_report" }
 // and keeps a recurring schedule: one registry, one client, one Start/Stop.
 func Example() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, databaseURL()) // os.Getenv("DATABASE_URL")
+	// ParsePoolConfig adds connect and keepalive timeouts, so that a
+	// worker notices a lost server within seconds.
+	cfg, err := outbox.ParsePoolConfig(databaseURL()) // os.Getenv("DATABASE_URL")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
 	// Once per database, or `docket migrate up --schema shop`.
-	m, _ := outbox.NewMigrator("shop")
+	m, err := outbox.NewMigrator("shop")
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := m.Up(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
@@ -81,27 +90,26 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("receipt sent for order", <-sent)
-
-	list, err := client.Schedules().List(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("schedule", list[0].Name, "runs", list[0].Kind)
-	// Output:
-	// receipt sent for order 42
-	// schedule report:acme runs daily_report
+	// Output: receipt sent for order 42
 }
 
 // A web service that only enqueues: no registry, so any kind is accepted
 // with the built-in defaults, for workers elsewhere to run.
 func ExampleNewClient_enqueueOnly() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, databaseURL())
+	cfg, err := outbox.ParsePoolConfig(databaseURL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	m, _ := outbox.NewMigrator("web")
+	m, err := outbox.NewMigrator("web")
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := m.Up(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
@@ -122,12 +130,19 @@ func ExampleNewClient_enqueueOnly() {
 // writes each run's successor with the run's outcome.
 func ExampleConfig_schedules() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, databaseURL())
+	cfg, err := outbox.ParsePoolConfig(databaseURL())
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	m, _ := outbox.NewMigrator("reports")
+	m, err := outbox.NewMigrator("reports")
+	if err != nil {
+		log.Fatal(err)
+	}
 	if _, err := m.Up(ctx, pool); err != nil {
 		log.Fatal(err)
 	}

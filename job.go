@@ -7,10 +7,31 @@ import "github.com/docketq/docket/internal/core"
 // Args values are encoded to JSON when enqueued.
 type Args = core.Args
 
-// Job is a claimed job as the worker runtime and handlers see it. Payload is
-// the raw JSON of the job's Args; it may carry personal data and is never
-// logged by Docket. ClaimID identifies the claim a run came from; every
-// write about the run is matched against it.
+// Job is a claimed job as the worker runtime and handlers see it (a
+// handler gets it embedded in its [handlers.Job]). Its fields:
+//
+//   - ID int64: the job's id, unique in its schema and never reused.
+//   - Queue, Kind string: the queue it was claimed from, and its kind.
+//   - Priority int: its priority, -10..10 (higher runs first).
+//   - RunAt, CreatedAt time.Time: when it became due, and when it was
+//     enqueued.
+//   - Attempt int: 1 on the first run; it counts runs, not snoozes.
+//   - MaxAttempts int: the runs the job gets, as stored when it was
+//     enqueued; a failure on the last one dead-letters it.
+//   - UniqueKey, Tenant, SerialKey string: as given at enqueue; empty when
+//     the job has none.
+//   - Payload json.RawMessage: the raw JSON of the job's Args. It may carry
+//     personal data and is never logged by Docket.
+//   - Meta map[string]string: the job's metadata: the enqueuer's trace
+//     context, a schedule run's name and fire time, and what the caller
+//     put in its options' Meta.
+//   - LockedAt, LeaseUntil time.Time: when this run was claimed, and until
+//     when its lease holds (the worker's heartbeat extends it).
+//   - LastError string: the error of the previous attempt, if any.
+//   - ClaimID int64: the claim this run came from, one number per claim
+//     statement, never reused. Every write about the run (heartbeat,
+//     outcome) is matched against it, so a run that lost its lease changes
+//     nothing after the job was claimed again.
 type Job = core.Job
 
 // State is where a job is in its life inside the jobs table.

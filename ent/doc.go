@@ -22,7 +22,8 @@
 // Serve Docket's workers and Ent from one pgx pool: stdlib.OpenDBFromPool
 // turns it into the *sql.DB Ent's driver needs.
 //
-//	pool, _ := pgxpool.New(ctx, url)
+//	cfg, _ := outbox.ParsePoolConfig(url) // connect and keepalive timeouts
+//	pool, _ := pgxpool.NewWithConfig(ctx, cfg)
 //	drv := entsql.OpenDB(dialect.Postgres, stdlib.OpenDBFromPool(pool))
 //	client := ent.NewClient(ent.Driver(drv))
 //	dc, _ := docket.NewClient(pool, docket.Config{Registry: reg})

@@ -16,7 +16,11 @@ import (
 // nest under that. A real program adds an exporter to the provider.
 func ExampleConfig_tracing() {
 	ctx := context.Background()
-	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	cfg, err := outbox.ParsePoolConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,7 +25,11 @@ func (ChargeOrder) Kind() string { return "charge_order" }
 func ExampleWorker() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	cfg, err := outbox.ParsePoolConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,7 +74,11 @@ func ExampleWorker() {
 // docket.NewClient sets it up).
 func ExampleRegistry_EnqueueDefaults() {
 	ctx := context.Background()
-	db, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	cfg, err := outbox.ParsePoolConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

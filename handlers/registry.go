@@ -18,8 +18,9 @@ import (
 )
 
 // Job is a claimed job together with its decoded args, as a typed handler
-// receives it. The embedded *docket.Job carries the id, kind, attempt and
-// the raw payload; Args is that payload decoded into T.
+// receives it. The embedded *docket.Job carries the id, kind, attempt, max
+// attempts, meta and the raw payload (its fields are listed at
+// [github.com/docketq/docket.Job]); Args is that payload decoded into T.
 type Job[T docket.Args] struct {
 	*docket.Job
 	Args T

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -56,9 +61,11 @@ func demoCommand() *command {
 		name:    "demo",
 		summary: "run jobs end to end against a local PostgreSQL (found or started)",
 		about: `Uses $DATABASE_URL, else 127.0.0.1:5432, else a private cluster it starts and
-removes; works in the schema docket_demo.`,
+removes; works in the schema docket_demo, which it drops at the end unless
+--keep is given (a new run replaces it).`,
 		flags: func(fs *flag.FlagSet) action {
 			orders := fs.Int("orders", 500, "orders to create, each with a receipt job")
+			keep := fs.Bool("keep", false, "keep the schema "+demoSchema+" afterwards, to look at with docket status or docket dashboard")
 			return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
 				if err := wantArgs(pos, 0, ""); err != nil {
 					return err
@@ -66,29 +73,72 @@ removes; works in the schema docket_demo.`,
 				if *orders < 1 {
 					return fmt.Errorf("%w: --orders must be at least 1", errUsage)
 				}
-				return runDemo(ctx, *orders, out, errOut)
+				return runDemo(ctx, *orders, *keep, out, errOut)
 			}
 		},
 	}
 }
 
-func runDemo(ctx context.Context, orders int, out, errOut io.Writer) error {
+func runDemo(ctx context.Context, orders int, keep bool, out, errOut io.Writer) (err error) {
 	fmt.Fprintln(errOut, "docket demo: looking for PostgreSQL ($DATABASE_URL, 127.0.0.1:5432, or a private cluster)...")
+	fromEnv := os.Getenv("DATABASE_URL") != ""
 	srv, err := pgsrv.Discover(ctx)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	if srv.Private != nil {
-		fmt.Fprintln(errOut, "docket demo: started a private PostgreSQL cluster; it is removed when the demo ends")
-	}
 	pool, err := connect(ctx, srv.URL, 20, false)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	where := "the server on 127.0.0.1:5432"
+	switch {
+	case srv.Private != nil:
+		where = "a private cluster it started (removed when the demo ends)"
+	case fromEnv:
+		where = "$DATABASE_URL"
+	}
+	target := displayURL(pool.Config().ConnConfig.Config)
+	fmt.Fprintf(errOut, "docket demo: using %s, from %s, schema %s\n", target, where, demoSchema)
+	defer func() {
+		err = errors.Join(err, leaveBehind(pool, target, keep && srv.Private == nil, srv.Private != nil, out))
+	}()
 	d := &demo{pool: pool, out: out, errOut: errOut, orders: orders}
 	return d.run(ctx)
+}
+
+// displayURL is the connection without its password, as a user would pass
+// it to --database-url.
+func displayURL(c pgconn.Config) string {
+	u := url.URL{Scheme: "postgres", User: url.User(c.User), Host: net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), Path: "/" + c.Database}
+	if strings.HasPrefix(c.Host, "/") { // a Unix socket directory
+		u.Host, u.RawQuery = "", "host="+url.QueryEscape(c.Host)
+	}
+	return u.String()
+}
+
+// leaveBehind drops the demo's schema, or says how to look at it when it
+// is kept; a private cluster goes with everything in it.
+func leaveBehind(pool *pgxpool.Pool, target string, keep, private bool, out io.Writer) error {
+	switch {
+	case private:
+		fmt.Fprintf(out, "\nLeft behind: nothing: the private cluster goes, with schema %s (--keep needs a server that outlives the demo).\n", demoSchema)
+		return nil
+	case keep:
+		fmt.Fprintf(out, "\nLeft behind: schema %s in %s (the next demo replaces it). Look at it with\n"+
+			"  docket status --database-url %s --schema %s\n"+
+			"  docket dashboard --database-url %s --schema %s\n"+
+			"and remove it with DROP SCHEMA %s CASCADE.\n", demoSchema, target, target, demoSchema, target, demoSchema, demoSchema)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+demoSchema+` CASCADE`); err != nil {
+		return fmt.Errorf("dropping schema %s: %w", demoSchema, err)
+	}
+	fmt.Fprintf(out, "\nLeft behind: nothing (dropped schema %s; --keep keeps it to look at).\n", demoSchema)
+	return nil
 }
 
 type demo struct {
@@ -304,7 +354,8 @@ func (d *demo) summary(ctx context.Context) error {
 		fmt.Fprintf(d.out, " (%s: %s)", deadReason, deadErr)
 	}
 	fmt.Fprintf(d.out, "\n  still queued       %d\n", left)
-	fmt.Fprintf(d.out, "  lag (due → started) median %.1f ms, max %.1f ms\n", lag*1000, maxLag*1000)
+	fmt.Fprintf(d.out, "  wait in the queue  median %.1f ms, max %.1f ms (due → started, including the\n"+
+		"                     wait behind the backlog enqueued before the worker started)\n", lag*1000, maxLag*1000)
 	fmt.Fprintf(d.out, "  ledger posts overlapping for one tenant: %d\n", d.ledgerClash.Load())
 	if left != 0 || d.ledgerClash.Load() != 0 {
 		return errors.New("demo finished with jobs still queued or serialized jobs overlapping")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // envRunCLI makes the test binary run the CLI with its arguments instead of
@@ -90,17 +91,47 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestDemoRunsToCompletion(t *testing.T) {
-	t.Setenv("DATABASE_URL", pgtest.URL(t))
+	url := pgtest.URL(t)
+	t.Setenv("DATABASE_URL", url)
+	schemaExists := func() bool {
+		var ok bool
+		if err := pgtest.Pool(t).QueryRow(t.Context(), `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, demoSchema).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	cfg, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := docket(t, "demo", "--orders", "50")
 	if code != 0 {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"completed          53", "retried, then ok   1", "dead-lettered      1 (exhausted:", "still queued       0", "overlapping for one tenant: 0"} {
+	for _, want := range []string{"completed          53", "retried, then ok   1", "dead-lettered      1 (exhausted:", "still queued       0",
+		"overlapping for one tenant: 0", "wait in the queue  median", "including the\n                     wait behind the backlog",
+		"Left behind: nothing (dropped schema docket_demo"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errOut, "duplicate receipt enqueue reported existing job") {
-		t.Errorf("stderr lacks the duplicate report:\n%s", errOut)
+	// Which database, found how, and which schema: no password.
+	using := fmt.Sprintf("using postgres://%s@%s:%d/%s, from $DATABASE_URL, schema docket_demo", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	for _, want := range []string{"duplicate receipt enqueue reported existing job", using} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if schemaExists() {
+		t.Errorf("the demo left schema %s behind without --keep", demoSchema)
+	}
+
+	code, out, errOut = docket(t, "demo", "--orders", "5", "--keep")
+	if code != 0 {
+		t.Fatalf("demo --keep exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !schemaExists() || !strings.Contains(out, "Left behind: schema docket_demo in postgres://") ||
+		!strings.Contains(out, "docket status --database-url postgres://") {
+		t.Errorf("demo --keep: schema kept %v, and it says:\n%s", schemaExists(), out)
 	}
 }

@@ -25,11 +25,14 @@ func relayCommand() *command {
 	return &command{
 		name:    "relay",
 		summary: "publish outbox events to a broker; triage dead events",
-		about: `A relay publishes committed events (outbox.Publish) to NATS JetStream, in
-commit order per key, at least once; any number of relays may run against one
-schema and share its 64 partitions (docs/outbox.md).`,
+		about: `A relay publishes committed events (outbox.Publish) to a broker, in commit
+order per key, at least once: NATS JetStream (the default, --nats-url), RabbitMQ
+(--amqp-url) or Kafka (--kafka-brokers). Any number of relays may run against
+one schema and share its 64 partitions (docs/outbox.md).`,
 		verbs: []*command{
-			{name: "run", summary: "run relays until interrupted", flags: relayRun},
+			{name: "run", summary: "run relays until interrupted", flags: relayRun,
+				about: `Publishes committed events to NATS JetStream (--nats-url, the default),
+RabbitMQ (--amqp-url) or Kafka (--kafka-brokers), until interrupted.`},
 			{name: "status", summary: "backlog, lag, dead events and live relays", flags: relayStatus},
 			{name: "dlq", summary: "list, replay or purge dead events", verbs: []*command{
 				{name: "list", summary: "list dead events, oldest first", flags: relayDLQList},

@@ -9,6 +9,20 @@ import (
 	"github.com/docketq/docket/outbox"
 )
 
+// The relay's help names every broker it publishes to, with the flag that
+// picks it.
+func TestRelayHelpNamesEveryBroker(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"relay", "--help"}, {"relay", "run", "--help"}} {
+		_, out, _ := docket(t, args...)
+		for _, want := range []string{"NATS JetStream", "RabbitMQ", "Kafka", "--nats-url", "--amqp-url", "--kafka-brokers"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("docket %s does not name %s:\n%s", strings.Join(args, " "), want, out)
+			}
+		}
+	}
+}
+
 // TestRelayDLQVerbs: a dead event shows in relay status and dlq list,
 // replay makes it pending again, purge needs ids or --all.
 func TestRelayDLQVerbs(t *testing.T) {

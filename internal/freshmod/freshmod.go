@@ -19,6 +19,15 @@ import (
 // in it and returns the command's combined output and error.
 func Build(t testing.TB, files map[string]string) (string, error) {
 	t.Helper()
+	return BuildPackages(t, files)
+}
+
+// BuildPackages is Build for files in several packages of the new module:
+// a name may hold a directory ("a/main.go"), and every package is built by
+// one go build ./..., with extra flags first (such as "-gcflags=-e", which
+// reports every compile error instead of the first ten).
+func BuildPackages(t testing.TB, files map[string]string, flags ...string) (string, error) {
+	t.Helper()
 	root := moduleRoot(t)
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
@@ -39,9 +48,14 @@ func Build(t testing.TB, files map[string]string) (string, error) {
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sum))
 	for name, src := range files {
-		write(t, filepath.Join(dir, name), src)
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, path, src)
 	}
-	cmd := exec.Command("go", "build", "-o", os.DevNull, ".")
+	args := append(append([]string{"build"}, flags...), "./...")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	// -mod=mod lets go add the indirect requirements from the module
 	// cache; GOPROXY=off keeps it from reaching for the network.

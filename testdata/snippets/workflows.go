@@ -1,0 +1,52 @@
+// The declarations docs/workflows.md's Go blocks assume: the service's
+// client, a transaction, a registry and the jobs' args types.
+package snippet
+
+import (
+	"context"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	ctx    context.Context
+	tx     pgx.Tx
+	client *docket.Client
+	reg    *handlers.Registry
+	ob     *outbox.Client
+)
+
+type ResizeImage struct {
+	Size int `json:"size"`
+}
+
+func (ResizeImage) Kind() string { return "resize_image" }
+
+type PublishAlbum struct{}
+
+func (PublishAlbum) Kind() string { return "publish_album" }
+
+type Report struct{}
+
+func (Report) Kind() string { return "report" }
+
+type NightlyReport struct {
+	Day string `json:"day"`
+}
+
+func (NightlyReport) Kind() string { return "nightly_report" }
+
+type Extract struct {
+	Day string `json:"day"`
+}
+
+func (Extract) Kind() string { return "extract" }
+
+type Load struct {
+	Day string `json:"day"`
+}
+
+func (Load) Kind() string { return "load" }
