@@ -27,9 +27,12 @@
 // database/sql methods, package ent — resolves a job's options in one place:
 // explicit options, then the args' own Opts (outbox.OptsProvider), then the
 // queue, priority and attempts its kind was registered with
-// (handlers.KindOpts), then the built-in defaults. With a Registry, a kind
-// without a handler is refused with outbox.ErrUnknownKind and nothing is
-// written. Database handles are typed: a pgx Tx, Conn or Pool for Enqueue,
+// (handlers.KindOpts), then the built-in defaults. What is stored then
+// governs the job: the pools of its queue run it, in its priority's order,
+// and it gets its own max attempts from worker and reaper alike (a kind's
+// Timeout and Backoff, which jobs have no value for, apply to every job of
+// the kind). With a Registry, a kind without a handler is refused with
+// outbox.ErrUnknownKind and nothing is written. Database handles are typed: a pgx Tx, Conn or Pool for Enqueue,
 // a database/sql Tx, DB or Conn for EnqueueSQL, an Ent transaction for
 // package ent; anything else does not compile.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/pgsrv"
 	"github.com/docketq/docket/outbox"
 )
@@ -33,7 +34,10 @@ type DB struct {
 	// Pool is a pool on the test database whose search_path is Schema.
 	// Closed when the test ends.
 	Pool *pgxpool.Pool
-	// Client is an outbox client for Schema.
+	// Client is an outbox client for Schema. Without [WithRegistry] it
+	// enqueues any kind with the built-in defaults, as a client of a
+	// service that only enqueues; with it, as a docket.Client with that
+	// registry.
 	Client *outbox.Client
 	// URL is the connection string Pool was opened with (without the
 	// search_path), e.g. for a program under test that takes a URL.
@@ -90,6 +94,25 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// DBOption configures [NewDB]; [WithRegistry] makes one. A nil DBOption is
+// ignored.
+type DBOption func(*dbOptions)
+
+type dbOptions struct {
+	registry *handlers.Registry
+}
+
+// WithRegistry makes [DB.Client] enqueue as the service's own client does
+// (docket.NewClient with reg as its Registry): a job gets its kind's
+// registered queue, priority and max attempts (handlers.KindOpts) when
+// neither the enqueue options nor the args' own Opts set them, and a kind
+// reg has no handler for is refused with outbox.ErrUnknownKind, writing
+// nothing. Kinds registered in reg after NewDB count too. A nil reg is the
+// same as leaving the option out.
+func WithRegistry(reg *handlers.Registry) DBOption {
+	return func(o *dbOptions) { o.registry = reg }
+}
+
 // NewDB gives the test a fresh schema in which Docket's migrations have run,
 // a pool pointed at it and an outbox client for it. PostgreSQL is found as
 // Docket's own tests find it: the server at $DATABASE_URL, else the one on
@@ -100,8 +123,16 @@ func Main(m *testing.M) {
 // The schema is dropped and the pool closed when the test ends. NewDB fails
 // the test (t.Fatal, with the reason) when no PostgreSQL can be found or the
 // schema cannot be created: it never skips.
-func NewDB(t TB) *DB {
+//
+// Options: [WithRegistry] gives the client the kinds' enqueue defaults.
+func NewDB(t TB, opts ...DBOption) *DB {
 	t.Helper()
+	var o dbOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
 	srv, err := discover()
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
@@ -136,7 +167,11 @@ func NewDB(t TB) *DB {
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatalf("dockettest: migrate schema %s: %v", schema, err)
 	}
-	client, err := outbox.New(outbox.Config{Schema: schema})
+	ocfg := outbox.Config{Schema: schema}
+	if o.registry != nil { // a nil *Registry in the interface would not be nil
+		ocfg.Kinds = o.registry
+	}
+	client, err := outbox.New(ocfg)
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}

@@ -9,18 +9,23 @@
 // postgres, else a private cluster started from the installed PostgreSQL
 // binaries), creates a schema, runs Docket's migrations in it and returns a
 // pool whose search_path is that schema with an outbox client for it. The
-// schema is dropped when the test ends. Call [Main] from TestMain so that a
-// private cluster is stopped after the tests:
+// schema is dropped when the test ends. Pass the service's registry with
+// [WithRegistry] and the client enqueues as the service's own does: each
+// kind's registered queue, priority and attempts, and a kind without a
+// handler refused. Without it the client is an enqueue-only one: any kind,
+// the built-in defaults. Call [Main] from TestMain so that a private
+// cluster is stopped after the tests:
 //
 //	func TestMain(m *testing.M) { dockettest.Main(m) }
 //
 //	func TestSignup(t *testing.T) {
-//		db := dockettest.NewDB(t)
+//		db := dockettest.NewDB(t, dockettest.WithRegistry(app.Registry()))
 //		tx, _ := db.Pool.Begin(ctx)
 //		defer tx.Rollback(ctx)
 //		if err := app.Signup(ctx, tx, db.Client, "ada@example.com"); err != nil {
 //			t.Fatal(err)
 //		}
+//		// Signup sets no queue: "mail" is the one the kind was registered with.
 //		dockettest.RequireEnqueued(t, tx, WelcomeArgs{Email: "ada@example.com"},
 //			&dockettest.RequireOpts{Queue: "mail"})
 //	}

@@ -6,21 +6,28 @@ import (
 	"time"
 
 	"github.com/docketq/docket/dockettest"
+	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
-// Assert on the jobs a transaction enqueued, before it commits.
+// Assert on the jobs a transaction enqueued, before it commits. Given the
+// service's registry, the test's client applies the kinds' registered
+// options, as the service's own client does.
 func ExampleRequireEnqueued() {
 	t := &exampleT{}
 	defer t.done()
-	db := dockettest.NewDB(t)
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[EmailArgs]) error { return nil },
+		handlers.KindOpts{Queue: "mail"})
+	db := dockettest.NewDB(t, dockettest.WithRegistry(reg))
 	ctx := context.Background()
 
 	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		// The code under test enqueues in its transaction.
+		// The code under test enqueues in its transaction. It names no
+		// queue: the kind's, "mail", applies.
 		_, err := db.Client.Enqueue(ctx, tx, EmailArgs{To: "ada@example.com", Subject: "Welcome"},
-			outbox.Opts{Queue: "mail", Priority: 2, UniqueKey: "welcome:ada"})
+			outbox.Opts{Priority: 2, UniqueKey: "welcome:ada"})
 		if err != nil {
 			return err
 		}

@@ -57,17 +57,22 @@ type Result struct {
 }
 
 // WorkOpts describe the run. The zero value (or nil) runs a first attempt
-// of a job with the default attempt limit, without middleware or database.
+// of a job as a client with the registry would have enqueued it (the
+// kind's queue, priority and max attempts), without middleware or database.
 type WorkOpts struct {
 	// Attempt is the run's attempt number, from 1. Zero means 1. Set it to
 	// the last attempt to see a failure dead-lettered.
 	Attempt int
-	// MaxAttempts is the job's attempt limit. Zero means 25 (outbox's
-	// default); KindOpts.MaxAttempts applies on top, as in a worker.
+	// MaxAttempts is the job's stored attempt limit, which alone decides
+	// whether a failure on Attempt is the last, as in a worker. Zero means
+	// Job's, else the kind's KindOpts.MaxAttempts, else
+	// outbox.DefaultMaxAttempts.
 	MaxAttempts int
 	// Job, when set, supplies the rest of the job the handler sees (id,
 	// queue, tenant, meta...); its Kind and Payload are replaced by the
-	// args'. Attempt and MaxAttempts above win when non-zero.
+	// args'. Attempt and MaxAttempts above win when non-zero; an empty
+	// Queue, a zero Priority or MaxAttempts get the kind's registered
+	// ones, as on enqueue.
 	Job *docket.Job
 	// Middleware wraps the run as handlers.Config.Middleware does.
 	Middleware []handlers.Middleware
@@ -84,13 +89,10 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// defaultMaxAttempts is the jobs table's default attempt limit.
-const defaultMaxAttempts = 25
-
 // Work runs one job of args' kind through reg's handler, inline: the same
 // middleware, timeout, panic recovery, decoding and outcome classification
-// (Snooze, Cancel, RetryAfter, the kind's Backoff and MaxAttempts) as a
-// worker, but with no worker, no polling and no jobs table; nothing about
+// (Snooze, Cancel, RetryAfter, the kind's Backoff, the job's max attempts)
+// as a worker, but with no worker, no polling and no jobs table; nothing about
 // the job is written. It fails the test if the kind is not registered, args
 // do not marshal, or a transactional handler has no opts.DB.
 func Work[A docket.Args](t T, reg *handlers.Registry, args A, opts *WorkOpts) Result {
@@ -110,7 +112,7 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	if opts != nil {
 		o = *opts
 	}
-	job := &docket.Job{Queue: outbox.DefaultQueue, Attempt: 1, MaxAttempts: defaultMaxAttempts}
+	job := &docket.Job{}
 	if o.Job != nil {
 		c := *o.Job
 		job = &c
@@ -125,8 +127,24 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	if job.Attempt < 1 {
 		job.Attempt = 1
 	}
+	// What the enqueue would have stored: the kind's defaults, then the
+	// built-in ones. A missing registry or kind is reported by the run below.
+	if def, ok := kindDefaults(reg, kind); ok {
+		if job.Queue == "" {
+			job.Queue = def.Queue
+		}
+		if job.Priority == 0 {
+			job.Priority = def.Priority
+		}
+		if job.MaxAttempts < 1 {
+			job.MaxAttempts = def.MaxAttempts
+		}
+	}
+	if job.Queue == "" {
+		job.Queue = outbox.DefaultQueue
+	}
 	if job.MaxAttempts < 1 {
-		job.MaxAttempts = defaultMaxAttempts
+		job.MaxAttempts = outbox.DefaultMaxAttempts
 	}
 	res, err := runone.Run(context.Background(), runone.Request{Registry: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
 	if err != nil {
@@ -138,6 +156,13 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 		r.Outcome = Cancelled
 	}
 	return r
+}
+
+func kindDefaults(reg *handlers.Registry, kind string) (outbox.Opts, bool) {
+	if reg == nil {
+		return outbox.Opts{}, false
+	}
+	return reg.EnqueueDefaults(kind)
 }
 
 // String summarises the result: "retried in 5s: boom".

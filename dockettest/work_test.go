@@ -58,6 +58,37 @@ func TestWorkKindMaxAttempts(t *testing.T) {
 	}
 }
 
+// The job's own limit decides, more or fewer than the kind's, and a job
+// without one gets what an enqueue would have stored: the kind's.
+func TestWorkJobMaxAttempts(t *testing.T) {
+	t.Parallel()
+	reg := handlers.NewRegistry()
+	var queue string
+	var prio int
+	handlers.MustRegister(reg, func(_ context.Context, j *handlers.Job[EmailArgs]) error {
+		queue, prio = j.Queue, j.Priority
+		return handlers.RetryAfter(time.Hour, errors.New("later"))
+	}, handlers.KindOpts{Queue: "mail", Priority: 3, MaxAttempts: 2})
+	for _, c := range []struct {
+		attempt, max int
+		want         dockettest.Outcome
+	}{
+		{2, 5, dockettest.Retried}, // more than the kind's
+		{5, 5, dockettest.Dead},
+		{1, 1, dockettest.Dead}, // fewer
+		{1, 0, dockettest.Retried},
+		{2, 0, dockettest.Dead}, // the kind's
+	} {
+		res := dockettest.Work(t, reg, EmailArgs{}, &dockettest.WorkOpts{Attempt: c.attempt, MaxAttempts: c.max})
+		if res.Outcome != c.want {
+			t.Errorf("attempt %d of max attempts %d: %v, want %s", c.attempt, c.max, res, c.want)
+		}
+	}
+	if queue != "mail" || prio != 3 {
+		t.Errorf("handler saw queue %q priority %d, want the kind's mail 3", queue, prio)
+	}
+}
+
 func TestWorkMiddlewareAndJob(t *testing.T) {
 	t.Parallel()
 	reg := handlers.NewRegistry()

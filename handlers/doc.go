@@ -16,11 +16,13 @@
 //		return mailer.SendReceipt(ctx, job.Args.OrderID)
 //	}, handlers.KindOpts{Queue: "mail", MaxAttempts: 10, Timeout: 30 * time.Second})
 //
-// [KindOpts] carry the per-kind options: default queue, attempts, timeout
-// and retry policy. [Register] returns an error for a taken kind or invalid
-// options; [MustRegister] panics instead. A worker claims only kinds it has
-// a handler for, so services sharing one database can run different kinds
-// in the same queue. The registry is also the enqueue side's source of
+// [KindOpts] carry the per-kind options: the default queue, priority and
+// attempts written into each job at enqueue (the job's stored values then
+// govern it), and the timeout and retry policy, which are per kind only.
+// [Register] returns an error for a taken kind or invalid options;
+// [MustRegister] panics instead. A worker claims only kinds it has a
+// handler for, so services sharing one database can run different kinds in
+// the same queue. The registry is also the enqueue side's source of
 // defaults ([Registry.EnqueueDefaults]): docket.NewClient gives it to the
 // outbox client, so every enqueue gets the kind's registered queue,
 // priority and attempts when the options leave them unset, and a kind
@@ -40,8 +42,9 @@
 //   - [Cancel](err): dead-lettered now, whatever attempts are left.
 //   - any other error: a failed attempt, retried after the kind's Backoff
 //     ([outbox.Backoff] by default), or dead-lettered (reason "exhausted")
-//     when it was the last attempt by the job's own limit or its kind's
-//     MaxAttempts.
+//     when it was the job's last attempt: its max attempts as stored at
+//     enqueue, whether the enqueue options, the args' Opts or the kind's
+//     MaxAttempts set it.
 //
 // A panic is recovered and recorded as a failed attempt with its stack
 // ([PanicError]). A per-kind Timeout cancels the handler's context (cause

@@ -31,7 +31,7 @@ func TestOutcomeHook(t *testing.T) {
 			return errors.New("always fails")
 		}
 		return nil
-	}, KindOpts{MaxAttempts: 2, Backoff: func(int) time.Duration { return 0 }})
+	}, KindOpts{Backoff: func(int) time.Duration { return 0 }})
 	MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *Job[hookTxArgs]) error { return nil }, KindOpts{})
 	var failures atomic.Int32
 	failures.Store(2)
@@ -66,7 +66,7 @@ func TestOutcomeHook(t *testing.T) {
 	e.worker(reg, Config{})
 	ok := e.enqueue(testArgs{N: 0}, outbox.Opts{})
 	cancelled := e.enqueue(testArgs{N: 1}, outbox.Opts{})
-	exhausted := e.enqueue(testArgs{N: 2}, outbox.Opts{})
+	exhausted := e.enqueue(testArgs{N: 2}, outbox.Opts{MaxAttempts: 2})
 	txJob := e.enqueue(hookTxArgs{}, outbox.Opts{})
 	e.waitWhere(ok, "done", 10*time.Second)
 	e.waitWhere(txJob, "done", 10*time.Second)

@@ -88,31 +88,23 @@ func TestExhaustedAttemptsDeadLetter(t *testing.T) {
 	}, KindOpts{MaxAttempts: 3, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 	e.worker(reg, Config{})
 
-	// Enqueued without the kind's defaults (max_attempts 25): the worker
-	// still enforces the kind's MaxAttempts.
+	// Enqueued by a client that does not know the kind: the built-in
+	// default (25 attempts) is stored, and it is what the job gets.
 	plain := e.enqueue(testArgs{}, outbox.Opts{})
-	// Enqueued with the registry as the outbox's Kinds: max_attempts 3 is
-	// written.
-	withKinds, err := outbox.New(outbox.Config{Schema: e.ob.Schema(), Kinds: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := withKinds.Enqueue(t.Context(), e.pool, testArgs{}, outbox.Opts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []int64{plain, res.ID} {
-		e.waitWhere(id, "dead", 10*time.Second)
+	// Enqueued with the registry as the outbox's Kinds: the kind's 3.
+	byKind := enqueueVia(t, e, e.kindsClient(reg), testArgs{}, outbox.Opts{})
+	for id, want := range map[int64]int{plain: outbox.DefaultMaxAttempts, byKind: 3} {
+		e.waitWhere(id, "dead", 30*time.Second)
 		d := e.dead(id)
-		if d.reason != outbox.ReasonExhausted || d.attempts != 3 || d.lastError != "always fails" {
-			t.Errorf("job %d dead: %+v", id, d)
+		if d.reason != outbox.ReasonExhausted || d.attempts != want || d.lastError != "always fails" {
+			t.Errorf("job %d dead: %+v, want exhausted after %d attempts", id, d, want)
 		}
-		if runs.get(id) != 3 {
-			t.Errorf("job %d ran %d times, want 3", id, runs.get(id))
+		if runs.get(id) != want {
+			t.Errorf("job %d ran %d times, want %d", id, runs.get(id), want)
 		}
-	}
-	if n := e.count(`SELECT max_attempts FROM {{schema}}.docket_jobs_dead WHERE id = $1`, res.ID); n != 3 {
-		t.Errorf("client-enqueued max_attempts = %d, want 3", n)
+		if n := e.count(`SELECT max_attempts FROM {{schema}}.docket_jobs_dead WHERE id = $1`, id); n != want {
+			t.Errorf("job %d: max_attempts = %d, want %d", id, n, want)
+		}
 	}
 }
 
@@ -128,9 +120,9 @@ func TestSnoozeSpendsNoAttempt(t *testing.T) {
 			return Snooze(50 * time.Millisecond)
 		}
 		return nil
-	}, KindOpts{MaxAttempts: 1})
+	}, KindOpts{})
 	e.worker(reg, Config{PollInterval: 10 * time.Second})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, outbox.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "done", 10*time.Second)
 	if runs.get(id) != 3 {
 		t.Errorf("ran %d times, want 3", runs.get(id))
@@ -198,9 +190,9 @@ func TestPanicRecordedWithStackWithoutPayload(t *testing.T) {
 		var m map[string]int
 		m["x"] = j.Args.N // nil map write: a runtime panic
 		return nil
-	}, KindOpts{MaxAttempts: 1})
+	}, KindOpts{})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{N: 7, Secret: "s3cr3t-card-number"}, outbox.Opts{})
+	id := e.enqueue(testArgs{N: 7, Secret: "s3cr3t-card-number"}, outbox.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != outbox.ReasonExhausted {
@@ -229,9 +221,9 @@ func TestTimeoutCountsAsFailure(t *testing.T) {
 		<-ctx.Done()
 		cause.Store(context.Cause(ctx))
 		return ctx.Err()
-	}, KindOpts{Timeout: 100 * time.Millisecond, MaxAttempts: 1})
+	}, KindOpts{Timeout: 100 * time.Millisecond})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, outbox.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != outbox.ReasonExhausted || !strings.HasPrefix(d.lastError, "timed out after 100ms") {
@@ -293,11 +285,11 @@ func TestTxHandlerCommitsAndRollsBack(t *testing.T) {
 			panic("zero")
 		}
 		return nil
-	}, KindOpts{MaxAttempts: 2, Backoff: func(int) time.Duration { return 0 }})
+	}, KindOpts{Backoff: func(int) time.Duration { return 0 }})
 	e.worker(reg, Config{})
-	ok := e.enqueue(testArgs{N: 1}, outbox.Opts{})
-	bad := e.enqueue(testArgs{N: -1}, outbox.Opts{})
-	boom := e.enqueue(testArgs{N: 0}, outbox.Opts{})
+	ok := e.enqueue(testArgs{N: 1}, outbox.Opts{MaxAttempts: 2})
+	bad := e.enqueue(testArgs{N: -1}, outbox.Opts{MaxAttempts: 2})
+	boom := e.enqueue(testArgs{N: 0}, outbox.Opts{MaxAttempts: 2})
 	e.waitWhere(ok, "done", 10*time.Second)
 	e.waitWhere(bad, "dead", 10*time.Second)
 	e.waitWhere(boom, "dead", 10*time.Second)
@@ -387,10 +379,10 @@ func TestMiddlewareOrderAndLogAttrs(t *testing.T) {
 	MustRegister(reg, func(ctx context.Context, j *Job[testArgs]) error {
 		order.add("handler")
 		return errors.New("handler failed")
-	}, KindOpts{MaxAttempts: 1})
+	}, KindOpts{})
 	logs := newLogBuffer(t)
 	e.worker(reg, Config{Middleware: []Middleware{mw("a"), mw("b"), Logging(logs.logger())}})
-	id := e.enqueue(testArgs{Secret: "s3cr3t"}, outbox.Opts{Queue: "default"})
+	id := e.enqueue(testArgs{Secret: "s3cr3t"}, outbox.Opts{Queue: "default", MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	if got := strings.Join(order.get(), " "); got != "a> b> handler <b <a" {
 		t.Errorf("order %q", got)

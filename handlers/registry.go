@@ -44,30 +44,42 @@ type TxHandlerFunc[T docket.Args] func(ctx context.Context, tx pgx.Tx, job *Job[
 // means: queue "default", priority 0, 25 attempts, no timeout,
 // [outbox.Backoff].
 //
-// Queue, Priority and MaxAttempts are enqueue defaults: an outbox client
-// whose Config.Kinds is the registry (as docket.NewClient sets it) writes
-// them when neither the enqueue options nor the args' own Opts set them.
+// Queue, Priority and MaxAttempts are enqueue defaults, nothing more: an
+// outbox client whose Config.Kinds is the registry (as docket.NewClient
+// sets it) writes them into a job when neither the enqueue options nor the
+// args' own Opts set them. From then on the job's stored values govern it
+// everywhere (the pools that claim it, the claim order, the worker and the
+// reaper deciding its last attempt, `docket jobs show`, the dashboard);
+// changing a kind's options later changes only jobs enqueued after. A job
+// enqueued by a client without the registry gets the built-in defaults
+// (queue "default", priority 0, 25 attempts), not the kind's.
+//
+// Timeout and Backoff are per kind only: jobs have no value of their own,
+// so every run of the kind gets the options of the worker that runs it. A
+// handler sets one retry's delay with [RetryAfter].
 type KindOpts struct {
 	// Queue is the queue jobs of the kind are enqueued into when the
-	// enqueue options name none. Empty means "default". Which pools run the
-	// kind depends only on the queue each job is in.
+	// enqueue options name none. Empty means "default". Which pools run a
+	// job depends only on the queue it was stored in.
 	Queue string
 	// Priority is the priority jobs of the kind are enqueued with when the
 	// enqueue options set none, in outbox.MinPriority..outbox.MaxPriority.
-	// Zero means 0.
+	// Zero means 0. Claims order a queue by each job's stored priority.
 	Priority int
-	// MaxAttempts is how many runs a job of this kind gets: it is written
-	// on enqueue when the options leave it zero, and the worker
-	// dead-letters a failure on this attempt even if the job was enqueued
-	// with more. Zero means the job's own limit (25 unless set). Negative is
-	// an error.
+	// MaxAttempts is how many runs a job of this kind gets when the
+	// enqueue options set none: it is written on enqueue, and the job's
+	// stored value is what the worker and the reaper obey, more or fewer
+	// than this. Zero means 25 (outbox.DefaultMaxAttempts). Negative is an
+	// error.
 	MaxAttempts int
-	// Timeout bounds one run: the handler's context is cancelled with cause
-	// [ErrTimeout] and an error returned after it counts as a failed
-	// attempt. Zero means no timeout. Negative is an error.
+	// Timeout bounds one run of every job of the kind: the handler's
+	// context is cancelled with cause [ErrTimeout] and an error returned
+	// after it counts as a failed attempt. Zero means no timeout. Negative
+	// is an error.
 	Timeout time.Duration
 	// Backoff gives the delay before the next attempt after failed attempt
-	// n (1 for the first). Nil means [outbox.Backoff]. It must be safe for
+	// n (1 for the first), for every job of the kind; [RetryAfter] overrides
+	// it for one retry. Nil means [outbox.Backoff]. It must be safe for
 	// concurrent use.
 	Backoff func(attempt int) time.Duration
 }

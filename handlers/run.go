@@ -202,7 +202,9 @@ func (w *Worker) failure(e *task, err error) outcome {
 }
 
 // failureAfter records a failed attempt to be retried after delay, or a
-// dead job when this was its last attempt (by the job's limit or its kind's).
+// dead job when this was its last attempt by the job's stored limit: the
+// kind's MaxAttempts was only the default written at enqueue, and the
+// finishing statement and the reaper read the same stored limit.
 func (w *Worker) failureAfter(e *task, err error, delay time.Duration) outcome {
 	msg := cleanError(err.Error())
 	logged := msg
@@ -210,7 +212,7 @@ func (w *Worker) failureAfter(e *task, err error, delay time.Duration) outcome {
 		logged, _, _ = strings.Cut(msg, "\n")
 	}
 	j := e.job
-	if j.Attempt >= j.MaxAttempts || (e.kind.opts.MaxAttempts > 0 && j.Attempt >= e.kind.opts.MaxAttempts) {
+	if j.Attempt >= j.MaxAttempts {
 		w.log.Error("job failed on its last attempt; dead-lettering it",
 			append(JobAttrs(j), slog.String("error", logged))...)
 		return outcome{ex: e, what: oDead, reason: outbox.ReasonExhausted, err: msg}

@@ -30,16 +30,22 @@ const (
 
 // Opts are the per-job enqueue options. The zero value means: queue
 // "default", priority 0, due now, 25 attempts, no unique key, no tenant, no
-// serial key, no meta.
+// serial key, no meta; with Config.Kinds, the kind's registered queue,
+// priority and attempts instead of the built-in three. The resolved values
+// are stored with the job and govern it from then on: workers and the
+// reaper read the job's own queue, priority and max attempts, never the
+// kind's.
 //
 // Every string must be valid UTF-8 without NUL bytes, which PostgreSQL's
 // text and jsonb cannot store; Enqueue and EnqueueMany reject other values
 // with ErrInvalidJob before sending anything.
 type Opts struct {
 	// Queue routes the job to the worker pools that serve it. Empty means
-	// "default". At most MaxNameLen bytes, no spaces or control characters.
+	// the kind's registered queue, else "default". At most MaxNameLen
+	// bytes, no spaces or control characters.
 	Queue string
-	// Priority orders jobs inside a queue: higher runs first. Range -10..10.
+	// Priority orders jobs inside a queue: higher runs first. Range -10..10;
+	// zero means the kind's registered priority, else 0.
 	Priority int
 	// RunAt schedules the job; zero means now. Takes precedence over Delay.
 	// It must fall in the years 1 to 9999 (UTC), inside what PostgreSQL's
@@ -48,8 +54,9 @@ type Opts struct {
 	// Delay schedules the job this long after the enqueue, by the
 	// database's clock. Zero means now; it must not be negative.
 	Delay time.Duration
-	// MaxAttempts is how many runs the job gets before it is dead-lettered.
-	// Zero means 25; otherwise it must be 1..math.MaxInt32.
+	// MaxAttempts is how many runs the job gets before it is dead-lettered,
+	// more or fewer than its kind's. Zero means the kind's registered max
+	// attempts, else 25; otherwise it must be 1..math.MaxInt32.
 	MaxAttempts int
 	// UniqueKey, when set, makes the enqueue idempotent: while a job with
 	// the same key is in flight (scheduled, ready or running) no second one
