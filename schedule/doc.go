@@ -61,7 +61,11 @@
 // by hand, dead-lettered by the reaper (lease expired on its last attempt:
 // no worker writes that outcome, so no hook runs) or that were just resumed.
 // It is one ON CONFLICT DO NOTHING insert per batch under a
-// transaction-scoped advisory lock: safe in every process at once.
+// transaction-scoped advisory lock: safe in every process at once. A
+// client's reconciler looks after the schedules of its own kinds (those of
+// its Config.Schedules) only, so services with different schedules can
+// share a schema: schedules of other kinds are left to the processes that
+// run them, and each such kind is logged once per process, at INFO.
 //
 // # Spread
 //

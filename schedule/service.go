@@ -86,6 +86,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	kinds   map[string]bool // kinds with the hook attached; nil: not wired to a worker
+	others  map[string]bool // kinds not attached whose schedules were logged as left alone
 	started bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -209,6 +210,13 @@ func cmpString(a, b string) int {
 // whose run exists (ON CONFLICT DO NOTHING on the unique key), under a
 // transaction-scoped advisory lock: safe in every process at once. It
 // returns how many runs it created.
+//
+// The service of a docket.Client reconciles only the schedules of the
+// kinds of its Config.Schedules (those its worker writes successors for):
+// schedules of other kinds, kept by other services sharing the schema or
+// left behind by a removed kind, are left to the processes that run them,
+// and each such kind is logged once per process at level INFO. A Service
+// made with New reconciles every schedule.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return s.reconcile(ctx, nil, false)
 }
@@ -219,6 +227,8 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 	if names != nil && len(names) == 0 {
 		return 0, nil
 	}
+	others := map[string]int{} // schedules seen per kind this service does not run
+	defer s.noteOthers(others)
 	created := 0
 	after := ""
 	for {
@@ -236,7 +246,15 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 				return nil
 			}
 			after = rs[len(rs)-1].Name
-			n, err = s.createRuns(ctx, tx, rs)
+			var mine []*row
+			for _, r := range rs {
+				if s.runs(r.Kind) {
+					mine = append(mine, r)
+				} else {
+					others[r.Kind]++
+				}
+			}
+			n, err = s.createRuns(ctx, tx, mine)
 			return err
 		})
 		if err != nil {
@@ -246,6 +264,36 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 		if got < batchSize {
 			return created, nil
 		}
+	}
+}
+
+// runs reports whether the service reconciles schedules of kind: every kind
+// when it is not wired to a worker, else the kinds with its hook attached.
+func (s *Service) runs(kind string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kinds == nil || s.kinds[kind]
+}
+
+// noteOthers logs, once per kind and process, the kinds of active
+// schedules that reconcile left to other processes.
+func (s *Service) noteOthers(seen map[string]int) {
+	s.mu.Lock()
+	var kinds []string
+	for k := range seen {
+		if !s.others[k] {
+			if s.others == nil {
+				s.others = map[string]bool{}
+			}
+			s.others[k] = true
+			kinds = append(kinds, k)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		s.log.Info("schedules of a kind this process does not run are left to the processes that run it",
+			slog.String("kind", k), slog.Int("schedules", seen[k]))
 	}
 }
 
