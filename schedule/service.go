@@ -354,7 +354,7 @@ func (s *Service) planLost(r *row, now time.Time) time.Time {
 	default:
 		return fireTime(r.spec.Next(now))
 	}
-	if fire.IsZero() || !s.late(r, fire, now) {
+	if fire.IsZero() || !s.late(r, fire, now) || r.Misfire == CatchUp {
 		return fireTime(fire)
 	}
 	if r.Misfire == RunOnce {
@@ -377,7 +377,7 @@ func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC()
 // still expects F (next_fire = F) it does nothing, so two completions of one
 // fire time never insert two runs. Otherwise it computes the next fire time
 // from F (not from now, so runs do not drift), or, when that is already
-// late, the first fire time ahead; enqueues that run with the unique key
+// due, the first fire time ahead (see successor); enqueues that run with the unique key
 // schedule:<name> at fire time plus the schedule's spread offset; and
 // records F as last_fire and the new time as next_fire. A paused schedule
 // gets no next run.
@@ -423,12 +423,7 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 	}
 	var next *time.Time
 	if !r.Paused {
-		now := s.now()
-		n := r.spec.Next(fire)
-		if !n.IsZero() && s.late(r, n, now) {
-			n = r.spec.after(fire, now.Add(-r.offset()))
-		}
-		if !n.IsZero() {
+		if n := s.successor(r, fire); !n.IsZero() {
 			n = fireTime(n)
 			it := r.item(n, "")
 			res, err := s.ob.Enqueue(ctx, tx, it.Args, it.Opts)
@@ -443,6 +438,23 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 	}
 	_, err = tx.Exec(ctx, s.q.advance, name, fire, next)
 	return err
+}
+
+// successor returns the fire time of the run that follows fire's, or zero
+// when the spec fires no more. It is the next fire time unless that is due
+// already (the run ended after it, or after an outage): then, under Skip
+// and RunOnce, the first fire time still ahead, so that missed fire times
+// coalesce into the run that just ended; under CatchUp the next fire time
+// all the same, to run at once.
+func (s *Service) successor(r *row, fire time.Time) time.Time {
+	n := r.spec.Next(fire)
+	if n.IsZero() || r.Misfire == CatchUp {
+		return n
+	}
+	if now := s.now().Add(-r.offset()); !n.After(now) {
+		n = r.spec.after(fire, now)
+	}
+	return n
 }
 
 // attach sets the service's hook for each kind in reg (see

@@ -37,7 +37,7 @@ func (Schedule) Fields() []ent.Field {
 			Comment("Args of each run as JSON."),
 		field.Int64("spread_ms").Default(0).
 			Comment("Window over which runs of one spec are spread by key hash."),
-		field.Enum("misfire").Values("skip", "run_once").Default("skip").SchemaType(text).
+		field.Enum("misfire").Values("skip", "run_once", "catch_up").Default("skip").SchemaType(text).
 			Comment("What to do with runs missed while nothing ran."),
 		field.Bool("paused").Default(false),
 		field.Time("next_fire").Optional().Nillable().

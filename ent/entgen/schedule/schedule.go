@@ -110,6 +110,7 @@ const DefaultMisfire = MisfireSkip
 const (
 	MisfireSkip    Misfire = "skip"
 	MisfireRunOnce Misfire = "run_once"
+	MisfireCatchUp Misfire = "catch_up"
 )
 
 func (m Misfire) String() string {
@@ -119,7 +120,7 @@ func (m Misfire) String() string {
 // MisfireValidator is a validator for the "misfire" field enum values. It is called by the builders before save.
 func MisfireValidator(m Misfire) error {
 	switch m {
-	case MisfireSkip, MisfireRunOnce:
+	case MisfireSkip, MisfireRunOnce, MisfireCatchUp:
 		return nil
 	default:
 		return fmt.Errorf("schedule: invalid enum value for misfire field: %q", m)
