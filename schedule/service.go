@@ -441,18 +441,20 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 }
 
 // successor returns the fire time of the run that follows fire's, or zero
-// when the spec fires no more. It is the next fire time unless that is due
-// already (the run ended after it, or after an outage): then, under Skip
-// and RunOnce, the first fire time still ahead, so that missed fire times
-// coalesce into the run that just ended; under CatchUp the next fire time
-// all the same, to run at once.
+// when the spec fires no more. It is the next fire time unless that has
+// passed already (the run ended after it, or after an outage): then, under
+// Skip and RunOnce, the first fire time not yet passed, so that missed fire
+// times coalesce into the run that just ended; under CatchUp the next fire
+// time all the same, to run at once.
 func (s *Service) successor(r *row, fire time.Time) time.Time {
 	n := r.spec.Next(fire)
 	if n.IsZero() || r.Misfire == CatchUp {
 		return n
 	}
-	if now := s.now().Add(-r.offset()); !n.After(now) {
-		n = r.spec.after(fire, now)
+	if now := s.now().Add(-r.offset()); n.Before(now) {
+		// after is strictly after its argument: one nanosecond earlier
+		// keeps a fire time at now itself, which is on time.
+		n = r.spec.after(fire, now.Add(-time.Nanosecond))
 	}
 	return n
 }
