@@ -30,6 +30,10 @@
 // A [Service] made with [New] is for operations alone: [Service.List],
 // [Service.Stale], [Service.Pause], [Service.Resume], [Service.Remove],
 // [Service.Trigger] and [Service.Reconcile], as `docket schedules` uses it.
+// Such a service has no registry; so that a run it triggers gets the
+// queue, priority and attempts of the schedule's own runs (the schedule's,
+// else the kind's handlers.KindOpts, else the defaults), the client that
+// registers a schedule stores them in its row ([Info].Run).
 //
 // # Spec syntax
 //

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	kinds   map[string]bool // kinds with the hook attached; nil: not wired to a worker
+	reg     outbox.Kinds    // the registry of the worker it is wired to; nil: none
 	others  map[string]bool // kinds not attached whose schedules were logged as left alone
 	started bool
 	stop    chan struct{}
@@ -151,13 +153,17 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 			return fmt.Errorf("%w: schedule %q: registered twice in one call", ErrInvalidSchedule, sc.Name)
 		}
 		seen[sc.Name] = true
-		rows = append(rows, map[string]any{
+		row := map[string]any{
 			"name": sc.Name, "spec": sc.Spec, "time_zone": sc.TimeZone, "kind": c.kind,
 			"queue": sc.Queue, "priority": sc.Priority,
 			"tenant": sc.Tenant, "serial_key": sc.SerialKey, "max_attempts": sc.MaxAttempts,
 			"payload": json.RawMessage(c.payload), "spread_ms": sc.Window.Milliseconds(),
 			"misfire": string(c.misfire), "paused": sc.Paused,
-		})
+		}
+		if run := s.runOptions(sc); run != nil {
+			row["run_queue"], row["run_priority"], row["run_max_attempts"] = run.Queue, run.Priority, run.MaxAttempts
+		}
+		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b map[string]any) int {
 		return cmpString(a["name"].(string), b["name"].(string))
@@ -178,6 +184,28 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	}
 	_, err := s.reconcile(ctx, names, true)
 	return err
+}
+
+// runOptions returns the queue, priority and max attempts of the
+// schedule's runs as the enqueue of its runs resolves them (the template's,
+// else the kind's registered defaults, else the built-in defaults), or nil
+// when the service does not know the kind's defaults.
+func (s *Service) runOptions(sc Schedule) *RunOptions {
+	def, ok := s.kindDefaults(sc.Args.Kind())
+	if !ok {
+		return nil
+	}
+	run := &RunOptions{Queue: sc.Queue, Priority: sc.Priority, MaxAttempts: sc.MaxAttempts}
+	if run.Queue == "" {
+		run.Queue = cmp.Or(def.Queue, outbox.DefaultQueue)
+	}
+	if run.Priority == 0 {
+		run.Priority = def.Priority
+	}
+	if run.MaxAttempts == 0 {
+		run.MaxAttempts = cmp.Or(def.MaxAttempts, outbox.DefaultMaxAttempts)
+	}
+	return run
 }
 
 // checkKind rejects a schedule whose kind the worker it is wired to would
@@ -470,6 +498,9 @@ func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if reg != nil {
+		s.reg = reg
+	}
 	if s.kinds == nil {
 		s.kinds = map[string]bool{}
 	}
@@ -597,6 +628,20 @@ type Info struct {
 	// CreatedAt, UpdatedAt (definition last changed) and RegisteredAt
 	// (last registered by any process).
 	CreatedAt, UpdatedAt, RegisteredAt time.Time
+	// Run is the queue, priority and max attempts every run gets (the
+	// template's above, else the kind's registered handlers.KindOpts, else
+	// the built-in defaults), as resolved at registration by a process
+	// whose worker has the kind's handler. Nil when no such process has
+	// registered the schedule's current template (a Service made with New
+	// knows no kind's options) since migration 016.
+	Run *RunOptions
+}
+
+// RunOptions are the queue, priority and max attempts of a schedule's runs.
+type RunOptions struct {
+	Queue       string
+	Priority    int
+	MaxAttempts int
 }
 
 // row is an Info with its payload and parsed spec.
@@ -637,10 +682,16 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 		r := &row{}
 		var spreadMS int64
 		var misfire string
+		var runQueue *string
+		var runPriority, runAttempts *int
 		if err := rows.Scan(&r.Name, &r.Spec, &r.TimeZone, &r.Kind, &r.Queue, &r.Priority, &r.Tenant,
 			&r.SerialKey, &r.MaxAttempts, &r.payload, &spreadMS, &misfire, &r.Paused, &r.nextFire,
-			&r.lastFire, &r.CreatedAt, &r.UpdatedAt, &r.RegisteredAt); err != nil {
+			&r.lastFire, &r.CreatedAt, &r.UpdatedAt, &r.RegisteredAt,
+			&runQueue, &runPriority, &runAttempts); err != nil {
 			return nil, err
+		}
+		if runQueue != nil && runPriority != nil && runAttempts != nil {
+			r.Run = &RunOptions{Queue: *runQueue, Priority: *runPriority, MaxAttempts: *runAttempts}
 		}
 		r.Window = time.Duration(spreadMS) * time.Millisecond
 		r.Misfire = Misfire(misfire)
@@ -663,14 +714,14 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 	return out, s.wrap(rows.Err())
 }
 
-// wrap names the missing migration when docket_schedules (42P01) or its
-// schema (3F000) does not exist.
+// wrap names the missing migration when docket_schedules (42P01), its
+// schema (3F000) or a column of a later migration (42703) does not exist.
 func (s *Service) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr interface{ SQLState() string }
-	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000") {
+	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000" || pgErr.SQLState() == "42703") {
 		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
 	}
 	return err
@@ -749,6 +800,13 @@ func (s *Service) setOne(ctx context.Context, db outbox.Pgx, sql, name string) e
 // ends.
 // It runs even when the schedule is paused. It returns the job's id, or an
 // error wrapping ErrNotFound for an unknown name.
+//
+// The run gets the options the schedule's own runs get: the template's,
+// else the kind's registered ones, else the built-in defaults. A service
+// whose worker has the kind's handler resolves them as its fires do; any
+// other (a Service made with New, as `docket schedules trigger` and the
+// dashboard use) takes them from the schedule's row (Info.Run), written by
+// the registering process, or, for a row without them, from the template.
 func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
 	rs, err := s.scanRows(s.db.Query(ctx, s.q.get, name))
 	if err != nil {
@@ -757,7 +815,24 @@ func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
 	if len(rs) == 0 {
 		return 0, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	it := rs[0].item(time.Time{}, "manual")
+	r := rs[0]
+	it := r.item(time.Time{}, "manual")
+	if _, known := s.kindDefaults(r.Kind); r.Run != nil && !known {
+		it.Opts.Queue, it.Opts.Priority, it.Opts.MaxAttempts = r.Run.Queue, r.Run.Priority, r.Run.MaxAttempts
+	}
 	res, err := s.ob.Enqueue(ctx, s.db, it.Args, it.Opts)
 	return res.ID, err
+}
+
+// kindDefaults returns the options kind is registered with in the worker
+// the service is wired to, and false when it is not wired or the worker
+// does not know kind.
+func (s *Service) kindDefaults(kind string) (outbox.Opts, bool) {
+	s.mu.Lock()
+	reg := s.reg
+	s.mu.Unlock()
+	if reg == nil {
+		return outbox.Opts{}, false
+	}
+	return reg.EnqueueDefaults(kind)
 }
