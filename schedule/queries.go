@@ -59,10 +59,11 @@ ORDER BY name
 LIMIT $4`
 
 	// sqlSetNext records the fire times of runs the reconciler created,
-	// unless the row changed meanwhile.
+	// unless the row changed meanwhile, and returns the names it updated.
 	sqlSetNext = `UPDATE {{schema}}.docket_schedules s SET next_fire = u.next
 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS u(name, next, old)
-WHERE s.name = u.name AND s.next_fire IS NOT DISTINCT FROM u.old`
+WHERE s.name = u.name AND s.next_fire IS NOT DISTINCT FROM u.old AND NOT s.paused
+RETURNING s.name`
 
 	sqlLockOne = `SELECT ` + scheduleColumns + ` FROM {{schema}}.docket_schedules WHERE name = $1 FOR UPDATE`
 

@@ -451,3 +451,58 @@ func TestPauseResumeTriggerRemove(t *testing.T) {
 		t.Errorf("trigger: %v", err)
 	}
 }
+
+// A reconcile that read a schedule just before a transaction paused it and
+// finished its run (the outcome of a run whose handler paused it, without a
+// successor) leaves no run behind: its insert waits for that transaction's
+// removal of the run, then finds the row changed.
+func TestReconcileRacingLastRun(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 6, time.Now())
+	ctx := t.Context()
+	if err := e.svc.Register(ctx, schedule.Schedule{Name: "x", Spec: "@hourly", Args: report{}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	for _, sql := range []string{
+		`DELETE FROM {{schema}}.docket_jobs WHERE unique_key = 'schedule:x'`,
+		`UPDATE {{schema}}.docket_schedules SET paused = true, last_fire = next_fire, next_fire = NULL WHERE name = 'x'`,
+	} {
+		if _, err := tx.Exec(ctx, e.sql(sql)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := e.svc.Reconcile(ctx)
+		done <- result{n, err}
+	}()
+	// The reconcile's insert waits for the open transaction's delete of the
+	// run with the same unique key.
+	waitFor(t, 20*time.Second, "the reconcile's insert to wait for the open transaction", func() bool {
+		return e.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%' || $1 || '%docket_jobs%'`, e.schema) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.n != 0 {
+			t.Errorf("reconcile created %d runs (%v), want 0", r.n, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reconcile did not return within 20s")
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`); n != 0 {
+		t.Errorf("%d runs left for the paused schedule, want 0", n)
+	}
+}

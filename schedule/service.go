@@ -326,7 +326,7 @@ func (s *Service) noteOthers(seen map[string]int) {
 }
 
 // createRuns enqueues a pending run for each schedule whose unique key is
-// free, and records its fire time.
+// free, and records its fire time; both or neither.
 func (s *Service) createRuns(ctx context.Context, tx pgx.Tx, rs []*row) (int, error) {
 	now := s.now()
 	var items []outbox.Item
@@ -361,8 +361,25 @@ func (s *Service) createRuns(ctx context.Context, tx pgx.Tx, rs []*row) (int, er
 	if len(names) == 0 {
 		return 0, nil
 	}
-	_, err = tx.Exec(ctx, s.q.setNext, names, next, old)
-	return len(names), err
+	rows, err := tx.Query(ctx, s.q.setNext, names, next, old)
+	if err != nil {
+		return 0, err
+	}
+	set, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	// A row that changed after it was read (paused, removed or advanced
+	// without a successor by a transaction whose removal of the old run
+	// the insert waited for) does not want the run: withdraw it.
+	for _, name := range names {
+		if !slices.Contains(set, name) {
+			if _, _, err := s.ob.RemoveQueued(ctx, tx, KeyPrefix+name); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(set), nil
 }
 
 // late reports whether a run for fire is past its time by more than Grace.
