@@ -33,7 +33,7 @@
 // Such a service has no registry; so that a run it triggers gets the
 // queue, priority and attempts of the schedule's own runs (the schedule's,
 // else the kind's handlers.KindOpts, else the defaults), the client that
-// registers a schedule stores them in its row ([Info].Run).
+// registers a schedule stores them in the schedule's row ([Info].Run).
 //
 // # Spec syntax
 //
