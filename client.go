@@ -42,7 +42,8 @@ type Config struct {
 	// them (an idempotent upsert; every process may give the same list),
 	// and the client writes each run's successor with its outcome, skips
 	// late runs under the Skip misfire policy and restores lost runs, from
-	// Start to Stop. Every schedule's kind must have a handler in Registry,
+	// Start to Stop. Schedules of other kinds in the schema (another
+	// service's) are left to the processes that run them. Every schedule's kind must have a handler in Registry,
 	// or NewClient fails with schedule.ErrNoHandler. Schedules registered
 	// later through Schedules().Register must be of these kinds too.
 	Schedules []schedule.Schedule

@@ -46,7 +46,7 @@ func ExampleClock() {
 		dockettest.CompleteRun(t, db, svc, job)
 	}
 	show() // the first run; it completes at Jan 6 09:00, on time for the next
-	show() // this one completes at Jan 7 10:00, when 09:00 is past the grace period
+	show() // this one completes at Jan 7 10:00, after Jan 7 09:00 passed,
 	show() // so Jan 7 is skipped (schedule.Skip)
 	// Output:
 	// next run: 2026-01-05 09:00:00

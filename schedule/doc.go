@@ -30,6 +30,10 @@
 // A [Service] made with [New] is for operations alone: [Service.List],
 // [Service.Stale], [Service.Pause], [Service.Resume], [Service.Remove],
 // [Service.Trigger] and [Service.Reconcile], as `docket schedules` uses it.
+// Such a service has no registry; so that a run it triggers gets the
+// queue, priority and attempts of the schedule's own runs (the schedule's,
+// else the kind's handlers.KindOpts, else the defaults), the client that
+// registers a schedule stores them in the schedule's row ([Info].Run).
 //
 // # Spec syntax
 //
@@ -61,7 +65,11 @@
 // by hand, dead-lettered by the reaper (lease expired on its last attempt:
 // no worker writes that outcome, so no hook runs) or that were just resumed.
 // It is one ON CONFLICT DO NOTHING insert per batch under a
-// transaction-scoped advisory lock: safe in every process at once.
+// transaction-scoped advisory lock: safe in every process at once. A
+// client's reconciler looks after the schedules of its own kinds (those of
+// its Config.Schedules) only, so services with different schedules can
+// share a schema: schedules of other kinds are left to the processes that
+// run them, and each such kind is logged once per process, at INFO.
 //
 // # Spread
 //
@@ -74,14 +82,28 @@
 // # Misfire
 //
 // A run is late when it starts more than Config.Grace (1 minute) after its
-// fire time plus offset. With [Skip] (the default) the client's middleware
-// completes a late run without calling the handler, and the next run is at
-// the first fire time ahead. With [RunOnce] the late run executes: one
-// catch-up for any number of missed fire times, followed by the first fire
-// time ahead. A run that ends after later fire times passed is followed by
-// the first fire time ahead under both policies. When the reconciler
-// re-creates a lost run that is late, Skip creates the first fire time ahead
-// and RunOnce the latest missed one, to run now.
+// fire time plus offset. The misfire policy says what happens to fire
+// times that passed while nothing ran the schedule (workers down, a
+// backlog, a run longer than the period):
+//
+//   - [Skip] (the default): after an outage at most one late run executes,
+//     the pending one, and only if it starts within Grace; the client's
+//     middleware completes a later one without calling the handler. The
+//     next run is at the first fire time still ahead, on the schedule's
+//     grid: an "@every 2s" schedule stopped for 40 s runs once on restart,
+//     not 20 times.
+//   - [RunOnce]: the late run executes however late it is, one catch-up
+//     for any number of missed fire times, followed by the first fire time
+//     ahead.
+//   - [CatchUp]: every missed fire time runs, oldest first, one run at a
+//     time, until the schedule is on time again; for handlers that
+//     process the period ending at their run's fire time and must miss
+//     none.
+//
+// Under Skip and RunOnce a run that ends after later fire times passed is
+// followed by the first fire time ahead too. When the reconciler re-creates
+// a lost run that is late, Skip creates the first fire time ahead, RunOnce
+// the latest missed one and CatchUp the oldest missed one, to run now.
 //
 // # DST policy
 //

@@ -15,14 +15,24 @@ import (
 type Misfire string
 
 const (
-	// Skip drops missed fire times: the next run is at the first fire time
-	// still ahead. A pending run found late (past its time by more than the
-	// grace period) is completed without being executed (by the middleware
-	// docket.NewClient adds). The zero value of Misfire means Skip.
+	// Skip drops missed fire times: after an outage at most one late run
+	// executes (the pending run, if it starts within the grace period of
+	// its time; a later start completes it without calling the handler,
+	// through the middleware docket.NewClient adds), and the next run is at
+	// the first fire time still ahead, on the schedule's grid. The zero
+	// value of Misfire means Skip.
 	Skip Misfire = "skip"
 	// RunOnce catches up with a single run for any number of missed fire
-	// times, then continues at the first fire time still ahead.
+	// times, however late it starts, then continues at the first fire time
+	// still ahead.
 	RunOnce Misfire = "run_once"
+	// CatchUp runs every missed fire time, oldest first and one at a time
+	// (a schedule has one pending run at most), until the schedule is back
+	// on time. Each run carries its own fire time (meta MetaFire), so a
+	// handler that processes the period ending at its fire time misses
+	// none. After a long outage of a frequent schedule that is many runs in
+	// a row: a day of "@every 1m" is 1,440.
+	CatchUp Misfire = "catch_up"
 )
 
 // MetaSchedule and MetaFire are the meta keys of a schedule run's job: the
@@ -116,8 +126,8 @@ func compile(s Schedule) (compiled, error) {
 	if m == "" {
 		m = Skip
 	}
-	if m != Skip && m != RunOnce {
-		return bad("misfire policy %q: want %q or %q", m, Skip, RunOnce)
+	if m != Skip && m != RunOnce && m != CatchUp {
+		return bad("misfire policy %q: want %q, %q or %q", m, Skip, RunOnce, CatchUp)
 	}
 	if s.Priority < outbox.MinPriority || s.Priority > outbox.MaxPriority {
 		return bad("priority %d outside %d..%d", s.Priority, outbox.MinPriority, outbox.MaxPriority)

@@ -291,10 +291,11 @@ func TestConcurrentCompletionsInsertOneNextRun(t *testing.T) {
 }
 
 // Workers down across three fire times: skip runs nothing late and goes on
-// at the next future time; run-once runs one catch-up.
+// at the next future time; run-once runs one catch-up; catch-up runs each
+// missed fire time.
 func TestMisfire(t *testing.T) {
 	t.Parallel()
-	for _, policy := range []schedule.Misfire{schedule.Skip, schedule.RunOnce} {
+	for _, policy := range []schedule.Misfire{schedule.Skip, schedule.RunOnce, schedule.CatchUp} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
 			now := time.Now().Truncate(time.Second)
@@ -317,7 +318,14 @@ func TestMisfire(t *testing.T) {
 			f1 := e.info("m").NextFire // now - 3h30m: then three more fire times pass
 			e.clock.Set(now)           // workers come back now
 			e.worker(reg)
-			waitFor(t, 10*time.Second, "the schedule to move on", func() bool { return e.info("m").LastFire.Equal(f1) })
+			last, want := f1, 0
+			switch policy {
+			case schedule.RunOnce:
+				want = 1
+			case schedule.CatchUp:
+				last, want = f1.Add(3*time.Hour), 4
+			}
+			waitFor(t, 10*time.Second, "the schedule to move on", func() bool { return e.info("m").LastFire.Equal(last) })
 			in := e.info("m")
 			if want := f1.Add(4 * time.Hour); !in.NextFire.Equal(want) {
 				t.Errorf("next fire %s, want %s (the first ahead)", in.NextFire, want)
@@ -327,10 +335,6 @@ func TestMisfire(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			want := 0
-			if policy == schedule.RunOnce {
-				want = 1
-			}
 			if len(ran) != want {
 				t.Errorf("ran %v, want %d catch-up runs", ran, want)
 			}
@@ -347,6 +351,7 @@ func TestReconcileLostRun(t *testing.T) {
 		schedule.Schedule{Name: "skip", Spec: "@every 1h", Args: report{}},
 		schedule.Schedule{Name: "once", Spec: "@every 1h", Args: report{}, Misfire: schedule.RunOnce},
 		schedule.Schedule{Name: "fresh", Spec: "@every 1h", Args: report{}},
+		schedule.Schedule{Name: "all", Spec: "@every 1h", Args: report{}, Misfire: schedule.CatchUp},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -362,14 +367,17 @@ func TestReconcileLostRun(t *testing.T) {
 	}
 	e.clock.Set(now.Add(-30 * time.Minute))
 	e.exec(`DELETE FROM {{schema}}.docket_jobs`)
-	if n, err := e.svc.Reconcile(t.Context()); err != nil || n != 3 {
-		t.Fatalf("reconcile re-created %d (%v), want 3", n, err)
+	if n, err := e.svc.Reconcile(t.Context()); err != nil || n != 4 {
+		t.Fatalf("reconcile re-created %d (%v), want 4", n, err)
 	}
 	if got, want := e.info("skip").NextFire, f1.Add(4*time.Hour); !got.Equal(want) {
 		t.Errorf("skip: next %s, want %s", got, want)
 	}
 	if got, want := e.info("once").NextFire, f1.Add(3*time.Hour); !got.Equal(want) {
 		t.Errorf("run once: next %s, want the latest missed %s", got, want)
+	}
+	if got := e.info("all").NextFire; !got.Equal(f1) {
+		t.Errorf("catch up: next %s, want the oldest missed %s", got, f1)
 	}
 	if n, err := e.svc.Reconcile(t.Context()); err != nil || n != 0 {
 		t.Fatalf("second reconcile created %d (%v)", n, err)
@@ -441,5 +449,60 @@ func TestPauseResumeTriggerRemove(t *testing.T) {
 	}
 	if _, err := e.svc.Trigger(ctx, "p"); !errors.Is(err, schedule.ErrNotFound) {
 		t.Errorf("trigger: %v", err)
+	}
+}
+
+// A reconcile that read a schedule just before a transaction paused it and
+// finished its run (the outcome of a run whose handler paused it, without a
+// successor) leaves no run behind: its insert waits for that transaction's
+// removal of the run, then finds the row changed.
+func TestReconcileRacingLastRun(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 6, time.Now())
+	ctx := t.Context()
+	if err := e.svc.Register(ctx, schedule.Schedule{Name: "x", Spec: "@hourly", Args: report{}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	for _, sql := range []string{
+		`DELETE FROM {{schema}}.docket_jobs WHERE unique_key = 'schedule:x'`,
+		`UPDATE {{schema}}.docket_schedules SET paused = true, last_fire = next_fire, next_fire = NULL WHERE name = 'x'`,
+	} {
+		if _, err := tx.Exec(ctx, e.sql(sql)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := e.svc.Reconcile(ctx)
+		done <- result{n, err}
+	}()
+	// The reconcile's insert waits for the open transaction's delete of the
+	// run with the same unique key.
+	waitFor(t, 20*time.Second, "the reconcile's insert to wait for the open transaction", func() bool {
+		return e.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND query LIKE '%' || $1 || '%docket_jobs%'`, e.schema) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.n != 0 {
+			t.Errorf("reconcile created %d runs (%v), want 0", r.n, r.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reconcile did not return within 20s")
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`); n != 0 {
+		t.Errorf("%d runs left for the paused schedule, want 0", n)
 	}
 }

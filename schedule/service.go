@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	kinds   map[string]bool // kinds with the hook attached; nil: not wired to a worker
+	reg     outbox.Kinds    // the registry of the worker it is wired to; nil: none
+	others  map[string]bool // kinds not attached whose schedules were logged as left alone
 	started bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -150,13 +153,17 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 			return fmt.Errorf("%w: schedule %q: registered twice in one call", ErrInvalidSchedule, sc.Name)
 		}
 		seen[sc.Name] = true
-		rows = append(rows, map[string]any{
+		row := map[string]any{
 			"name": sc.Name, "spec": sc.Spec, "time_zone": sc.TimeZone, "kind": c.kind,
 			"queue": sc.Queue, "priority": sc.Priority,
 			"tenant": sc.Tenant, "serial_key": sc.SerialKey, "max_attempts": sc.MaxAttempts,
 			"payload": json.RawMessage(c.payload), "spread_ms": sc.Window.Milliseconds(),
 			"misfire": string(c.misfire), "paused": sc.Paused,
-		})
+		}
+		if run := s.runOptions(sc); run != nil {
+			row["run_queue"], row["run_priority"], row["run_max_attempts"] = run.Queue, run.Priority, run.MaxAttempts
+		}
+		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b map[string]any) int {
 		return cmpString(a["name"].(string), b["name"].(string))
@@ -177,6 +184,28 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	}
 	_, err := s.reconcile(ctx, names, true)
 	return err
+}
+
+// runOptions returns the queue, priority and max attempts of the
+// schedule's runs as the enqueue of its runs resolves them (the template's,
+// else the kind's registered defaults, else the built-in defaults), or nil
+// when the service does not know the kind's defaults.
+func (s *Service) runOptions(sc Schedule) *RunOptions {
+	def, ok := s.kindDefaults(sc.Args.Kind())
+	if !ok {
+		return nil
+	}
+	run := &RunOptions{Queue: sc.Queue, Priority: sc.Priority, MaxAttempts: sc.MaxAttempts}
+	if run.Queue == "" {
+		run.Queue = cmp.Or(def.Queue, outbox.DefaultQueue)
+	}
+	if run.Priority == 0 {
+		run.Priority = def.Priority
+	}
+	if run.MaxAttempts == 0 {
+		run.MaxAttempts = cmp.Or(def.MaxAttempts, outbox.DefaultMaxAttempts)
+	}
+	return run
 }
 
 // checkKind rejects a schedule whose kind the worker it is wired to would
@@ -209,6 +238,13 @@ func cmpString(a, b string) int {
 // whose run exists (ON CONFLICT DO NOTHING on the unique key), under a
 // transaction-scoped advisory lock: safe in every process at once. It
 // returns how many runs it created.
+//
+// The service of a docket.Client reconciles only the schedules of the
+// kinds of its Config.Schedules (those its worker writes successors for):
+// schedules of other kinds, kept by other services sharing the schema or
+// left behind by a removed kind, are left to the processes that run them,
+// and each such kind is logged once per process at level INFO. A Service
+// made with New reconciles every schedule.
 func (s *Service) Reconcile(ctx context.Context) (int, error) {
 	return s.reconcile(ctx, nil, false)
 }
@@ -219,6 +255,8 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 	if names != nil && len(names) == 0 {
 		return 0, nil
 	}
+	others := map[string]int{} // schedules seen per kind this service does not run
+	defer s.noteOthers(others)
 	created := 0
 	after := ""
 	for {
@@ -236,7 +274,15 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 				return nil
 			}
 			after = rs[len(rs)-1].Name
-			n, err = s.createRuns(ctx, tx, rs)
+			var mine []*row
+			for _, r := range rs {
+				if s.runs(r.Kind) {
+					mine = append(mine, r)
+				} else {
+					others[r.Kind]++
+				}
+			}
+			n, err = s.createRuns(ctx, tx, mine)
 			return err
 		})
 		if err != nil {
@@ -249,8 +295,38 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 	}
 }
 
+// runs reports whether the service reconciles schedules of kind: every kind
+// when it is not wired to a worker, else the kinds with its hook attached.
+func (s *Service) runs(kind string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kinds == nil || s.kinds[kind]
+}
+
+// noteOthers logs, once per kind and process, the kinds of active
+// schedules that reconcile left to other processes.
+func (s *Service) noteOthers(seen map[string]int) {
+	s.mu.Lock()
+	var kinds []string
+	for k := range seen {
+		if !s.others[k] {
+			if s.others == nil {
+				s.others = map[string]bool{}
+			}
+			s.others[k] = true
+			kinds = append(kinds, k)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		s.log.Info("schedules of a kind this process does not run are left to the processes that run it",
+			slog.String("kind", k), slog.Int("schedules", seen[k]))
+	}
+}
+
 // createRuns enqueues a pending run for each schedule whose unique key is
-// free, and records its fire time.
+// free, and records its fire time; both or neither.
 func (s *Service) createRuns(ctx context.Context, tx pgx.Tx, rs []*row) (int, error) {
 	now := s.now()
 	var items []outbox.Item
@@ -285,8 +361,25 @@ func (s *Service) createRuns(ctx context.Context, tx pgx.Tx, rs []*row) (int, er
 	if len(names) == 0 {
 		return 0, nil
 	}
-	_, err = tx.Exec(ctx, s.q.setNext, names, next, old)
-	return len(names), err
+	rows, err := tx.Query(ctx, s.q.setNext, names, next, old)
+	if err != nil {
+		return 0, err
+	}
+	set, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, err
+	}
+	// A row that changed after it was read (paused, removed or advanced
+	// without a successor by a transaction whose removal of the old run
+	// the insert waited for) does not want the run: withdraw it.
+	for _, name := range names {
+		if !slices.Contains(set, name) {
+			if _, _, err := s.ob.RemoveQueued(ctx, tx, KeyPrefix+name); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(set), nil
 }
 
 // late reports whether a run for fire is past its time by more than Grace.
@@ -306,7 +399,7 @@ func (s *Service) planLost(r *row, now time.Time) time.Time {
 	default:
 		return fireTime(r.spec.Next(now))
 	}
-	if fire.IsZero() || !s.late(r, fire, now) {
+	if fire.IsZero() || !s.late(r, fire, now) || r.Misfire == CatchUp {
 		return fireTime(fire)
 	}
 	if r.Misfire == RunOnce {
@@ -329,7 +422,7 @@ func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC()
 // still expects F (next_fire = F) it does nothing, so two completions of one
 // fire time never insert two runs. Otherwise it computes the next fire time
 // from F (not from now, so runs do not drift), or, when that is already
-// late, the first fire time ahead; enqueues that run with the unique key
+// due, the first fire time ahead (see successor); enqueues that run with the unique key
 // schedule:<name> at fire time plus the schedule's spread offset; and
 // records F as last_fire and the new time as next_fire. A paused schedule
 // gets no next run.
@@ -375,12 +468,7 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 	}
 	var next *time.Time
 	if !r.Paused {
-		now := s.now()
-		n := r.spec.Next(fire)
-		if !n.IsZero() && s.late(r, n, now) {
-			n = r.spec.after(fire, now.Add(-r.offset()))
-		}
-		if !n.IsZero() {
+		if n := s.successor(r, fire); !n.IsZero() {
 			n = fireTime(n)
 			it := r.item(n, "")
 			res, err := s.ob.Enqueue(ctx, tx, it.Args, it.Opts)
@@ -397,6 +485,25 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 	return err
 }
 
+// successor returns the fire time of the run that follows fire's, or zero
+// when the spec fires no more. It is the next fire time unless that has
+// passed already (the run ended after it, or after an outage): then, under
+// Skip and RunOnce, the first fire time not yet passed, so that missed fire
+// times coalesce into the run that just ended; under CatchUp the next fire
+// time all the same, to run at once.
+func (s *Service) successor(r *row, fire time.Time) time.Time {
+	n := r.spec.Next(fire)
+	if n.IsZero() || r.Misfire == CatchUp {
+		return n
+	}
+	if now := s.now().Add(-r.offset()); n.Before(now) {
+		// after is strictly after its argument: one nanosecond earlier
+		// keeps a fire time at now itself, which is on time.
+		n = r.spec.after(fire, now.Add(-time.Nanosecond))
+	}
+	return n
+}
+
 // attach sets the service's hook for each kind in reg (see
 // handlers.SetOutcomeHook), and from then on Register accepts schedules of
 // these kinds only.
@@ -408,6 +515,9 @@ func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if reg != nil {
+		s.reg = reg
+	}
 	if s.kinds == nil {
 		s.kinds = map[string]bool{}
 	}
@@ -535,6 +645,20 @@ type Info struct {
 	// CreatedAt, UpdatedAt (definition last changed) and RegisteredAt
 	// (last registered by any process).
 	CreatedAt, UpdatedAt, RegisteredAt time.Time
+	// Run is the queue, priority and max attempts every run gets (the
+	// template's above, else the kind's registered handlers.KindOpts, else
+	// the built-in defaults), as resolved at registration by a process
+	// whose worker has the kind's handler. Nil when no such process has
+	// registered the schedule's current template (a Service made with New
+	// knows no kind's options) since migration 016.
+	Run *RunOptions
+}
+
+// RunOptions are the queue, priority and max attempts of a schedule's runs.
+type RunOptions struct {
+	Queue       string
+	Priority    int
+	MaxAttempts int
 }
 
 // row is an Info with its payload and parsed spec.
@@ -575,10 +699,16 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 		r := &row{}
 		var spreadMS int64
 		var misfire string
+		var runQueue *string
+		var runPriority, runAttempts *int
 		if err := rows.Scan(&r.Name, &r.Spec, &r.TimeZone, &r.Kind, &r.Queue, &r.Priority, &r.Tenant,
 			&r.SerialKey, &r.MaxAttempts, &r.payload, &spreadMS, &misfire, &r.Paused, &r.nextFire,
-			&r.lastFire, &r.CreatedAt, &r.UpdatedAt, &r.RegisteredAt); err != nil {
+			&r.lastFire, &r.CreatedAt, &r.UpdatedAt, &r.RegisteredAt,
+			&runQueue, &runPriority, &runAttempts); err != nil {
 			return nil, err
+		}
+		if runQueue != nil && runPriority != nil && runAttempts != nil {
+			r.Run = &RunOptions{Queue: *runQueue, Priority: *runPriority, MaxAttempts: *runAttempts}
 		}
 		r.Window = time.Duration(spreadMS) * time.Millisecond
 		r.Misfire = Misfire(misfire)
@@ -601,14 +731,14 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 	return out, s.wrap(rows.Err())
 }
 
-// wrap names the missing migration when docket_schedules (42P01) or its
-// schema (3F000) does not exist.
+// wrap names the missing migration when docket_schedules (42P01), its
+// schema (3F000) or a column of a later migration (42703) does not exist.
 func (s *Service) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr interface{ SQLState() string }
-	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000") {
+	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000" || pgErr.SQLState() == "42703") {
 		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
 	}
 	return err
@@ -687,6 +817,13 @@ func (s *Service) setOne(ctx context.Context, db outbox.Pgx, sql, name string) e
 // ends.
 // It runs even when the schedule is paused. It returns the job's id, or an
 // error wrapping ErrNotFound for an unknown name.
+//
+// The run gets the options the schedule's own runs get: the template's,
+// else the kind's registered ones, else the built-in defaults. A service
+// whose worker has the kind's handler resolves them as its fires do; any
+// other (a Service made with New, as `docket schedules trigger` and the
+// dashboard use) takes them from the schedule's row (Info.Run), written by
+// the registering process, or, for a row without them, from the template.
 func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
 	rs, err := s.scanRows(s.db.Query(ctx, s.q.get, name))
 	if err != nil {
@@ -695,7 +832,24 @@ func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
 	if len(rs) == 0 {
 		return 0, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
-	it := rs[0].item(time.Time{}, "manual")
+	r := rs[0]
+	it := r.item(time.Time{}, "manual")
+	if _, known := s.kindDefaults(r.Kind); r.Run != nil && !known {
+		it.Opts.Queue, it.Opts.Priority, it.Opts.MaxAttempts = r.Run.Queue, r.Run.Priority, r.Run.MaxAttempts
+	}
 	res, err := s.ob.Enqueue(ctx, s.db, it.Args, it.Opts)
 	return res.ID, err
+}
+
+// kindDefaults returns the options kind is registered with in the worker
+// the service is wired to, and false when it is not wired or the worker
+// does not know kind.
+func (s *Service) kindDefaults(kind string) (outbox.Opts, bool) {
+	s.mu.Lock()
+	reg := s.reg
+	s.mu.Unlock()
+	if reg == nil {
+		return outbox.Opts{}, false
+	}
+	return reg.EnqueueDefaults(kind)
 }

@@ -127,8 +127,11 @@ func printSchedules(out io.Writer, list []schedule.Info) {
 			spec += " (" + s.TimeZone + ")"
 		}
 		queue := s.Queue
-		if queue == "" {
-			queue = "-" // the kind's registered queue, else default
+		switch {
+		case s.Run != nil:
+			queue = s.Run.Queue // resolved from the kind's options at registration
+		case queue == "":
+			queue = "-" // the kind's registered queue, else default: unknown here
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, spec, s.Kind, queue, state,
 			fmtTime(s.NextFire), fmtTime(s.LastFire), fmtTime(s.RegisteredAt))

@@ -4626,34 +4626,39 @@ func (m *JobMutation) ResetEdge(name string) error {
 // ScheduleMutation represents an operation that mutates the Schedule nodes in the graph.
 type ScheduleMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *string
-	spec            *string
-	time_zone       *string
-	kind            *string
-	queue           *string
-	priority        *int
-	addpriority     *int
-	tenant          *string
-	serial_key      *string
-	max_attempts    *int
-	addmax_attempts *int
-	payload         *json.RawMessage
-	appendpayload   json.RawMessage
-	spread_ms       *int64
-	addspread_ms    *int64
-	misfire         *schedule.Misfire
-	paused          *bool
-	next_fire       *time.Time
-	last_fire       *time.Time
-	created_at      *time.Time
-	updated_at      *time.Time
-	registered_at   *time.Time
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*Schedule, error)
-	predicates      []predicate.Schedule
+	op                  Op
+	typ                 string
+	id                  *string
+	spec                *string
+	time_zone           *string
+	kind                *string
+	queue               *string
+	priority            *int
+	addpriority         *int
+	tenant              *string
+	serial_key          *string
+	max_attempts        *int
+	addmax_attempts     *int
+	payload             *json.RawMessage
+	appendpayload       json.RawMessage
+	spread_ms           *int64
+	addspread_ms        *int64
+	misfire             *schedule.Misfire
+	paused              *bool
+	next_fire           *time.Time
+	last_fire           *time.Time
+	created_at          *time.Time
+	updated_at          *time.Time
+	registered_at       *time.Time
+	run_queue           *string
+	run_priority        *int
+	addrun_priority     *int
+	run_max_attempts    *int
+	addrun_max_attempts *int
+	clearedFields       map[string]struct{}
+	done                bool
+	oldValue            func(context.Context) (*Schedule, error)
+	predicates          []predicate.Schedule
 }
 
 var _ ent.Mutation = (*ScheduleMutation)(nil)
@@ -5473,6 +5478,195 @@ func (m *ScheduleMutation) ResetRegisteredAt() {
 	m.registered_at = nil
 }
 
+// SetRunQueue sets the "run_queue" field.
+func (m *ScheduleMutation) SetRunQueue(s string) {
+	m.run_queue = &s
+}
+
+// RunQueue returns the value of the "run_queue" field in the mutation.
+func (m *ScheduleMutation) RunQueue() (r string, exists bool) {
+	v := m.run_queue
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunQueue returns the old "run_queue" field's value of the Schedule entity.
+// If the Schedule object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ScheduleMutation) OldRunQueue(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunQueue is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunQueue requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunQueue: %w", err)
+	}
+	return oldValue.RunQueue, nil
+}
+
+// ClearRunQueue clears the value of the "run_queue" field.
+func (m *ScheduleMutation) ClearRunQueue() {
+	m.run_queue = nil
+	m.clearedFields[schedule.FieldRunQueue] = struct{}{}
+}
+
+// RunQueueCleared returns if the "run_queue" field was cleared in this mutation.
+func (m *ScheduleMutation) RunQueueCleared() bool {
+	_, ok := m.clearedFields[schedule.FieldRunQueue]
+	return ok
+}
+
+// ResetRunQueue resets all changes to the "run_queue" field.
+func (m *ScheduleMutation) ResetRunQueue() {
+	m.run_queue = nil
+	delete(m.clearedFields, schedule.FieldRunQueue)
+}
+
+// SetRunPriority sets the "run_priority" field.
+func (m *ScheduleMutation) SetRunPriority(i int) {
+	m.run_priority = &i
+	m.addrun_priority = nil
+}
+
+// RunPriority returns the value of the "run_priority" field in the mutation.
+func (m *ScheduleMutation) RunPriority() (r int, exists bool) {
+	v := m.run_priority
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunPriority returns the old "run_priority" field's value of the Schedule entity.
+// If the Schedule object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ScheduleMutation) OldRunPriority(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunPriority is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunPriority requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunPriority: %w", err)
+	}
+	return oldValue.RunPriority, nil
+}
+
+// AddRunPriority adds i to the "run_priority" field.
+func (m *ScheduleMutation) AddRunPriority(i int) {
+	if m.addrun_priority != nil {
+		*m.addrun_priority += i
+	} else {
+		m.addrun_priority = &i
+	}
+}
+
+// AddedRunPriority returns the value that was added to the "run_priority" field in this mutation.
+func (m *ScheduleMutation) AddedRunPriority() (r int, exists bool) {
+	v := m.addrun_priority
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRunPriority clears the value of the "run_priority" field.
+func (m *ScheduleMutation) ClearRunPriority() {
+	m.run_priority = nil
+	m.addrun_priority = nil
+	m.clearedFields[schedule.FieldRunPriority] = struct{}{}
+}
+
+// RunPriorityCleared returns if the "run_priority" field was cleared in this mutation.
+func (m *ScheduleMutation) RunPriorityCleared() bool {
+	_, ok := m.clearedFields[schedule.FieldRunPriority]
+	return ok
+}
+
+// ResetRunPriority resets all changes to the "run_priority" field.
+func (m *ScheduleMutation) ResetRunPriority() {
+	m.run_priority = nil
+	m.addrun_priority = nil
+	delete(m.clearedFields, schedule.FieldRunPriority)
+}
+
+// SetRunMaxAttempts sets the "run_max_attempts" field.
+func (m *ScheduleMutation) SetRunMaxAttempts(i int) {
+	m.run_max_attempts = &i
+	m.addrun_max_attempts = nil
+}
+
+// RunMaxAttempts returns the value of the "run_max_attempts" field in the mutation.
+func (m *ScheduleMutation) RunMaxAttempts() (r int, exists bool) {
+	v := m.run_max_attempts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRunMaxAttempts returns the old "run_max_attempts" field's value of the Schedule entity.
+// If the Schedule object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ScheduleMutation) OldRunMaxAttempts(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRunMaxAttempts is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRunMaxAttempts requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRunMaxAttempts: %w", err)
+	}
+	return oldValue.RunMaxAttempts, nil
+}
+
+// AddRunMaxAttempts adds i to the "run_max_attempts" field.
+func (m *ScheduleMutation) AddRunMaxAttempts(i int) {
+	if m.addrun_max_attempts != nil {
+		*m.addrun_max_attempts += i
+	} else {
+		m.addrun_max_attempts = &i
+	}
+}
+
+// AddedRunMaxAttempts returns the value that was added to the "run_max_attempts" field in this mutation.
+func (m *ScheduleMutation) AddedRunMaxAttempts() (r int, exists bool) {
+	v := m.addrun_max_attempts
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRunMaxAttempts clears the value of the "run_max_attempts" field.
+func (m *ScheduleMutation) ClearRunMaxAttempts() {
+	m.run_max_attempts = nil
+	m.addrun_max_attempts = nil
+	m.clearedFields[schedule.FieldRunMaxAttempts] = struct{}{}
+}
+
+// RunMaxAttemptsCleared returns if the "run_max_attempts" field was cleared in this mutation.
+func (m *ScheduleMutation) RunMaxAttemptsCleared() bool {
+	_, ok := m.clearedFields[schedule.FieldRunMaxAttempts]
+	return ok
+}
+
+// ResetRunMaxAttempts resets all changes to the "run_max_attempts" field.
+func (m *ScheduleMutation) ResetRunMaxAttempts() {
+	m.run_max_attempts = nil
+	m.addrun_max_attempts = nil
+	delete(m.clearedFields, schedule.FieldRunMaxAttempts)
+}
+
 // Where appends a list predicates to the ScheduleMutation builder.
 func (m *ScheduleMutation) Where(ps ...predicate.Schedule) {
 	m.predicates = append(m.predicates, ps...)
@@ -5507,7 +5701,7 @@ func (m *ScheduleMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ScheduleMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 20)
 	if m.spec != nil {
 		fields = append(fields, schedule.FieldSpec)
 	}
@@ -5559,6 +5753,15 @@ func (m *ScheduleMutation) Fields() []string {
 	if m.registered_at != nil {
 		fields = append(fields, schedule.FieldRegisteredAt)
 	}
+	if m.run_queue != nil {
+		fields = append(fields, schedule.FieldRunQueue)
+	}
+	if m.run_priority != nil {
+		fields = append(fields, schedule.FieldRunPriority)
+	}
+	if m.run_max_attempts != nil {
+		fields = append(fields, schedule.FieldRunMaxAttempts)
+	}
 	return fields
 }
 
@@ -5601,6 +5804,12 @@ func (m *ScheduleMutation) Field(name string) (ent.Value, bool) {
 		return m.UpdatedAt()
 	case schedule.FieldRegisteredAt:
 		return m.RegisteredAt()
+	case schedule.FieldRunQueue:
+		return m.RunQueue()
+	case schedule.FieldRunPriority:
+		return m.RunPriority()
+	case schedule.FieldRunMaxAttempts:
+		return m.RunMaxAttempts()
 	}
 	return nil, false
 }
@@ -5644,6 +5853,12 @@ func (m *ScheduleMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldUpdatedAt(ctx)
 	case schedule.FieldRegisteredAt:
 		return m.OldRegisteredAt(ctx)
+	case schedule.FieldRunQueue:
+		return m.OldRunQueue(ctx)
+	case schedule.FieldRunPriority:
+		return m.OldRunPriority(ctx)
+	case schedule.FieldRunMaxAttempts:
+		return m.OldRunMaxAttempts(ctx)
 	}
 	return nil, fmt.Errorf("unknown Schedule field %s", name)
 }
@@ -5772,6 +5987,27 @@ func (m *ScheduleMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRegisteredAt(v)
 		return nil
+	case schedule.FieldRunQueue:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunQueue(v)
+		return nil
+	case schedule.FieldRunPriority:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunPriority(v)
+		return nil
+	case schedule.FieldRunMaxAttempts:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRunMaxAttempts(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Schedule field %s", name)
 }
@@ -5789,6 +6025,12 @@ func (m *ScheduleMutation) AddedFields() []string {
 	if m.addspread_ms != nil {
 		fields = append(fields, schedule.FieldSpreadMs)
 	}
+	if m.addrun_priority != nil {
+		fields = append(fields, schedule.FieldRunPriority)
+	}
+	if m.addrun_max_attempts != nil {
+		fields = append(fields, schedule.FieldRunMaxAttempts)
+	}
 	return fields
 }
 
@@ -5803,6 +6045,10 @@ func (m *ScheduleMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedMaxAttempts()
 	case schedule.FieldSpreadMs:
 		return m.AddedSpreadMs()
+	case schedule.FieldRunPriority:
+		return m.AddedRunPriority()
+	case schedule.FieldRunMaxAttempts:
+		return m.AddedRunMaxAttempts()
 	}
 	return nil, false
 }
@@ -5833,6 +6079,20 @@ func (m *ScheduleMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddSpreadMs(v)
 		return nil
+	case schedule.FieldRunPriority:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRunPriority(v)
+		return nil
+	case schedule.FieldRunMaxAttempts:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRunMaxAttempts(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Schedule numeric field %s", name)
 }
@@ -5846,6 +6106,15 @@ func (m *ScheduleMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(schedule.FieldLastFire) {
 		fields = append(fields, schedule.FieldLastFire)
+	}
+	if m.FieldCleared(schedule.FieldRunQueue) {
+		fields = append(fields, schedule.FieldRunQueue)
+	}
+	if m.FieldCleared(schedule.FieldRunPriority) {
+		fields = append(fields, schedule.FieldRunPriority)
+	}
+	if m.FieldCleared(schedule.FieldRunMaxAttempts) {
+		fields = append(fields, schedule.FieldRunMaxAttempts)
 	}
 	return fields
 }
@@ -5866,6 +6135,15 @@ func (m *ScheduleMutation) ClearField(name string) error {
 		return nil
 	case schedule.FieldLastFire:
 		m.ClearLastFire()
+		return nil
+	case schedule.FieldRunQueue:
+		m.ClearRunQueue()
+		return nil
+	case schedule.FieldRunPriority:
+		m.ClearRunPriority()
+		return nil
+	case schedule.FieldRunMaxAttempts:
+		m.ClearRunMaxAttempts()
 		return nil
 	}
 	return fmt.Errorf("unknown Schedule nullable field %s", name)
@@ -5925,6 +6203,15 @@ func (m *ScheduleMutation) ResetField(name string) error {
 		return nil
 	case schedule.FieldRegisteredAt:
 		m.ResetRegisteredAt()
+		return nil
+	case schedule.FieldRunQueue:
+		m.ResetRunQueue()
+		return nil
+	case schedule.FieldRunPriority:
+		m.ResetRunPriority()
+		return nil
+	case schedule.FieldRunMaxAttempts:
+		m.ResetRunMaxAttempts()
 		return nil
 	}
 	return fmt.Errorf("unknown Schedule field %s", name)

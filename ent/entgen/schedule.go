@@ -53,7 +53,13 @@ type Schedule struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// Last time a process registered the schedule.
 	RegisteredAt time.Time `json:"registered_at,omitempty"`
-	selectValues sql.SelectValues
+	// Queue of the runs as the registering process resolved it; nil when it did not know the kind's options.
+	RunQueue *string `json:"run_queue,omitempty"`
+	// Priority of the runs as resolved at registration, like run_queue.
+	RunPriority *int `json:"run_priority,omitempty"`
+	// Max attempts of the runs as resolved at registration, like run_queue.
+	RunMaxAttempts *int `json:"run_max_attempts,omitempty"`
+	selectValues   sql.SelectValues
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -65,9 +71,9 @@ func (*Schedule) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case schedule.FieldPaused:
 			values[i] = new(sql.NullBool)
-		case schedule.FieldPriority, schedule.FieldMaxAttempts, schedule.FieldSpreadMs:
+		case schedule.FieldPriority, schedule.FieldMaxAttempts, schedule.FieldSpreadMs, schedule.FieldRunPriority, schedule.FieldRunMaxAttempts:
 			values[i] = new(sql.NullInt64)
-		case schedule.FieldID, schedule.FieldSpec, schedule.FieldTimeZone, schedule.FieldKind, schedule.FieldQueue, schedule.FieldTenant, schedule.FieldSerialKey, schedule.FieldMisfire:
+		case schedule.FieldID, schedule.FieldSpec, schedule.FieldTimeZone, schedule.FieldKind, schedule.FieldQueue, schedule.FieldTenant, schedule.FieldSerialKey, schedule.FieldMisfire, schedule.FieldRunQueue:
 			values[i] = new(sql.NullString)
 		case schedule.FieldNextFire, schedule.FieldLastFire, schedule.FieldCreatedAt, schedule.FieldUpdatedAt, schedule.FieldRegisteredAt:
 			values[i] = new(sql.NullTime)
@@ -198,6 +204,27 @@ func (_m *Schedule) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.RegisteredAt = value.Time
 			}
+		case schedule.FieldRunQueue:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field run_queue", values[i])
+			} else if value.Valid {
+				_m.RunQueue = new(string)
+				*_m.RunQueue = value.String
+			}
+		case schedule.FieldRunPriority:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field run_priority", values[i])
+			} else if value.Valid {
+				_m.RunPriority = new(int)
+				*_m.RunPriority = int(value.Int64)
+			}
+		case schedule.FieldRunMaxAttempts:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field run_max_attempts", values[i])
+			} else if value.Valid {
+				_m.RunMaxAttempts = new(int)
+				*_m.RunMaxAttempts = int(value.Int64)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -288,6 +315,21 @@ func (_m *Schedule) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("registered_at=")
 	builder.WriteString(_m.RegisteredAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	if v := _m.RunQueue; v != nil {
+		builder.WriteString("run_queue=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.RunPriority; v != nil {
+		builder.WriteString("run_priority=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.RunMaxAttempts; v != nil {
+		builder.WriteString("run_max_attempts=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

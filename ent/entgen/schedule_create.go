@@ -203,6 +203,48 @@ func (_c *ScheduleCreate) SetRegisteredAt(v time.Time) *ScheduleCreate {
 	return _c
 }
 
+// SetRunQueue sets the "run_queue" field.
+func (_c *ScheduleCreate) SetRunQueue(v string) *ScheduleCreate {
+	_c.mutation.SetRunQueue(v)
+	return _c
+}
+
+// SetNillableRunQueue sets the "run_queue" field if the given value is not nil.
+func (_c *ScheduleCreate) SetNillableRunQueue(v *string) *ScheduleCreate {
+	if v != nil {
+		_c.SetRunQueue(*v)
+	}
+	return _c
+}
+
+// SetRunPriority sets the "run_priority" field.
+func (_c *ScheduleCreate) SetRunPriority(v int) *ScheduleCreate {
+	_c.mutation.SetRunPriority(v)
+	return _c
+}
+
+// SetNillableRunPriority sets the "run_priority" field if the given value is not nil.
+func (_c *ScheduleCreate) SetNillableRunPriority(v *int) *ScheduleCreate {
+	if v != nil {
+		_c.SetRunPriority(*v)
+	}
+	return _c
+}
+
+// SetRunMaxAttempts sets the "run_max_attempts" field.
+func (_c *ScheduleCreate) SetRunMaxAttempts(v int) *ScheduleCreate {
+	_c.mutation.SetRunMaxAttempts(v)
+	return _c
+}
+
+// SetNillableRunMaxAttempts sets the "run_max_attempts" field if the given value is not nil.
+func (_c *ScheduleCreate) SetNillableRunMaxAttempts(v *int) *ScheduleCreate {
+	if v != nil {
+		_c.SetRunMaxAttempts(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *ScheduleCreate) SetID(v string) *ScheduleCreate {
 	_c.mutation.SetID(v)
@@ -432,6 +474,18 @@ func (_c *ScheduleCreate) createSpec() (*Schedule, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.RegisteredAt(); ok {
 		_spec.SetField(schedule.FieldRegisteredAt, field.TypeTime, value)
 		_node.RegisteredAt = value
+	}
+	if value, ok := _c.mutation.RunQueue(); ok {
+		_spec.SetField(schedule.FieldRunQueue, field.TypeString, value)
+		_node.RunQueue = &value
+	}
+	if value, ok := _c.mutation.RunPriority(); ok {
+		_spec.SetField(schedule.FieldRunPriority, field.TypeInt, value)
+		_node.RunPriority = &value
+	}
+	if value, ok := _c.mutation.RunMaxAttempts(); ok {
+		_spec.SetField(schedule.FieldRunMaxAttempts, field.TypeInt, value)
+		_node.RunMaxAttempts = &value
 	}
 	return _node, _spec
 }

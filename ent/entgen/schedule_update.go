@@ -285,6 +285,80 @@ func (_u *ScheduleUpdate) SetNillableRegisteredAt(v *time.Time) *ScheduleUpdate 
 	return _u
 }
 
+// SetRunQueue sets the "run_queue" field.
+func (_u *ScheduleUpdate) SetRunQueue(v string) *ScheduleUpdate {
+	_u.mutation.SetRunQueue(v)
+	return _u
+}
+
+// SetNillableRunQueue sets the "run_queue" field if the given value is not nil.
+func (_u *ScheduleUpdate) SetNillableRunQueue(v *string) *ScheduleUpdate {
+	if v != nil {
+		_u.SetRunQueue(*v)
+	}
+	return _u
+}
+
+// ClearRunQueue clears the value of the "run_queue" field.
+func (_u *ScheduleUpdate) ClearRunQueue() *ScheduleUpdate {
+	_u.mutation.ClearRunQueue()
+	return _u
+}
+
+// SetRunPriority sets the "run_priority" field.
+func (_u *ScheduleUpdate) SetRunPriority(v int) *ScheduleUpdate {
+	_u.mutation.ResetRunPriority()
+	_u.mutation.SetRunPriority(v)
+	return _u
+}
+
+// SetNillableRunPriority sets the "run_priority" field if the given value is not nil.
+func (_u *ScheduleUpdate) SetNillableRunPriority(v *int) *ScheduleUpdate {
+	if v != nil {
+		_u.SetRunPriority(*v)
+	}
+	return _u
+}
+
+// AddRunPriority adds value to the "run_priority" field.
+func (_u *ScheduleUpdate) AddRunPriority(v int) *ScheduleUpdate {
+	_u.mutation.AddRunPriority(v)
+	return _u
+}
+
+// ClearRunPriority clears the value of the "run_priority" field.
+func (_u *ScheduleUpdate) ClearRunPriority() *ScheduleUpdate {
+	_u.mutation.ClearRunPriority()
+	return _u
+}
+
+// SetRunMaxAttempts sets the "run_max_attempts" field.
+func (_u *ScheduleUpdate) SetRunMaxAttempts(v int) *ScheduleUpdate {
+	_u.mutation.ResetRunMaxAttempts()
+	_u.mutation.SetRunMaxAttempts(v)
+	return _u
+}
+
+// SetNillableRunMaxAttempts sets the "run_max_attempts" field if the given value is not nil.
+func (_u *ScheduleUpdate) SetNillableRunMaxAttempts(v *int) *ScheduleUpdate {
+	if v != nil {
+		_u.SetRunMaxAttempts(*v)
+	}
+	return _u
+}
+
+// AddRunMaxAttempts adds value to the "run_max_attempts" field.
+func (_u *ScheduleUpdate) AddRunMaxAttempts(v int) *ScheduleUpdate {
+	_u.mutation.AddRunMaxAttempts(v)
+	return _u
+}
+
+// ClearRunMaxAttempts clears the value of the "run_max_attempts" field.
+func (_u *ScheduleUpdate) ClearRunMaxAttempts() *ScheduleUpdate {
+	_u.mutation.ClearRunMaxAttempts()
+	return _u
+}
+
 // Mutation returns the ScheduleMutation object of the builder.
 func (_u *ScheduleUpdate) Mutation() *ScheduleMutation {
 	return _u.mutation
@@ -406,6 +480,30 @@ func (_u *ScheduleUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.RegisteredAt(); ok {
 		_spec.SetField(schedule.FieldRegisteredAt, field.TypeTime, value)
+	}
+	if value, ok := _u.mutation.RunQueue(); ok {
+		_spec.SetField(schedule.FieldRunQueue, field.TypeString, value)
+	}
+	if _u.mutation.RunQueueCleared() {
+		_spec.ClearField(schedule.FieldRunQueue, field.TypeString)
+	}
+	if value, ok := _u.mutation.RunPriority(); ok {
+		_spec.SetField(schedule.FieldRunPriority, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRunPriority(); ok {
+		_spec.AddField(schedule.FieldRunPriority, field.TypeInt, value)
+	}
+	if _u.mutation.RunPriorityCleared() {
+		_spec.ClearField(schedule.FieldRunPriority, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RunMaxAttempts(); ok {
+		_spec.SetField(schedule.FieldRunMaxAttempts, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRunMaxAttempts(); ok {
+		_spec.AddField(schedule.FieldRunMaxAttempts, field.TypeInt, value)
+	}
+	if _u.mutation.RunMaxAttemptsCleared() {
+		_spec.ClearField(schedule.FieldRunMaxAttempts, field.TypeInt)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -682,6 +780,80 @@ func (_u *ScheduleUpdateOne) SetNillableRegisteredAt(v *time.Time) *ScheduleUpda
 	return _u
 }
 
+// SetRunQueue sets the "run_queue" field.
+func (_u *ScheduleUpdateOne) SetRunQueue(v string) *ScheduleUpdateOne {
+	_u.mutation.SetRunQueue(v)
+	return _u
+}
+
+// SetNillableRunQueue sets the "run_queue" field if the given value is not nil.
+func (_u *ScheduleUpdateOne) SetNillableRunQueue(v *string) *ScheduleUpdateOne {
+	if v != nil {
+		_u.SetRunQueue(*v)
+	}
+	return _u
+}
+
+// ClearRunQueue clears the value of the "run_queue" field.
+func (_u *ScheduleUpdateOne) ClearRunQueue() *ScheduleUpdateOne {
+	_u.mutation.ClearRunQueue()
+	return _u
+}
+
+// SetRunPriority sets the "run_priority" field.
+func (_u *ScheduleUpdateOne) SetRunPriority(v int) *ScheduleUpdateOne {
+	_u.mutation.ResetRunPriority()
+	_u.mutation.SetRunPriority(v)
+	return _u
+}
+
+// SetNillableRunPriority sets the "run_priority" field if the given value is not nil.
+func (_u *ScheduleUpdateOne) SetNillableRunPriority(v *int) *ScheduleUpdateOne {
+	if v != nil {
+		_u.SetRunPriority(*v)
+	}
+	return _u
+}
+
+// AddRunPriority adds value to the "run_priority" field.
+func (_u *ScheduleUpdateOne) AddRunPriority(v int) *ScheduleUpdateOne {
+	_u.mutation.AddRunPriority(v)
+	return _u
+}
+
+// ClearRunPriority clears the value of the "run_priority" field.
+func (_u *ScheduleUpdateOne) ClearRunPriority() *ScheduleUpdateOne {
+	_u.mutation.ClearRunPriority()
+	return _u
+}
+
+// SetRunMaxAttempts sets the "run_max_attempts" field.
+func (_u *ScheduleUpdateOne) SetRunMaxAttempts(v int) *ScheduleUpdateOne {
+	_u.mutation.ResetRunMaxAttempts()
+	_u.mutation.SetRunMaxAttempts(v)
+	return _u
+}
+
+// SetNillableRunMaxAttempts sets the "run_max_attempts" field if the given value is not nil.
+func (_u *ScheduleUpdateOne) SetNillableRunMaxAttempts(v *int) *ScheduleUpdateOne {
+	if v != nil {
+		_u.SetRunMaxAttempts(*v)
+	}
+	return _u
+}
+
+// AddRunMaxAttempts adds value to the "run_max_attempts" field.
+func (_u *ScheduleUpdateOne) AddRunMaxAttempts(v int) *ScheduleUpdateOne {
+	_u.mutation.AddRunMaxAttempts(v)
+	return _u
+}
+
+// ClearRunMaxAttempts clears the value of the "run_max_attempts" field.
+func (_u *ScheduleUpdateOne) ClearRunMaxAttempts() *ScheduleUpdateOne {
+	_u.mutation.ClearRunMaxAttempts()
+	return _u
+}
+
 // Mutation returns the ScheduleMutation object of the builder.
 func (_u *ScheduleUpdateOne) Mutation() *ScheduleMutation {
 	return _u.mutation
@@ -833,6 +1005,30 @@ func (_u *ScheduleUpdateOne) sqlSave(ctx context.Context) (_node *Schedule, err 
 	}
 	if value, ok := _u.mutation.RegisteredAt(); ok {
 		_spec.SetField(schedule.FieldRegisteredAt, field.TypeTime, value)
+	}
+	if value, ok := _u.mutation.RunQueue(); ok {
+		_spec.SetField(schedule.FieldRunQueue, field.TypeString, value)
+	}
+	if _u.mutation.RunQueueCleared() {
+		_spec.ClearField(schedule.FieldRunQueue, field.TypeString)
+	}
+	if value, ok := _u.mutation.RunPriority(); ok {
+		_spec.SetField(schedule.FieldRunPriority, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRunPriority(); ok {
+		_spec.AddField(schedule.FieldRunPriority, field.TypeInt, value)
+	}
+	if _u.mutation.RunPriorityCleared() {
+		_spec.ClearField(schedule.FieldRunPriority, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RunMaxAttempts(); ok {
+		_spec.SetField(schedule.FieldRunMaxAttempts, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRunMaxAttempts(); ok {
+		_spec.AddField(schedule.FieldRunMaxAttempts, field.TypeInt, value)
+	}
+	if _u.mutation.RunMaxAttemptsCleared() {
+		_spec.ClearField(schedule.FieldRunMaxAttempts, field.TypeInt)
 	}
 	_node = &Schedule{config: _u.config}
 	_spec.Assign = _node.assignValues

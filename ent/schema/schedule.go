@@ -37,7 +37,7 @@ func (Schedule) Fields() []ent.Field {
 			Comment("Args of each run as JSON."),
 		field.Int64("spread_ms").Default(0).
 			Comment("Window over which runs of one spec are spread by key hash."),
-		field.Enum("misfire").Values("skip", "run_once").Default("skip").SchemaType(text).
+		field.Enum("misfire").Values("skip", "run_once", "catch_up").Default("skip").SchemaType(text).
 			Comment("What to do with runs missed while nothing ran."),
 		field.Bool("paused").Default(false),
 		field.Time("next_fire").Optional().Nillable().
@@ -48,6 +48,12 @@ func (Schedule) Fields() []ent.Field {
 		field.Time("updated_at"),
 		field.Time("registered_at").
 			Comment("Last time a process registered the schedule."),
+		field.String("run_queue").SchemaType(text).Optional().Nillable().
+			Comment("Queue of the runs as the registering process resolved it; nil when it did not know the kind's options."),
+		field.Int("run_priority").SchemaType(smallint).Optional().Nillable().
+			Comment("Priority of the runs as resolved at registration, like run_queue."),
+		field.Int("run_max_attempts").SchemaType(integer).Optional().Nillable().
+			Comment("Max attempts of the runs as resolved at registration, like run_queue."),
 	}
 }
 

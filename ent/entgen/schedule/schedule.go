@@ -47,6 +47,12 @@ const (
 	FieldUpdatedAt = "updated_at"
 	// FieldRegisteredAt holds the string denoting the registered_at field in the database.
 	FieldRegisteredAt = "registered_at"
+	// FieldRunQueue holds the string denoting the run_queue field in the database.
+	FieldRunQueue = "run_queue"
+	// FieldRunPriority holds the string denoting the run_priority field in the database.
+	FieldRunPriority = "run_priority"
+	// FieldRunMaxAttempts holds the string denoting the run_max_attempts field in the database.
+	FieldRunMaxAttempts = "run_max_attempts"
 	// Table holds the table name of the schedule in the database.
 	Table = "docket_schedules"
 )
@@ -71,6 +77,9 @@ var Columns = []string{
 	FieldCreatedAt,
 	FieldUpdatedAt,
 	FieldRegisteredAt,
+	FieldRunQueue,
+	FieldRunPriority,
+	FieldRunMaxAttempts,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -110,6 +119,7 @@ const DefaultMisfire = MisfireSkip
 const (
 	MisfireSkip    Misfire = "skip"
 	MisfireRunOnce Misfire = "run_once"
+	MisfireCatchUp Misfire = "catch_up"
 )
 
 func (m Misfire) String() string {
@@ -119,7 +129,7 @@ func (m Misfire) String() string {
 // MisfireValidator is a validator for the "misfire" field enum values. It is called by the builders before save.
 func MisfireValidator(m Misfire) error {
 	switch m {
-	case MisfireSkip, MisfireRunOnce:
+	case MisfireSkip, MisfireRunOnce, MisfireCatchUp:
 		return nil
 	default:
 		return fmt.Errorf("schedule: invalid enum value for misfire field: %q", m)
@@ -212,4 +222,19 @@ func ByUpdatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRegisteredAt orders the results by the registered_at field.
 func ByRegisteredAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRegisteredAt, opts...).ToFunc()
+}
+
+// ByRunQueue orders the results by the run_queue field.
+func ByRunQueue(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRunQueue, opts...).ToFunc()
+}
+
+// ByRunPriority orders the results by the run_priority field.
+func ByRunPriority(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRunPriority, opts...).ToFunc()
+}
+
+// ByRunMaxAttempts orders the results by the run_max_attempts field.
+func ByRunMaxAttempts(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRunMaxAttempts, opts...).ToFunc()
 }

@@ -139,6 +139,21 @@ func RegisteredAt(v time.Time) predicate.Schedule {
 	return predicate.Schedule(sql.FieldEQ(FieldRegisteredAt, v))
 }
 
+// RunQueue applies equality check predicate on the "run_queue" field. It's identical to RunQueueEQ.
+func RunQueue(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunQueue, v))
+}
+
+// RunPriority applies equality check predicate on the "run_priority" field. It's identical to RunPriorityEQ.
+func RunPriority(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunPriority, v))
+}
+
+// RunMaxAttempts applies equality check predicate on the "run_max_attempts" field. It's identical to RunMaxAttemptsEQ.
+func RunMaxAttempts(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunMaxAttempts, v))
+}
+
 // SpecEQ applies the EQ predicate on the "spec" field.
 func SpecEQ(v string) predicate.Schedule {
 	return predicate.Schedule(sql.FieldEQ(FieldSpec, v))
@@ -897,6 +912,181 @@ func RegisteredAtLT(v time.Time) predicate.Schedule {
 // RegisteredAtLTE applies the LTE predicate on the "registered_at" field.
 func RegisteredAtLTE(v time.Time) predicate.Schedule {
 	return predicate.Schedule(sql.FieldLTE(FieldRegisteredAt, v))
+}
+
+// RunQueueEQ applies the EQ predicate on the "run_queue" field.
+func RunQueueEQ(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunQueue, v))
+}
+
+// RunQueueNEQ applies the NEQ predicate on the "run_queue" field.
+func RunQueueNEQ(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNEQ(FieldRunQueue, v))
+}
+
+// RunQueueIn applies the In predicate on the "run_queue" field.
+func RunQueueIn(vs ...string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldIn(FieldRunQueue, vs...))
+}
+
+// RunQueueNotIn applies the NotIn predicate on the "run_queue" field.
+func RunQueueNotIn(vs ...string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotIn(FieldRunQueue, vs...))
+}
+
+// RunQueueGT applies the GT predicate on the "run_queue" field.
+func RunQueueGT(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGT(FieldRunQueue, v))
+}
+
+// RunQueueGTE applies the GTE predicate on the "run_queue" field.
+func RunQueueGTE(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGTE(FieldRunQueue, v))
+}
+
+// RunQueueLT applies the LT predicate on the "run_queue" field.
+func RunQueueLT(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLT(FieldRunQueue, v))
+}
+
+// RunQueueLTE applies the LTE predicate on the "run_queue" field.
+func RunQueueLTE(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLTE(FieldRunQueue, v))
+}
+
+// RunQueueContains applies the Contains predicate on the "run_queue" field.
+func RunQueueContains(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldContains(FieldRunQueue, v))
+}
+
+// RunQueueHasPrefix applies the HasPrefix predicate on the "run_queue" field.
+func RunQueueHasPrefix(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldHasPrefix(FieldRunQueue, v))
+}
+
+// RunQueueHasSuffix applies the HasSuffix predicate on the "run_queue" field.
+func RunQueueHasSuffix(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldHasSuffix(FieldRunQueue, v))
+}
+
+// RunQueueIsNil applies the IsNil predicate on the "run_queue" field.
+func RunQueueIsNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldIsNull(FieldRunQueue))
+}
+
+// RunQueueNotNil applies the NotNil predicate on the "run_queue" field.
+func RunQueueNotNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotNull(FieldRunQueue))
+}
+
+// RunQueueEqualFold applies the EqualFold predicate on the "run_queue" field.
+func RunQueueEqualFold(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEqualFold(FieldRunQueue, v))
+}
+
+// RunQueueContainsFold applies the ContainsFold predicate on the "run_queue" field.
+func RunQueueContainsFold(v string) predicate.Schedule {
+	return predicate.Schedule(sql.FieldContainsFold(FieldRunQueue, v))
+}
+
+// RunPriorityEQ applies the EQ predicate on the "run_priority" field.
+func RunPriorityEQ(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunPriority, v))
+}
+
+// RunPriorityNEQ applies the NEQ predicate on the "run_priority" field.
+func RunPriorityNEQ(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNEQ(FieldRunPriority, v))
+}
+
+// RunPriorityIn applies the In predicate on the "run_priority" field.
+func RunPriorityIn(vs ...int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldIn(FieldRunPriority, vs...))
+}
+
+// RunPriorityNotIn applies the NotIn predicate on the "run_priority" field.
+func RunPriorityNotIn(vs ...int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotIn(FieldRunPriority, vs...))
+}
+
+// RunPriorityGT applies the GT predicate on the "run_priority" field.
+func RunPriorityGT(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGT(FieldRunPriority, v))
+}
+
+// RunPriorityGTE applies the GTE predicate on the "run_priority" field.
+func RunPriorityGTE(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGTE(FieldRunPriority, v))
+}
+
+// RunPriorityLT applies the LT predicate on the "run_priority" field.
+func RunPriorityLT(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLT(FieldRunPriority, v))
+}
+
+// RunPriorityLTE applies the LTE predicate on the "run_priority" field.
+func RunPriorityLTE(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLTE(FieldRunPriority, v))
+}
+
+// RunPriorityIsNil applies the IsNil predicate on the "run_priority" field.
+func RunPriorityIsNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldIsNull(FieldRunPriority))
+}
+
+// RunPriorityNotNil applies the NotNil predicate on the "run_priority" field.
+func RunPriorityNotNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotNull(FieldRunPriority))
+}
+
+// RunMaxAttemptsEQ applies the EQ predicate on the "run_max_attempts" field.
+func RunMaxAttemptsEQ(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldEQ(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsNEQ applies the NEQ predicate on the "run_max_attempts" field.
+func RunMaxAttemptsNEQ(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNEQ(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsIn applies the In predicate on the "run_max_attempts" field.
+func RunMaxAttemptsIn(vs ...int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldIn(FieldRunMaxAttempts, vs...))
+}
+
+// RunMaxAttemptsNotIn applies the NotIn predicate on the "run_max_attempts" field.
+func RunMaxAttemptsNotIn(vs ...int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotIn(FieldRunMaxAttempts, vs...))
+}
+
+// RunMaxAttemptsGT applies the GT predicate on the "run_max_attempts" field.
+func RunMaxAttemptsGT(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGT(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsGTE applies the GTE predicate on the "run_max_attempts" field.
+func RunMaxAttemptsGTE(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldGTE(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsLT applies the LT predicate on the "run_max_attempts" field.
+func RunMaxAttemptsLT(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLT(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsLTE applies the LTE predicate on the "run_max_attempts" field.
+func RunMaxAttemptsLTE(v int) predicate.Schedule {
+	return predicate.Schedule(sql.FieldLTE(FieldRunMaxAttempts, v))
+}
+
+// RunMaxAttemptsIsNil applies the IsNil predicate on the "run_max_attempts" field.
+func RunMaxAttemptsIsNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldIsNull(FieldRunMaxAttempts))
+}
+
+// RunMaxAttemptsNotNil applies the NotNil predicate on the "run_max_attempts" field.
+func RunMaxAttemptsNotNil() predicate.Schedule {
+	return predicate.Schedule(sql.FieldNotNull(FieldRunMaxAttempts))
 }
 
 // And groups predicates with the AND operator between them.
