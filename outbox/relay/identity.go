@@ -141,6 +141,10 @@ func (id *identity) take(ctx context.Context, log *slog.Logger) (*session, error
 			closeConn(conn)
 		}
 	}()
+	// A timeout set on the role would end the wait for a held ID.
+	if _, err := conn.Exec(ctx, sqlSessionSettings); err != nil {
+		return nil, err
+	}
 	try := func(name string) (bool, error) {
 		var got bool
 		err := conn.QueryRow(ctx, sqlTryHold, lockKey(id.schema, name)).Scan(&got)
@@ -244,6 +248,7 @@ type leaseDB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// closeConn closes conn, waiting at most a second for the server.
 func closeConn(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -251,6 +256,8 @@ func closeConn(conn *pgx.Conn) {
 }
 
 const (
+	sqlSessionSettings = `SELECT set_config('statement_timeout', '0', false), set_config('lock_timeout', '0', false)`
+
 	sqlTryHold = `SELECT pg_try_advisory_lock($1::bigint)`
 	sqlHold    = `SELECT pg_advisory_lock($1::bigint)`
 	// sqlHeld: a bigint advisory lock shows in pg_locks as its high and

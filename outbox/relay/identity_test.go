@@ -118,9 +118,9 @@ func TestLostSessionStopsPublishing(t *testing.T) {
 	b := setup(t)
 	const id = "fenced"
 	first, second := &timedSink{delay: 20 * time.Millisecond}, &timedSink{delay: 20 * time.Millisecond}
-	a := b.start(t, relay.Config{ID: id, Publisher: first, LeaseTTL: 3 * time.Second, BatchSize: 20})
+	a := b.start(t, relay.Config{ID: id, Publisher: first, LeaseTTL: 5 * time.Second, BatchSize: 20})
 	waitFor(t, 10*time.Second, "the first relay's partitions", func() bool { return a.Stats().Parts == 64 })
-	c := b.start(t, relay.Config{ID: id, Publisher: second, LeaseTTL: 3 * time.Second, BatchSize: 20})
+	c := b.start(t, relay.Config{ID: id, Publisher: second, LeaseTTL: 5 * time.Second, BatchSize: 20})
 
 	// Producers keep the first relay publishing throughout.
 	var mu sync.Mutex
