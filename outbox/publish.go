@@ -41,6 +41,19 @@ const (
 // topic and what is wrong, never the payload.
 var ErrInvalidEvent = errors.New("docket: invalid event")
 
+// ErrSerialization wraps the SQLSTATE 40001 (serialization_failure) error
+// of a keyed Publish, PublishSQL or PublishMany in a REPEATABLE READ or
+// SERIALIZABLE transaction that another transaction's publish of the same
+// key overtook: committed after the caller's snapshot was taken, or in
+// flight and committed while the caller waited for the key. The key's next
+// seq is not in the caller's snapshot, so nothing can be written; the
+// caller's transaction is aborted and must be run again from its start.
+// The PostgreSQL error stays in the chain, so a retry loop that looks for
+// SQLSTATE 40001 with errors.As(err, **pgconn.PgError) sees it too.
+// READ COMMITTED transactions never get it: they wait for the other
+// transaction and take the seq after its.
+var ErrSerialization = errors.New("docket: serialization failure: another transaction published the same key; run the transaction again")
+
 // Message is an event to publish: written in the caller's transaction and
 // delivered to a broker by the relay once that transaction commits.
 type Message struct {
@@ -172,7 +185,10 @@ func checkHeader(k, v string) error {
 // A keyed event takes its key's row lock in docket_event_keys until db's
 // transaction ends, which is how events of one key are published in commit
 // order: a second transaction publishing the same key waits for the first.
-// Keep transactions that publish keyed events short.
+// Keep transactions that publish keyed events short. In a REPEATABLE READ or
+// SERIALIZABLE transaction, a keyed publish overtaken by another
+// transaction's publish of the same key returns an ErrSerialization error:
+// run the whole transaction again.
 //
 // An invalid Message (see its fields) returns an ErrInvalidEvent error and
 // missing tables an ErrNotMigrated error, both before anything is sent, so
@@ -216,9 +232,18 @@ func (c *Client) publish(ctx context.Context, cn conn, m Message) (Published, er
 		if announce {
 			c.giveBackNotify(eventsAnnounced, now, prev)
 		}
-		return Published{}, c.wrapErr(err)
+		return Published{}, c.wrapErr(serializationErr(err, "topic "+ev.topic))
 	}
 	return p, nil
+}
+
+// serializationErr wraps a serialization failure of a publish (of what) in
+// ErrSerialization, and returns any other error as it is.
+func serializationErr(err error, what string) error {
+	if pgsql.SQLState(err) != pgsql.CodeSerializationFailure {
+		return err
+	}
+	return fmt.Errorf("%w (%s): %w", ErrSerialization, what, err)
 }
 
 // eventsAnnounced is the debounce entry of event announcements beside the
@@ -230,7 +255,8 @@ const eventsAnnounced = "@events"
 // in slice order. Pass the caller's pgx.Tx to commit them with the caller's
 // writes; with a pool or connection the batch is written in a transaction
 // of its own. Any invalid message fails the call with an ErrInvalidEvent
-// error naming its index, before anything is sent.
+// error naming its index, before anything is sent. Keyed messages may fail
+// with ErrSerialization, as for Publish.
 func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Published, error) {
 	evs := make([]event, len(msgs))
 	for i, m := range msgs {
@@ -261,7 +287,7 @@ func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Pub
 	default:
 		err = write(db)
 	}
-	return out, c.wrapErr(err)
+	return out, c.wrapErr(serializationErr(err, fmt.Sprintf("%d events", len(evs))))
 }
 
 func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Published, error) {

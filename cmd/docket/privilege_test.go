@@ -403,7 +403,7 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Fatalf("event partition %s made by the app role is owned by %q, want the owner %s", oldEvents, got, r.owner)
 	}
 	sink := &privSink{}
-	rl, err := relay.New(r.appPool, relay.Config{Schema: r.schema, Publisher: sink, Retention: 24 * time.Hour, Name: "priv"})
+	rl, err := relay.New(r.appPool, relay.Config{Schema: r.schema, Publisher: sink, Retention: 24 * time.Hour, ID: "priv"})
 	if err != nil {
 		t.Fatal(err)
 	}

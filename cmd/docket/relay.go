@@ -67,13 +67,14 @@ func relayRun(fs *flag.FlagSet) action {
 	subjects := subjectsFlag{}
 	fs.Var(subjects, "subject", "map a topic to a NATS subject (with --amqp-url a routing key, with --kafka-brokers a Kafka topic), as TOPIC=SUBJECT (repeatable; default: the topic)")
 	n := fs.Int("concurrency", 1, "relays to run in this process; each takes its share of partitions")
+	id := fs.String("id", "", "the relays' identity across restarts: restarted with it after a crash, a relay takes its partitions back at once; one live relay per id, a second waits (with --concurrency N, ID/1 ... ID/N; default: the first free of HOSTNAME/SCHEMA/1, /2, ...)")
 	batch := fs.Int("batch", 0, "events per publish round (default 500)")
 	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
 	attempts := fs.Int("max-attempts", 0, "permanent refusals before an event is dead-lettered (default 3)")
 	skip := fs.Bool("skip-dead", false, "let a dead event's later events of its key pass instead of holding them back")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at host:port/metrics (default: none)")
 	// The default is read when starting, not shown in help: it may hold a password.
-	listenURL := fs.String("listen-url", "", "PostgreSQL URL for the relays' LISTEN connection, straight to the server past a transaction pooler (default $DOCKET_LISTEN_URL, else the database URL; with --pgbouncer and neither, relays poll)")
+	listenURL := fs.String("listen-url", "", "PostgreSQL URL for the relays' own connections (LISTEN, and the session that holds the relay's id), straight to the server past a transaction pooler (default $DOCKET_LISTEN_URL, else the database URL; with --pgbouncer and neither, relays poll and hold no id)")
 	return func(ctx context.Context, pos []string, _, errOut io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
@@ -89,6 +90,18 @@ func relayRun(fs *flag.FlagSet) action {
 		}
 		if *exchange != "" && *amqpURL == "" {
 			return fmt.Errorf("%w: --exchange needs --amqp-url", errUsage)
+		}
+		ids := make([]string, *n) // empty: the default
+		for i := range ids {
+			if *id == "" {
+				continue
+			}
+			if ids[i] = *id; *n > 1 {
+				ids[i] += "/" + strconv.Itoa(i+1)
+			}
+			if err := relay.CheckID(ids[i]); err != nil {
+				return fmt.Errorf("%w: --id: %v", errUsage, err)
+			}
 		}
 		// One publisher per relay, of the broker chosen; the broker is
 		// logged by name, never by URL, which may hold a password.
@@ -115,6 +128,9 @@ func relayRun(fs *flag.FlagSet) action {
 		if *listenURL == "" {
 			*listenURL = os.Getenv("DOCKET_LISTEN_URL")
 		}
+		if *id != "" && db.pgbouncer && *listenURL == "" {
+			return fmt.Errorf("%w: --id with --pgbouncer needs --listen-url: a relay holds its id on a session of its own, straight to PostgreSQL", errUsage)
+		}
 		client, err := outbox.New(outbox.Config{Schema: db.schema})
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
@@ -128,13 +144,13 @@ func relayRun(fs *flag.FlagSet) action {
 		defer pool.Close()
 		log := slog.New(slog.NewTextHandler(errOut, nil))
 		var relays []*relay.Relay
-		for range *n {
+		for _, relayID := range ids {
 			pub, err := newPublisher()
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
 			r, err := relay.New(pool, relay.Config{
-				Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
+				ID: relayID, Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
 				MaxAttempts: *attempts, SkipDead: *skip, Logger: log,
 				// LISTEN needs a session of its own, which a transaction
 				// pooler does not keep: through --listen-url, else poll.

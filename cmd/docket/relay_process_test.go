@@ -161,18 +161,25 @@ func relayProcesses(t *testing.T, b relayTarget, total int) {
 	}
 	t.Logf("%d committed, %d rolled back; drained %s after the producers ended", len(committed), len(rolledBack), time.Since(start).Round(time.Millisecond))
 
-	// Check what the broker holds as a consumer de-duplicating by id would.
+	checkDelivered(t, b.read(t, len(committed)), committed)
+}
+
+// checkDelivered checks what a broker holds, in the order a consumer reads
+// it, as a consumer de-duplicating by id would: every committed event, no
+// other, each key's events in sequence 1, 2, 3...
+func checkDelivered(t *testing.T, msgs []delivered, committed map[string]bool) {
+	t.Helper()
 	seen := map[string]bool{}
 	last := map[string]int64{}
 	read, dups, bad := 0, 0, 0
-	for _, d := range b.read(t, len(committed)) {
+	for _, d := range msgs {
 		read++
 		if seen[d.id] {
 			dups++
 			continue
 		}
 		seen[d.id] = true
-		if rolledBack[d.id] || !committed[d.id] {
+		if !committed[d.id] {
 			t.Errorf("event %s delivered but never committed", d.id)
 		}
 		if d.seq != last[d.key]+1 {
@@ -214,34 +221,41 @@ func TestRelayProcessesSurviveKillAndBrokerRestart(t *testing.T) {
 	relayProcesses(t, relayTarget{
 		flags:   []string{"--nats-url", srv.URL},
 		restart: srv.Restart,
-		read: func(t *testing.T, _ int) []delivered {
-			ctx := t.Context()
-			stream, _ := js.Stream(ctx, "events")
-			info, err := stream.Info(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []delivered
-			for len(out) < int(info.State.Msgs) {
-				batch, err := cons.Fetch(5000, jetstream.FetchMaxWait(5*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for msg := range batch.Messages() {
-					seq, _ := strconv.ParseInt(msg.Headers().Get(relay.HeaderSeq), 10, 64)
-					out = append(out, delivered{id: msg.Headers().Get(nats.MsgIdHdr), key: msg.Headers().Get(relay.HeaderKey), seq: seq})
-				}
-				if err := batch.Error(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return out
-		},
+		read:    func(t *testing.T, _ int) []delivered { return readStream(t, js, "events") },
 	}, total)
+}
+
+// readStream returns every message of a JetStream stream, in order.
+func readStream(t *testing.T, js jetstream.JetStream, name string) []delivered {
+	t.Helper()
+	ctx := t.Context()
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []delivered
+	for len(out) < int(info.State.Msgs) {
+		batch, err := cons.Fetch(5000, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for msg := range batch.Messages() {
+			seq, _ := strconv.ParseInt(msg.Headers().Get(relay.HeaderSeq), 10, 64)
+			out = append(out, delivered{id: msg.Headers().Get(nats.MsgIdHdr), key: msg.Headers().Get(relay.HeaderKey), seq: seq})
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // Three relays to Kafka, de-duplicated by Docket-Id (see relayProcesses):

@@ -7,6 +7,7 @@ import (
 
 	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/outbox/relay"
 )
 
 // The relay's help names every broker it publishes to, with the flag that
@@ -110,6 +111,28 @@ func TestRelayRunBrokerFlags(t *testing.T) {
 		{[]string{"--kafka-brokers", "127.0.0.1:9092,nohost"}, `--kafka-brokers "nohost": address nohost: missing port`},
 		{[]string{"--kafka-brokers", "127.0.0.1:9092", "--amqp-url", "amqp://guest:guest@127.0.0.1:5672/"}, "give one broker"},
 		{[]string{"--exchange", "events"}, "--exchange needs --amqp-url"},
+	} {
+		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
+		code, _, errOut := docket(t, all...)
+		if code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("relay run %v: exit %d, %q; want a usage error (2) saying %q", c.args, code, errOut, c.says)
+		}
+	}
+}
+
+// relay run --id names the relays' identity; an id the relay could not
+// hold, or --id through a transaction pooler without --listen-url, is a
+// usage error before anything connects.
+func TestRelayRunIDFlag(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--id", strings.Repeat("r", relay.MaxIDLen+1)}, "--id: docket: relay ID longer than"},
+		{[]string{"--id", strings.Repeat("r", relay.MaxIDLen-1), "--concurrency", "2"}, "--id: docket: relay ID longer than"},
+		{[]string{"--id", "a\tb"}, "control character"},
+		{[]string{"--id", "a", "--pgbouncer"}, "--id with --pgbouncer needs --listen-url"},
 	} {
 		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
 		code, _, errOut := docket(t, all...)

@@ -55,6 +55,9 @@ const (
 	CodeUndefinedFunction = "42883" // a function of a later migration (008's partition functions)
 	CodeInvalidSchema     = "3F000" // the schema does not exist
 	CodeNoPartition       = "23514" // check_violation: also "no partition of relation found for row"
+	// CodeSerializationFailure: a REPEATABLE READ or SERIALIZABLE
+	// transaction cannot go on; the caller runs it again.
+	CodeSerializationFailure = "40001"
 )
 
 // SQLState returns the SQLSTATE of a Postgres error from pgx or from any

@@ -15,6 +15,23 @@
 // them back at once. Only the holder of a partition publishes its events,
 // and only while its lease holds may it mark them published.
 //
+// # Identity and restarts
+//
+// A relay holds an ID (Config.ID, by default the first free
+// "hostname/schema/N") through a session-level advisory lock on a
+// connection of its own, and its row in docket_relays and its partitions'
+// owner are derived from the ID. At most one live relay holds an ID; a
+// second one waits. When a relay's process dies, PostgreSQL ends its
+// session and frees the ID at once, so a relay restarted under the same ID
+// takes it and renews the partitions the dead one held under lease instead
+// of waiting for the lease to end. Because the session that held the ID may
+// also end while its relay lives (a cut connection, a failover), the lease
+// statements run on that session, a relay checks every LeaseTTL/20 that its
+// session still holds the ID and stops publishing when it does not, and a
+// relay that takes back partitions still under lease publishes them only
+// LeaseTTL/5 after it took the ID: by then the previous holder has
+// stopped.
+//
 // # Rounds and waves
 //
 // A round fetches the oldest pending events of the relay's partitions in

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
@@ -20,49 +21,69 @@ const parts = 64
 // soon rather than a lease period later. A relay short of its share, and
 // one that gave partitions back, say so on the event channel, so that the
 // others give back or take at once.
+//
+// A relay that holds an ID runs it on the session that holds the ID, so
+// that a relay that lost its session changes nothing. The first run of a
+// hold renews the partitions a previous holder of the ID left under lease
+// and holds off publishing them (see holdOff).
 func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 	ttlMS := r.ttl.Milliseconds()
-	err = pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
-		var live int
-		if err := tx.QueryRow(ctx, r.sql.register, r.id, r.cfg.Name, ttlMS).Scan(&live); err != nil {
-			return err
-		}
-		owned, err := scanParts(tx.Query(ctx, r.sql.renew, r.id, ttlMS))
-		if err != nil {
-			return err
-		}
-		share := (parts + live - 1) / max(live, 1)
-		switch {
-		case len(owned) > share:
-			slices.Sort(owned)
-			extra := owned[share:]
-			if _, err := tx.Exec(ctx, r.sql.giveBack, r.id, extra); err != nil {
+	// A lease transaction that outlasts the lease is stuck on a dead
+	// connection: give up, and let the next one try.
+	ctx, cancel := context.WithTimeout(ctx, r.ttl)
+	defer cancel()
+	err = r.withLeaseDB(func(db leaseDB) error {
+		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			var live int
+			if err := tx.QueryRow(ctx, r.sql.register, r.id, r.ID(), ttlMS).Scan(&live); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
-				return err
-			}
-			owned = owned[:share]
-		case len(owned) < share:
-			more, err := scanParts(tx.Query(ctx, r.sql.take, r.id, ttlMS, share-len(owned)))
+			owned, err := scanParts(tx.Query(ctx, r.sql.renew, r.id, ttlMS))
 			if err != nil {
 				return err
 			}
-			owned = append(owned, more...)
-		}
-		slices.Sort(owned)
-		r.owned = owned
-		r.parts.Store(int64(len(owned)))
-		short = len(owned) < share
-		if short && live <= parts {
-			// Ask the relays above their share to give back now rather
-			// than at their next renewal.
-			if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
-				return err
+			if r.fresh && len(owned) > 0 {
+				r.publishAfter = r.heldAt.Add(r.holdOff())
 			}
-		}
-		return nil
+			share := (parts + live - 1) / max(live, 1)
+			switch {
+			case len(owned) > share:
+				slices.Sort(owned)
+				extra := owned[share:]
+				if _, err := tx.Exec(ctx, r.sql.giveBack, r.id, extra); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
+					return err
+				}
+				owned = owned[:share]
+			case len(owned) < share:
+				more, err := scanParts(tx.Query(ctx, r.sql.take, r.id, ttlMS, share-len(owned)))
+				if err != nil {
+					return err
+				}
+				owned = append(owned, more...)
+			}
+			slices.Sort(owned)
+			r.owned = owned
+			r.parts.Store(int64(len(owned)))
+			short = len(owned) < share
+			if short && live <= parts {
+				// Ask the relays above their share to give back now rather
+				// than at their next renewal.
+				if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
+	if err == nil && r.fresh {
+		r.fresh = false
+		if wait := time.Until(r.publishAfter); wait > 0 {
+			r.log.Info("docket: relay took back the partitions of its id; it publishes them once a previous holder must have stopped", "wait", wait.Round(time.Millisecond))
+		}
+	}
 	return short, err
 }
 

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/docketq/docket/internal/pgsql"
 	"github.com/jackc/pgx/v5"
@@ -17,24 +18,29 @@ type listener struct {
 	wake chan struct{}
 }
 
-// newListener returns the relay's listener, or nil when notifications are
-// off or there is no connection to listen on: cfg.ListenURL, else the
-// configuration of db when it is a *pgxpool.Pool.
-func newListener(r *Relay, db DB) (*listener, error) {
-	if r.cfg.DisableNotify {
-		return nil, nil
-	}
-	var conn *pgx.ConnConfig
-	switch p, ok := db.(interface{ Config() *pgxpool.Config }); {
-	case r.cfg.ListenURL != "":
-		var err error
-		if conn, err = pgx.ParseConfig(r.cfg.ListenURL); err != nil {
-			return nil, err
+// ownConnConfig returns the configuration of the relay's connections of
+// its own, straight to PostgreSQL: cfg.ListenURL, else, unless
+// DisableNotify says there is a transaction pooler in the way, the
+// configuration of db when it is a *pgxpool.Pool; else nil.
+func ownConnConfig(cfg Config, db DB) (*pgx.ConnConfig, error) {
+	if cfg.ListenURL != "" {
+		conn, err := pgx.ParseConfig(cfg.ListenURL)
+		if err != nil {
+			return nil, fmt.Errorf("docket: relay ListenURL: %w", err)
 		}
-	case ok:
-		conn = p.Config().ConnConfig
-	default:
-		return nil, nil
+		return conn, nil
+	}
+	if p, ok := db.(interface{ Config() *pgxpool.Config }); ok && !cfg.DisableNotify {
+		return p.Config().ConnConfig, nil
+	}
+	return nil, nil
+}
+
+// newListener returns the relay's listener on conn, or nil when
+// notifications are off or there is no connection to listen on.
+func newListener(r *Relay, conn *pgx.ConnConfig) *listener {
+	if r.cfg.DisableNotify || conn == nil {
+		return nil
 	}
 	l := &listener{wake: make(chan struct{}, 1)}
 	l.Listener = pgsql.Listener{
@@ -51,7 +57,7 @@ func newListener(r *Relay, db DB) (*listener, error) {
 			r.log.Warn("docket: relay LISTEN lost; polling until it is back", "err", err)
 		},
 	}
-	return l, nil
+	return l
 }
 
 // signal wakes the relay unless a wake-up is pending already.

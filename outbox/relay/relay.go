@@ -35,9 +35,22 @@ type Config struct {
 	// Publisher delivers messages to the broker. Required. The relay
 	// closes it when Run returns.
 	Publisher Publisher
-	// Name identifies the relay in status and logs. Empty means
-	// "hostname:pid".
-	Name string
+	// ID identifies the relay across restarts, in docket_relays and in its
+	// logs. A relay restarted under the ID of one that died (kill -9, a
+	// crash, a lost host) takes its partitions back at once instead of
+	// waiting out their lease: a restart costs about LeaseTTL/5, not
+	// LeaseTTL. One live relay at a time holds an ID, through an advisory
+	// lock on a connection of its own (see ListenURL): a second one with
+	// the same ID, in any process, waits, publishing nothing, until the
+	// first stops or dies. Empty means the first ID of
+	// "hostname/schema/1", "hostname/schema/2", ... that no live relay
+	// holds: a relay restarted on the same host takes the place of the one
+	// that died there. Without a connection of its own (DisableNotify
+	// without ListenURL, or a DB that is not a *pgxpool.Pool) a relay holds
+	// no ID: it is named "hostname:pid", its partitions wait out their
+	// lease after a crash, and ID must be empty. At most MaxIDLen bytes of
+	// UTF-8 without control characters.
+	ID string
 	// BatchSize is how many events one round fetches and publishes at most;
 	// it bounds the messages in flight. Zero means 500.
 	BatchSize int
@@ -49,11 +62,14 @@ type Config struct {
 	// only. Publishers announce committed events on the schema's event
 	// channel (outbox.Client.EventChannel); without LISTEN an event waits up
 	// to PollInterval. Use it where LISTEN cannot work (behind a transaction
-	// pooler), or set ListenURL.
+	// pooler), or set ListenURL. Without ListenURL it also says that db's
+	// sessions are not the relay's own: the relay then holds no ID.
 	DisableNotify bool
-	// ListenURL, when set, is where the relay's LISTEN connection goes
-	// (straight to PostgreSQL past a transaction pooler). Empty means the
-	// configuration of db when it is a *pgxpool.Pool; any other DB polls.
+	// ListenURL, when set, is where the relay's connections of its own go,
+	// straight to PostgreSQL past a transaction pooler: its LISTEN and the
+	// session that holds its ID. Empty means the configuration of db when
+	// it is a *pgxpool.Pool (unless DisableNotify); any other DB polls and
+	// holds no ID.
 	ListenURL string
 	// LeaseTTL is how long a relay's ownership of its partitions lasts
 	// without renewal: the time after which a dead relay's events are
@@ -112,9 +128,18 @@ type Relay struct {
 	published, refused, dead, failed atomic.Uint64
 	parts                            atomic.Int64
 
-	listen      *listener // nil: the relay polls only
-	channel     string    // the schema's event channel
-	rebalance   atomic.Bool
+	listen    *listener // nil: the relay polls only
+	channel   string    // the schema's event channel
+	rebalance atomic.Bool
+
+	ident *identity // nil: the relay holds no ID
+	name  atomic.Pointer[string]
+	// Set by the Run loop for each hold of the ID (see identity.go).
+	sess         *session  // the hold of the ID; nil while none
+	heldAt       time.Time // when sess took the ID
+	fresh        bool      // no lease maintenance yet in this hold
+	publishAfter time.Time // no round before it: a previous holder may still publish
+
 	owned       []int16   // partitions held, maintained by the Run loop
 	unmarked    []int64   // events acknowledged, not marked published yet
 	ahead       []row     // events fetched ahead by the last round, to publish next
@@ -127,7 +152,8 @@ type Relay struct {
 var ErrNoPublisher = errors.New("docket: relay needs a Publisher")
 
 // New returns a relay on db for cfg. It fails on a nil Publisher, an
-// invalid schema name or a LeaseTTL under 300ms; it does not connect.
+// invalid schema name, ID or ListenURL, an ID without a connection of its
+// own to hold it, or a LeaseTTL under 300ms; it does not connect.
 func New(db DB, cfg Config) (*Relay, error) {
 	if cfg.Publisher == nil {
 		return nil, ErrNoPublisher
@@ -137,10 +163,6 @@ func New(db DB, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	cfg.Schema = schema
-	if cfg.Name == "" {
-		host, _ := os.Hostname()
-		cfg.Name = host + ":" + strconv.Itoa(os.Getpid())
-	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 500
 	}
@@ -172,15 +194,37 @@ func New(db DB, cfg Config) (*Relay, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	own, err := ownConnConfig(cfg, db)
+	if err != nil {
+		return nil, err
+	}
 	r := &Relay{
-		db: db, cfg: cfg, id: uuid.New(), sql: render(schema), pub: cfg.Publisher, ttl: cfg.LeaseTTL,
-		log: log.With("relay", cfg.Name), channel: pgsql.EventChannel(schema),
+		db: db, cfg: cfg, sql: render(schema), pub: cfg.Publisher, ttl: cfg.LeaseTTL,
+		channel: pgsql.EventChannel(schema),
 	}
-	if r.listen, err = newListener(r, db); err != nil {
-		return nil, fmt.Errorf("docket: relay ListenURL: %w", err)
+	if r.ident, err = newIdentity(cfg, own); err != nil {
+		return nil, err
 	}
+	name := cfg.ID
+	if r.ident == nil {
+		host, _ := os.Hostname()
+		r.id, name = uuid.New(), host+":"+strconv.Itoa(os.Getpid())
+	}
+	r.name.Store(&name)
+	r.log = log.With("relay", relayName{r})
+	r.listen = newListener(r, own)
 	return r, nil
 }
+
+// ID returns the ID the relay holds: Config.ID, or the default it took;
+// "hostname:pid" for a relay without an ID (see Config.ID); empty while it
+// waits to take its default ID.
+func (r *Relay) ID() string { return *r.name.Load() }
+
+// relayName logs the relay's ID as it is when a line is written.
+type relayName struct{ r *Relay }
+
+func (n relayName) LogValue() slog.Value { return slog.StringValue(n.r.ID()) }
 
 // Stats returns the relay's counters.
 func (r *Relay) Stats() Stats {
@@ -230,18 +274,12 @@ func (r *Relay) Stop(ctx context.Context) error {
 
 // Run publishes until ctx ends, then gives its partitions back, closes the
 // Publisher and returns nil. Database and broker failures are logged and
-// retried with backoff, never returned: a relay outlives outages.
+// retried with backoff, never returned: a relay outlives outages. A relay
+// with an ID first takes it (see Config.ID), and publishes only while it
+// holds it.
 func (r *Relay) Run(ctx context.Context) error {
 	defer func() {
-		if err := r.flushMarks(ctx); err != nil {
-			r.log.Warn("docket: relay could not mark its last acknowledged events; they will be published again", "err", err)
-		}
-		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := r.db.Exec(bg, r.sql.leave, r.id, r.channel); err != nil {
-			r.log.Warn("docket: relay could not give its partitions back; they are taken over when its lease ends", "err", err)
-		}
-		r.parts.Store(0)
+		r.leave(ctx)
 		if err := r.pub.Close(); err != nil {
 			r.log.Warn("docket: relay publisher close", "err", err)
 		}
@@ -260,12 +298,108 @@ func (r *Relay) Run(ctx context.Context) error {
 		}()
 		wake = r.listen.wake
 	}
+	if r.ident == nil {
+		r.publish(ctx, wake)
+		return nil
+	}
+	for {
+		s, err := r.acquire(ctx)
+		if err != nil {
+			return nil // ctx ended
+		}
+		r.hold(s)
+		// The session's watch ends the hold when the session stops holding
+		// the ID: publishing stops, and a relay that takes the ID over
+		// waits for that (see holdOff).
+		hctx, lost := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			s.watch(hctx, r.holdOff()/4, lost)
+		}()
+		r.publish(hctx, wake)
+		lost()
+		<-watched
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.log.Warn("docket: relay lost the session that holds its id; it publishes nothing until it holds the id again")
+		r.unhold(ctx)
+	}
+}
+
+// holdOff is how long a relay that took its ID while partitions of the ID
+// were still under lease waits before it publishes them. A previous holder
+// that is alive but lost its session stops within holdOff/2 (its watch
+// checks every holdOff/4, each check bounded by holdOff/4); the rest is
+// margin for a loaded machine.
+func (r *Relay) holdOff() time.Duration { return r.ttl / 5 }
+
+// hold starts a hold of the relay's ID by s.
+func (r *Relay) hold(s *session) {
+	r.sess, r.heldAt, r.fresh = s, time.Now(), true
+	r.id = rowID(s.id)
+	r.name.Store(&s.id)
+	r.nextLease, r.publishAfter = time.Time{}, time.Time{}
+}
+
+// unhold ends a hold whose session was lost: the relay forgets its
+// partitions, which its ID still owns, until it holds the ID again.
+func (r *Relay) unhold(ctx context.Context) {
+	if err := r.flushMarks(ctx); err != nil {
+		r.log.Warn("docket: relay could not mark its last acknowledged events; they will be published again", "err", err)
+	}
+	r.sess.close()
+	r.sess = nil
+	r.owned, r.ahead = nil, nil
+	r.parts.Store(0)
+}
+
+// leave ends Run: it marks what was acknowledged, gives the partitions
+// back (through the session that holds the ID, so only its holder can)
+// and frees the ID.
+func (r *Relay) leave(ctx context.Context) {
+	if err := r.flushMarks(ctx); err != nil {
+		r.log.Warn("docket: relay could not mark its last acknowledged events; they will be published again", "err", err)
+	}
+	if r.ident != nil && r.sess == nil {
+		return // it holds no ID, so no partitions
+	}
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := r.withLeaseDB(func(db leaseDB) error {
+		_, err := db.Exec(bg, r.sql.leave, r.id, r.channel)
+		return err
+	})
+	if err != nil {
+		r.log.Warn("docket: relay could not give its partitions back; they are taken over when its lease ends", "err", err)
+	}
+	r.parts.Store(0)
+	if r.sess != nil {
+		r.sess.close()
+		r.sess = nil
+	}
+}
+
+// withLeaseDB runs f on what runs the lease statements: the session that
+// holds the relay's ID, or else the relay's DB.
+func (r *Relay) withLeaseDB(f func(leaseDB) error) error {
+	if r.sess == nil {
+		return f(r.db)
+	}
+	r.sess.mu.Lock()
+	defer r.sess.mu.Unlock()
+	return f(r.sess.conn)
+}
+
+// publish runs rounds until ctx ends.
+func (r *Relay) publish(ctx context.Context, wake chan struct{}) {
 	var backoff time.Duration
 	var active time.Time // of the last wake-up or round that found events
 	for ctx.Err() == nil {
 		wait, found, err := r.step(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		now := time.Now()
 		if found {
@@ -293,7 +427,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil
+				return
 			case <-t.C:
 			case <-woken:
 				t.Stop()
@@ -301,7 +435,6 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
 }
 
 // shortLeaseCheck is how often a relay short of its share of partitions
@@ -346,6 +479,9 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	}
 	if len(r.owned) == 0 {
 		return r.cfg.PollInterval, false, nil
+	}
+	if wait := r.publishAfter.Sub(now); wait > 0 {
+		return wait, false, nil
 	}
 	n, err := r.round(ctx)
 	if err != nil {
