@@ -87,8 +87,10 @@ type QueueStatus struct {
 	OldestDueAt time.Time
 	Lag         time.Duration
 	// Completed, Retries and Dead count, over the last minute and hour,
-	// jobs completed (from history), extra attempts spent by jobs that
-	// finished or died (attempts − 1), and jobs dead-lettered.
+	// jobs completed (from history), the attempts after the first spent by
+	// jobs that finished or died, and jobs dead-lettered. A job that died
+	// without running (cancelled while ready or waiting, or with a failed
+	// workflow parent) spent no attempt and counts no retry.
 	Completed1m, Completed1h int64
 	Retries1m, Retries1h     int64
 	Dead1m, Dead1h           int64

@@ -549,3 +549,62 @@ func TestDLQDeltaCountsOldDepartures(t *testing.T) {
 		t.Fatalf("after purging two old jobs: %+v", q)
 	}
 }
+
+// Retries count the attempts after the first of the jobs that ran. Jobs
+// that left without running (cancelled while ready or waiting in a serial
+// line, a workflow job cancelled with its failed parent) have 0 attempts
+// and count none, never -1; a job that failed twice and then succeeded
+// counts 2.
+func TestStatusRetriesNeverNegative(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ready := b.enqueueN(t, 1, outbox.Opts{Queue: "cancelled"})[0]
+	line := b.enqueueN(t, 2, outbox.Opts{Queue: "cancelled", SerialKey: "account:7"})
+	if got := b.where(t, line[1]); got != outbox.StateWaiting {
+		t.Fatalf("second job of the serial line is %s, want waiting", got)
+	}
+	for _, id := range []int64{ready, line[1], line[0]} {
+		if err := b.client.CancelJob(b.ctx, b.pool, id, "not needed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "charge then ship", Jobs: []outbox.WorkflowJob{
+		{Ref: "charge", Args: noop{}, Opts: outbox.Opts{MaxAttempts: 1}}, wfJob("ship", "charge"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, map[int64]bool{res.Jobs["charge"]: true})
+	if got := b.where(t, res.Jobs["ship"]); got != "dead" {
+		t.Fatalf("child of the failed parent is %s, want dead", got)
+	}
+
+	flaky := b.enqueueN(t, 1, outbox.Opts{Queue: "flaky", MaxAttempts: 3})[0]
+	for attempt := 1; attempt <= 3; attempt++ {
+		w := uuid.New()
+		jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"flaky"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != flaky {
+			t.Fatalf("attempt %d: claimed %d jobs: %v", attempt, len(jobs), err)
+		}
+		if attempt < 3 {
+			_, err = b.q.Fail(b.ctx, b.pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "upstream 503"}})
+		} else {
+			_, err = b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := b.status(t, outbox.Thresholds{})
+	for _, want := range []struct {
+		queue   string
+		retries int64
+	}{{"cancelled", 0}, {"default", 0}, {"flaky", 2}} {
+		q := queueOf(t, s, want.queue)
+		if q.Retries1m != want.retries || q.Retries1h != want.retries {
+			t.Errorf("queue %s: retries %d in 1m, %d in 1h; want %d", want.queue, q.Retries1m, q.Retries1h, want.retries)
+		}
+	}
+}
