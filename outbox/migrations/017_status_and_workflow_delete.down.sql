@@ -59,3 +59,31 @@ LEFT JOIN done d ON d.queue = n.queue
 LEFT JOIN dead x ON x.queue = n.queue
 LEFT JOIN removed r ON r.queue = n.queue
 LEFT JOIN {{schema}}.docket_queues q ON q.name = n.queue;
+
+-- docket_workflow_release as migration 014 defined it: a deleted job counted
+-- as completed for its dependents.
+CREATE OR REPLACE FUNCTION {{schema}}.docket_workflow_release()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    failed boolean;
+    stopped boolean;
+BEGIN
+    failed := EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE id = OLD.id);
+    stopped := EXISTS (SELECT 1 FROM {{schema}}.docket_workflows
+                       WHERE id = OLD.workflow_id AND cancelled_at IS NOT NULL);
+    IF stopped THEN
+        PERFORM {{schema}}.docket_workflow_cancel_children(OLD.id, true,
+            format('workflow %s cancelled', OLD.workflow_id));
+    ELSIF failed THEN
+        PERFORM {{schema}}.docket_workflow_cancel_children(OLD.id, false,
+            format('parent job %s failed', OLD.id));
+        PERFORM {{schema}}.docket_workflow_ready(OLD.id, true, 'docket_' || TG_TABLE_SCHEMA);
+    ELSE
+        PERFORM {{schema}}.docket_workflow_ready(OLD.id, false, 'docket_' || TG_TABLE_SCHEMA);
+    END IF;
+    RETURN NULL;
+END
+$$;
+

@@ -64,3 +64,40 @@ LEFT JOIN done d ON d.queue = n.queue
 LEFT JOIN dead x ON x.queue = n.queue
 LEFT JOIN removed r ON r.queue = n.queue
 LEFT JOIN {{schema}}.docket_queues q ON q.name = n.queue;
+
+-- docket_workflow_release runs when a workflow job leaves the jobs table.
+-- Where it went says how it ended: into the dead-letter table in the same
+-- statement (an AFTER trigger sees what its statement wrote), it failed;
+-- from 'running' and not there, it completed (completion is the only way
+-- out of 'running' that leaves no dead letter); from any other state and
+-- not there, it was deleted (DeleteJob, RemoveQueued) and never ran, which
+-- its dependents take as a failure: a child runs only after its parents
+-- completed. Waiting children are cancelled when it failed or was deleted
+-- (except those that run anyway) or when its workflow is cancelled; the
+-- others become ready once no parent of theirs is left.
+CREATE OR REPLACE FUNCTION {{schema}}.docket_workflow_release()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    failed boolean;
+    deleted boolean;
+    stopped boolean;
+BEGIN
+    failed := EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE id = OLD.id);
+    deleted := NOT failed AND OLD.state <> 'running';
+    stopped := EXISTS (SELECT 1 FROM {{schema}}.docket_workflows
+                       WHERE id = OLD.workflow_id AND cancelled_at IS NOT NULL);
+    IF stopped THEN
+        PERFORM {{schema}}.docket_workflow_cancel_children(OLD.id, true,
+            format('workflow %s cancelled', OLD.workflow_id));
+    ELSIF failed OR deleted THEN
+        PERFORM {{schema}}.docket_workflow_cancel_children(OLD.id, false,
+            format(CASE WHEN deleted THEN 'parent job %s deleted' ELSE 'parent job %s failed' END, OLD.id));
+        PERFORM {{schema}}.docket_workflow_ready(OLD.id, true, 'docket_' || TG_TABLE_SCHEMA);
+    ELSE
+        PERFORM {{schema}}.docket_workflow_ready(OLD.id, false, 'docket_' || TG_TABLE_SCHEMA);
+    END IF;
+    RETURN NULL;
+END
+$$;
