@@ -13,12 +13,11 @@ import (
 
 // overviewData is the overview: queues, warnings, totals. Its counts come
 // from outbox.Overview and stop at its Limit; ReadyMore says whether a
-// queue's ready count did.
+// queue's ready count did, so that the total is a lower bound too.
 type overviewData struct {
 	*outbox.Overview
-	Ready, Run, Dead1h int64
-	ReadyMore          bool
-	LiveWorkers        int
+	Ready, Run, Dead1h, LiveWorkers int64
+	ReadyMore                       bool
 }
 
 func (d *dash) overview(w http.ResponseWriter, r *http.Request) {

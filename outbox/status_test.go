@@ -608,3 +608,70 @@ func TestStatusRetriesNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// addSchedule writes a schedule row as package schedule registers one.
+func (b *bundle) addSchedule(t *testing.T, name, kind, queue string, paused bool) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_schedules")+` (name, spec, kind, queue, payload, paused)
+		VALUES ($1, '@daily', $2, $3, '{}', $4)`, name, kind, queue, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schedule whose kind no live worker serves is a warning naming it and
+// its kind, in Status and in Overview; once a live worker serves the kind
+// (in the schedule's queue, when it names one), the warning goes.
+func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.addSchedule(t, "nightly-report", "report", "", false)
+	b.addSchedule(t, "digest-a", "digest", "mail", false)
+	b.addSchedule(t, "digest-b", "digest", "mail", false)
+	b.addSchedule(t, "retired", "gone", "", true) // paused: fires nothing
+	// Live workers that serve other kinds, or digest in another queue.
+	for _, w := range []queue.WorkerInfo{
+		{ID: uuid.New(), Host: "h1", PID: 1, Kinds: []string{"noop"}, Queues: []string{"default"}, TTL: time.Minute},
+		{ID: uuid.New(), Host: "h2", PID: 2, Kinds: []string{"digest"}, Queues: []string{"bulk"}, TTL: time.Minute},
+	} {
+		if err := b.q.RegisterWorker(b.ctx, b.pool, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := b.client.Overview(b.ctx, b.pool, outbox.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]*outbox.Status{"status": b.status(t, outbox.Thresholds{}), "overview": o.Status} {
+		w, ok := warning(s, outbox.WarnUnservedSchedule, "report")
+		if !ok || w.Message != "schedule nightly-report: no live worker serves kind report; its runs will wait unclaimed" {
+			t.Errorf("%s: warning for nightly-report: %+v (found %v); all: %+v", what, w, ok, s.Warnings)
+		}
+		w, ok = warning(s, outbox.WarnUnservedSchedule, "mail/digest")
+		if !ok || w.Message != "2 schedules (digest-a, digest-b): no live worker serves kind digest in queue mail; their runs will wait unclaimed" {
+			t.Errorf("%s: warning for the digests: %+v (found %v)", what, w, ok)
+		}
+		if w, ok := warning(s, outbox.WarnUnservedSchedule, "gone"); ok {
+			t.Errorf("%s: warning for a paused schedule: %+v", what, w)
+		}
+		if len(s.UnservedSchedules) != 2 {
+			t.Errorf("%s: unserved schedules %+v, want report and mail/digest", what, s.UnservedSchedules)
+		}
+	}
+
+	served := queue.WorkerInfo{ID: uuid.New(), Host: "h3", PID: 3, Kinds: []string{"report", "digest"}, Queues: []string{"reports", "mail"}, TTL: time.Minute}
+	if err := b.q.RegisterWorker(b.ctx, b.pool, served); err != nil {
+		t.Fatal(err)
+	}
+	s := b.status(t, outbox.Thresholds{})
+	if w, ok := warning(s, outbox.WarnUnservedSchedule, ""); ok || len(s.UnservedSchedules) != 0 {
+		t.Errorf("with a live worker serving both kinds: %+v %+v", w, s.UnservedSchedules)
+	}
+	// A worker that is gone serves nothing.
+	if err := b.q.DeregisterWorker(b.ctx, b.pool, served.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := warning(b.status(t, outbox.Thresholds{}), outbox.WarnUnservedSchedule, "report"); !ok {
+		t.Error("no warning once the worker serving report left")
+	}
+}

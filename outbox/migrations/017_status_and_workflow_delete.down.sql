@@ -1,3 +1,5 @@
+DROP VIEW IF EXISTS {{schema}}.docket_unserved_schedules;
+
 -- The view as migration 009 defined it.
 CREATE OR REPLACE VIEW {{schema}}.docket_queue_status AS
 WITH live AS (

@@ -101,3 +101,17 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- Active schedules whose kind no live worker process serves: their runs
+-- would wait unclaimed. A schedule that names its queue needs a live worker
+-- serving the kind in that queue; one that names none (queue '') runs in
+-- the queue its kind was registered with, which only the workers know, so
+-- any live worker serving the kind counts. Paused schedules fire nothing
+-- and are left out.
+CREATE OR REPLACE VIEW {{schema}}.docket_unserved_schedules AS
+SELECT s.name, s.kind, s.queue, s.next_fire
+FROM {{schema}}.docket_schedules s
+WHERE NOT s.paused AND NOT EXISTS (
+    SELECT 1 FROM {{schema}}.docket_workers w
+    WHERE w.expires_at > now() AND s.kind = ANY(w.kinds)
+        AND (s.queue = '' OR s.queue = ANY(w.queues)));
