@@ -162,7 +162,7 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 type deadData struct {
 	Groups  []outbox.DeadGroup
 	MaxRate float64
-	Scope   int // how many of the latest dead jobs are grouped
+	Scope   int64 // how many of the latest dead jobs are grouped
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
