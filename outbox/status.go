@@ -247,16 +247,15 @@ func (h HorizonHolder) Describe() string {
 
 // Warning codes, one per condition Status watches.
 const (
-	WarnLag          = "lag"           // a queue's oldest due job waited longer than Thresholds.Lag
-	WarnDLQGrowing   = "dlq_growing"   // a dead-letter queue grew in the last 24 hours
-	WarnVacuumLag    = "vacuum_lag"    // a table's dead tuples are past Thresholds.DeadTuples
-	WarnStuckLeases  = "stuck_leases"  // running jobs' leases expired and nobody reaps them
-	WarnUnservedKind = "unserved_kind" // ready jobs of a kind no live process serves
-	// WarnUnservedSchedule: active schedules of a kind no live process serves.
-	WarnUnservedSchedule = "unserved_schedule"
-	WarnPaused           = "paused"        // a paused queue has ready jobs
-	WarnHorizon          = "horizon"       // something held back the vacuum horizon too long
-	WarnClaimLatency     = "claim_latency" // a worker's claim p99 is past Thresholds.ClaimP99
+	WarnLag              = "lag"               // a queue's oldest due job waited longer than Thresholds.Lag
+	WarnDLQGrowing       = "dlq_growing"       // a dead-letter queue grew in the last 24 hours
+	WarnVacuumLag        = "vacuum_lag"        // a table's dead tuples are past Thresholds.DeadTuples
+	WarnStuckLeases      = "stuck_leases"      // running jobs' leases expired and nobody reaps them
+	WarnUnservedKind     = "unserved_kind"     // ready jobs of a kind no live process serves
+	WarnUnservedSchedule = "unserved_schedule" // active schedules of a kind no live process serves
+	WarnPaused           = "paused"            // a paused queue has ready jobs
+	WarnHorizon          = "horizon"           // something held back the vacuum horizon too long
+	WarnClaimLatency     = "claim_latency"     // a worker's claim p99 is past Thresholds.ClaimP99
 )
 
 // Warning is one condition past its threshold.
@@ -312,10 +311,10 @@ func (t Thresholds) withDefaults() Thresholds {
 }
 
 // Status reads the status views and returns the snapshot with its
-// warnings. It needs the migrations up to 017; it reads, never writes. Every query is
-// bounded by an index or by the size of the live table (see
-// docs/operations.md). pg_stat_activity shows other roles' sessions only to
-// superusers and members of pg_monitor.
+// warnings. It needs the migrations up to 017; it reads, never writes.
+// Every query is bounded by an index, by the size of the live table or by
+// the number of schedules (see docs/operations.md). pg_stat_activity shows
+// other roles' sessions only to superusers and members of pg_monitor.
 func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, error) {
 	th = th.withDefaults()
 	s := &Status{}
@@ -491,17 +490,17 @@ func (s *Status) check(th Thresholds) []Warning {
 	add := func(code, subject, format string, args ...any) {
 		out = append(out, Warning{Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)})
 	}
-	ready := func(n int64, what string) string {
+	readyJobs := func(n int64) string {
 		if s.caps.ready > 0 && n >= s.caps.ready {
-			return plural.AtLeast(n, what+" job", what+" jobs")
+			return plural.AtLeast(n, "ready job", "ready jobs")
 		}
-		return plural.Count(n, what+" job", what+" jobs")
+		return plural.Count(n, "ready job", "ready jobs")
 	}
 	for _, q := range s.Queues {
 		if q.Paused && q.Ready > 0 {
-			add(WarnPaused, q.Queue, "queue %s is paused with %s (lag %s)", q.Queue, ready(q.Ready, "ready"), round(q.Lag))
+			add(WarnPaused, q.Queue, "queue %s is paused with %s (lag %s)", q.Queue, readyJobs(q.Ready), round(q.Lag))
 		} else if q.Lag > th.Lag {
-			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %s", q.Queue, round(q.Lag), th.Lag, ready(q.Ready, "ready"))
+			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %s", q.Queue, round(q.Lag), th.Lag, readyJobs(q.Ready))
 		}
 		if q.DLQDelta24h > 0 {
 			grew := plural.Number(q.DLQDelta24h)
