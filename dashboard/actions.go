@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/internal/plural"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -66,7 +67,7 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	msg := fmt.Sprintf("%s: %s", verb, plural(done, "job", "jobs"))
+	msg := fmt.Sprintf("%s: %s", verb, plural.Count(done, "job", "jobs"))
 	if len(refused) > 0 {
 		msg += "; refused " + strings.Join(refused, "; ")
 	}
@@ -121,7 +122,7 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.cfg.Logger.Info("dashboard: replay", slog.String("kind", g.Kind), slog.Int("replayed", len(res.Replayed)))
-	msg := fmt.Sprintf("%s of kind %s replayed", plural(int64(len(res.Replayed)), "dead job", "dead jobs"), g.Kind)
+	msg := fmt.Sprintf("%s of kind %s replayed", plural.Count(int64(len(res.Replayed)), "dead job", "dead jobs"), g.Kind)
 	if len(res.Skipped) > 0 {
 		msg += fmt.Sprintf("; %d skipped (unique key held by a live job, or replayed by someone else)", len(res.Skipped))
 	}
@@ -141,7 +142,7 @@ func (d *dash) purge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.cfg.Logger.Info("dashboard: purge", slog.Int64("deleted", n), slog.Duration("older_than", age))
-	back(w, r, fmt.Sprintf("purged %s", plural(n, "dead job", "dead jobs")))
+	back(w, r, fmt.Sprintf("purged %s", plural.Count(n, "dead job", "dead jobs")))
 }
 
 // scheduleAction pauses, resumes or triggers a schedule.

@@ -176,10 +176,3 @@ func back(w http.ResponseWriter, r *http.Request, msg string) {
 	u.RawQuery = q.Encode()
 	http.Redirect(w, r, strings.TrimSuffix(base(r), "/")+u.String(), http.StatusSeeOther)
 }
-
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

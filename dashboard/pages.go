@@ -13,12 +13,11 @@ import (
 
 // overviewData is the overview: queues, warnings, totals. Its counts come
 // from outbox.Overview and stop at its Limit; ReadyMore says whether a
-// queue's ready count did.
+// queue's ready count did, so that the total is a lower bound too.
 type overviewData struct {
 	*outbox.Overview
-	Ready, Run, Dead1h int64
-	ReadyMore          bool
-	LiveWorkers        int
+	Ready, Run, Dead1h, LiveWorkers int64
+	ReadyMore                       bool
 }
 
 func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
@@ -163,7 +162,7 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 type deadData struct {
 	Groups  []outbox.DeadGroup
 	MaxRate float64
-	Scope   int // how many of the latest dead jobs are grouped
+	Scope   int64 // how many of the latest dead jobs are grouped
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {

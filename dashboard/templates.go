@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"time"
+
+	"github.com/docketq/docket/internal/plural"
 )
 
 // pageNames are the templates/<name>.html files; each is parsed with
@@ -15,13 +17,16 @@ func parsePages() map[string]*template.Template {
 		"when": when,
 		"ago":  ago,
 		"dur":  dur,
-		// atLeast prints a count that stopped at limit as "limit+".
-		"atLeast": func(n, limit int64) string {
-			if n >= limit {
-				return fmt.Sprintf("%d+", limit)
+		// count prints a count with thousands separators, and a "+" when
+		// it stopped at a limit and is a lower bound: "10,000+".
+		"count": func(n int64, capped bool) string {
+			if capped {
+				return plural.Number(n) + "+"
 			}
-			return fmt.Sprint(n)
+			return plural.Number(n)
 		},
+		// noun agrees a noun with a count: noun 1 "live worker" "live workers".
+		"noun": plural.Noun,
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"

@@ -373,7 +373,7 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 		byCode[w.Code]++
 	}
 	for _, code := range []string{outbox.WarnLag, outbox.WarnDLQGrowing, outbox.WarnVacuumLag, outbox.WarnStuckLeases,
-		outbox.WarnUnservedKind, outbox.WarnPaused, outbox.WarnHorizon, outbox.WarnClaimLatency} {
+		outbox.WarnUnservedKind, outbox.WarnUnservedSchedule, outbox.WarnPaused, outbox.WarnHorizon, outbox.WarnClaimLatency} {
 		gauge("warnings", float64(byCode[code]), code)
 	}
 	if ev := s.Events; ev != nil {

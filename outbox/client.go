@@ -95,6 +95,7 @@ type statements struct {
 	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, removeQueued string
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	overviewQueues, overviewTotals, overviewUnserved                               string
+	unservedSchedules                                                              string
 	pausedQueues, setPaused                                                        string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
@@ -113,7 +114,7 @@ func renderStatements(schema string) statements {
 		overviewQueues: r(sqlOverviewQueues), overviewTotals: r(sqlOverviewTotals), overviewUnserved: r(sqlOverviewUnserved),
 		stuckCount: r(sqlStuckCount), unserved: r(sqlUnserved), workers: r(sqlWorkers),
 		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
-		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
+		unservedSchedules: r(sqlUnservedSchedules), deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
 		jobState: r(sqlJobState),
 		publish:  r(sqlPublish), publishKeyed: r(sqlPublishKeyed), reserveSeqs: r(sqlReserveSeqs),

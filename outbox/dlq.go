@@ -427,9 +427,16 @@ func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) e
 	}
 }
 
-// DeleteJob deletes a scheduled, ready or dead job for good: it never runs
-// and leaves no dead letter. A running job cannot be deleted under its
-// worker (ErrJobRunning); an unknown id is ErrJobNotFound.
+// DeleteJob deletes a scheduled, ready, waiting or dead job for good: it
+// never runs and leaves no dead letter. A running job cannot be deleted
+// under its worker (ErrJobRunning); an unknown id is ErrJobNotFound.
+//
+// A live workflow job that is deleted never completes, so its dependents
+// take it as a failure, as if it had been cancelled: those that do not run
+// anyway are cancelled with their descendants (error "parent job N
+// deleted"), the RunAnyway ones run. The deleted job itself leaves no
+// trace in the workflow's counts; cancel it (CancelJob) instead to keep
+// one. See docs/workflows.md.
 func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
 	got, err := c.ids(ctx, db, c.sql.deleteJob, id)
 	if err != nil || len(got) > 0 {

@@ -758,7 +758,8 @@ func rawOrNil(b []byte) any {
 // RemoveQueued deletes the scheduled or ready job that holds uniqueKey, so
 // it never runs, and returns its id; false when no such job waits (none
 // holds the key, or it is running). It writes nothing to history or the
-// dead-letter table: the job is withdrawn, not finished.
+// dead-letter table: the job is withdrawn, not finished. A workflow job's
+// dependents take the withdrawal as a failure, as for DeleteJob.
 func (c *Client) RemoveQueued(ctx context.Context, db Pgx, uniqueKey string) (int64, bool, error) {
 	ids, err := c.ids(ctx, db, c.sql.removeQueued, uniqueKey)
 	if err != nil || len(ids) == 0 {

@@ -39,13 +39,14 @@ const BoundedSettings = sqlBoundedSettings
 // tests.
 func (c *Client) OverviewSQL() map[string][]any {
 	return map[string][]any{
-		c.sql.overviewQueues:   {int64(OverviewLimit)},
-		c.sql.overviewTotals:   {int64(OverviewLimit)},
-		c.sql.overviewUnserved: {unservedHead},
-		c.sql.workers:          nil,
-		c.sql.tableStatus:      nil,
-		c.sql.horizon:          nil,
-		c.sql.eventStatus:      nil,
-		c.sql.deadGroups:       {100, DeadGroupsScope},
+		c.sql.overviewQueues:    {int64(OverviewLimit)},
+		c.sql.overviewTotals:    {int64(OverviewLimit)},
+		c.sql.overviewUnserved:  {unservedHead},
+		c.sql.workers:           nil,
+		c.sql.unservedSchedules: nil,
+		c.sql.tableStatus:       nil,
+		c.sql.horizon:           nil,
+		c.sql.eventStatus:       nil,
+		c.sql.deadGroups:        {100, DeadGroupsScope},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/internal/plural"
 	"github.com/google/uuid"
 )
 
@@ -26,6 +27,12 @@ FROM {{schema}}.docket_stuck_jobs ORDER BY lease_until LIMIT $1`
 	sqlStuckCount = `SELECT count(*) FROM {{schema}}.docket_stuck_jobs`
 
 	sqlUnserved = `SELECT queue, kind, jobs, oldest_run_at FROM {{schema}}.docket_unserved_kinds ORDER BY queue, kind`
+
+	// sqlUnservedSchedules groups the schedules no live worker serves by
+	// kind and queue, naming the first few.
+	sqlUnservedSchedules = `SELECT kind, queue, count(*), (array_agg(name ORDER BY name))[1:3]
+FROM {{schema}}.docket_unserved_schedules
+GROUP BY kind, queue ORDER BY kind, queue`
 
 	sqlWorkers = `SELECT id, host, pid, kinds, queues, COALESCE(slots, 0), started_at, last_seen, expires_at > now(), claims,
 	claim_p50_ms, claim_p95_ms, claim_p99_ms
@@ -47,8 +54,9 @@ ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now(),
 
 // Status is a snapshot of the queue's health: what the views of migration
 // 003 report (docket_queue_status, docket_table_status, docket_stuck_jobs,
-// docket_unserved_kinds, docket_workers, docket_horizon), and the warnings
-// Thresholds draws from it. Read it with Client.Status.
+// docket_unserved_kinds, docket_workers, docket_horizon) and
+// docket_unserved_schedules (migration 017), and the warnings Thresholds
+// draws from it. Read it with Client.Status.
 type Status struct {
 	// At is the database's clock when the snapshot was taken.
 	At time.Time
@@ -65,6 +73,9 @@ type Status struct {
 	// Unserved lists the (queue, kind) pairs with ready jobs that no live
 	// worker process claims.
 	Unserved []UnservedKind
+	// UnservedSchedules lists the kinds of active schedules that no live
+	// worker process serves, by kind and queue.
+	UnservedSchedules []UnservedSchedule
 	// Workers lists the registered worker processes, live or recently gone.
 	Workers []WorkerStatus
 	// Horizon lists what holds back the vacuum horizon, oldest first.
@@ -73,6 +84,20 @@ type Status struct {
 	Warnings []Warning
 	// Events is the outbox relay's backlog; nil before migration 011.
 	Events *EventStatus
+
+	// caps says which counts stopped at a limit (set by Overview), so
+	// that the warnings say "at least".
+	caps countCaps
+}
+
+// countCaps says which counts of a snapshot are lower bounds because a
+// read stopped at a limit. The zero value, Status's, means that every
+// count is exact.
+type countCaps struct {
+	// ready: a queue's Ready of this value or more stopped there; 0 never.
+	ready int64
+	// dlqDelta: every queue's DLQDelta24h came from a window that stopped.
+	dlqDelta bool
 }
 
 // QueueStatus is one queue's backlog, lag and throughput.
@@ -87,8 +112,10 @@ type QueueStatus struct {
 	OldestDueAt time.Time
 	Lag         time.Duration
 	// Completed, Retries and Dead count, over the last minute and hour,
-	// jobs completed (from history), extra attempts spent by jobs that
-	// finished or died (attempts − 1), and jobs dead-lettered.
+	// jobs completed (from history), the attempts after the first spent by
+	// jobs that finished or died, and jobs dead-lettered. A job that died
+	// without running (cancelled while ready or waiting, or with a failed
+	// workflow parent) spent no attempt and counts no retry.
 	Completed1m, Completed1h int64
 	Retries1m, Retries1h     int64
 	Dead1m, Dead1h           int64
@@ -127,6 +154,25 @@ type UnservedKind struct {
 	Queue, Kind string
 	Jobs        int64
 	OldestRunAt time.Time
+	// AtLeast is set by Overview when it found the jobs among the head of
+	// a longer queue (its first 1,000 ready jobs): Jobs is then a lower
+	// bound. Status counts every ready job and never sets it.
+	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// UnservedSchedule is a kind of active schedules (paused ones are left
+// out) that no live worker process serves: their runs would wait
+// unclaimed. A deploy that removed the kind's handler, or a schedule
+// registered by a service whose workers are down, shows up here.
+type UnservedSchedule struct {
+	Kind string
+	// Queue is the queue the schedules name. Empty for schedules that run
+	// in their kind's registered queue: for them a live worker serving the
+	// kind in any queue counts.
+	Queue string
+	// Schedules is how many there are; Names the first three by name.
+	Schedules int64
+	Names     []string
 }
 
 // WorkerStatus is one registered worker process (registered by each worker process on its heartbeat).
@@ -201,14 +247,15 @@ func (h HorizonHolder) Describe() string {
 
 // Warning codes, one per condition Status watches.
 const (
-	WarnLag          = "lag"           // a queue's oldest due job waited longer than Thresholds.Lag
-	WarnDLQGrowing   = "dlq_growing"   // a dead-letter queue grew in the last 24 hours
-	WarnVacuumLag    = "vacuum_lag"    // a table's dead tuples are past Thresholds.DeadTuples
-	WarnStuckLeases  = "stuck_leases"  // running jobs' leases expired and nobody reaps them
-	WarnUnservedKind = "unserved_kind" // ready jobs of a kind no live process serves
-	WarnPaused       = "paused"        // a paused queue has ready jobs
-	WarnHorizon      = "horizon"       // something held back the vacuum horizon too long
-	WarnClaimLatency = "claim_latency" // a worker's claim p99 is past Thresholds.ClaimP99
+	WarnLag              = "lag"               // a queue's oldest due job waited longer than Thresholds.Lag
+	WarnDLQGrowing       = "dlq_growing"       // a dead-letter queue grew in the last 24 hours
+	WarnVacuumLag        = "vacuum_lag"        // a table's dead tuples are past Thresholds.DeadTuples
+	WarnStuckLeases      = "stuck_leases"      // running jobs' leases expired and nobody reaps them
+	WarnUnservedKind     = "unserved_kind"     // ready jobs of a kind no live process serves
+	WarnUnservedSchedule = "unserved_schedule" // active schedules of a kind no live process serves
+	WarnPaused           = "paused"            // a paused queue has ready jobs
+	WarnHorizon          = "horizon"           // something held back the vacuum horizon too long
+	WarnClaimLatency     = "claim_latency"     // a worker's claim p99 is past Thresholds.ClaimP99
 )
 
 // Warning is one condition past its threshold.
@@ -264,10 +311,10 @@ func (t Thresholds) withDefaults() Thresholds {
 }
 
 // Status reads the status views and returns the snapshot with its
-// warnings. It needs migration 003; it reads, never writes. Every query is
-// bounded by an index or by the size of the live table (see
-// docs/operations.md). pg_stat_activity shows other roles' sessions only to
-// superusers and members of pg_monitor.
+// warnings. It needs the migrations up to 017; it reads, never writes.
+// Every query is bounded by an index, by the size of the live table or by
+// the number of schedules (see docs/operations.md). pg_stat_activity shows
+// other roles' sessions only to superusers and members of pg_monitor.
 func (c *Client) Status(ctx context.Context, db Pgx, th Thresholds) (*Status, error) {
 	th = th.withDefaults()
 	s := &Status{}
@@ -328,10 +375,22 @@ func (s *Status) addUnserved(scan func(...any) error) error {
 }
 
 // readRest reads what Status and Overview share, each part bounded by an
-// index or by the small table it reads — tables, workers, the vacuum
-// horizon, the relay's backlog — and sets the warnings.
+// index or by the small table it reads — tables, workers, schedules no
+// worker serves, the vacuum horizon, the relay's backlog — and sets the
+// warnings.
 func (c *Client) readRest(ctx context.Context, db Pgx, th Thresholds, s *Status) error {
 	var err error
+	err = c.each(ctx, db, c.sql.unservedSchedules, nil, func(scan func(...any) error) error {
+		var u UnservedSchedule
+		if err := scan(&u.Kind, &u.Queue, &u.Schedules, &u.Names); err != nil {
+			return err
+		}
+		s.UnservedSchedules = append(s.UnservedSchedules, u)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	err = c.each(ctx, db, c.sql.tableStatus, nil, func(scan func(...any) error) error {
 		var t TableStatus
 		var v, av, a, aa *time.Time
@@ -424,23 +483,34 @@ func (s *Status) OldestHorizon() (HorizonHolder, bool) {
 	return HorizonHolder{}, false
 }
 
-// check draws the warnings from a snapshot.
+// check draws the warnings from a snapshot. Counts read to a limit (see
+// countCaps) say "at least".
 func (s *Status) check(th Thresholds) []Warning {
 	var out []Warning
 	add := func(code, subject, format string, args ...any) {
 		out = append(out, Warning{Code: code, Subject: subject, Message: fmt.Sprintf(format, args...)})
 	}
+	readyJobs := func(n int64) string {
+		if s.caps.ready > 0 && n >= s.caps.ready {
+			return plural.AtLeast(n, "ready job", "ready jobs")
+		}
+		return plural.Count(n, "ready job", "ready jobs")
+	}
 	for _, q := range s.Queues {
 		if q.Paused && q.Ready > 0 {
-			add(WarnPaused, q.Queue, "queue %s is paused with %d ready jobs (lag %s)", q.Queue, q.Ready, round(q.Lag))
+			add(WarnPaused, q.Queue, "queue %s is paused with %s (lag %s)", q.Queue, readyJobs(q.Ready), round(q.Lag))
 		} else if q.Lag > th.Lag {
-			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %d ready", q.Queue, round(q.Lag), th.Lag, q.Ready)
+			add(WarnLag, q.Queue, "queue %s: oldest due job has waited %s (threshold %s), %s", q.Queue, round(q.Lag), th.Lag, readyJobs(q.Ready))
 		}
 		if q.DLQDelta24h > 0 {
+			grew := plural.Number(q.DLQDelta24h)
+			if s.caps.dlqDelta {
+				grew = "at least " + grew
+			}
 			if q.DLQSize > 0 {
-				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h to %d", q.Queue, q.DLQDelta24h, q.DLQSize)
+				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %s in 24h to %s", q.Queue, grew, plural.Number(q.DLQSize))
 			} else { // an Overview, which does not count each queue's dead letters
-				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %d in 24h", q.Queue, q.DLQDelta24h)
+				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %s in 24h", q.Queue, grew)
 			}
 		}
 	}
@@ -449,10 +519,32 @@ func (s *Status) check(th Thresholds) []Warning {
 		if len(s.Stuck) > 0 {
 			oldest = s.Stuck[0].Overdue
 		}
-		add(WarnStuckLeases, "docket_jobs", "%d running jobs have expired leases (oldest overdue %s): no reaper runs — are any workers up?", s.StuckCount, round(oldest))
+		add(WarnStuckLeases, "docket_jobs", "%s %s (oldest overdue %s): no reaper runs — are any workers up?",
+			plural.Count(s.StuckCount, "running job", "running jobs"), plural.Noun(s.StuckCount, "has an expired lease", "have expired leases"), round(oldest))
 	}
 	for _, u := range s.Unserved {
-		add(WarnUnservedKind, u.Queue+"/"+u.Kind, "%d ready %s jobs in queue %s and no live worker serves them", u.Jobs, u.Kind, u.Queue)
+		count := plural.Count
+		if u.AtLeast {
+			count = plural.AtLeast
+		}
+		jobs := count(u.Jobs, "ready "+u.Kind+" job", "ready "+u.Kind+" jobs")
+		add(WarnUnservedKind, u.Queue+"/"+u.Kind, "%s in queue %s and no live worker serves %s", jobs, u.Queue, plural.Noun(u.Jobs, "it", "them"))
+	}
+	for _, u := range s.UnservedSchedules {
+		subject, served := u.Kind, "kind "+u.Kind
+		if u.Queue != "" {
+			subject, served = u.Queue+"/"+u.Kind, "kind "+u.Kind+" in queue "+u.Queue
+		}
+		if u.Schedules == 1 && len(u.Names) == 1 {
+			add(WarnUnservedSchedule, subject, "schedule %s: no live worker serves %s; its runs will wait unclaimed", u.Names[0], served)
+			continue
+		}
+		names := strings.Join(u.Names, ", ")
+		if more := u.Schedules - int64(len(u.Names)); more > 0 {
+			names += " and " + plural.Number(more) + " more"
+		}
+		add(WarnUnservedSchedule, subject, "%s (%s): no live worker serves %s; their runs will wait unclaimed",
+			plural.Count(u.Schedules, "schedule", "schedules"), names, served)
 	}
 	for _, t := range s.Tables {
 		if t.DeadTuples >= th.DeadTuples && t.DeadTuples*5 >= t.LiveTuples {
@@ -460,20 +552,22 @@ func (s *Status) check(th Thresholds) []Warning {
 			if v := t.LastVacuumed(); !v.IsZero() {
 				last = round(s.At.Sub(v)).String() + " ago"
 			}
-			add(WarnVacuumLag, t.Table, "table %s has %d dead tuples (%d live); last vacuum %s", t.Table, t.DeadTuples, t.LiveTuples, last)
+			add(WarnVacuumLag, t.Table, "table %s has %s (%s live); last vacuum %s", t.Table,
+				plural.Count(t.DeadTuples, "dead tuple", "dead tuples"), plural.Number(t.LiveTuples), last)
 		}
 	}
 	for _, h := range s.Horizon {
 		if !h.SameDatabase {
 			continue
 		}
+		xids := plural.Count(h.XIDAge, "transaction", "transactions")
 		switch {
 		case h.AgeKnown && h.Age > th.Horizon:
-			add(WarnHorizon, h.Describe(), "%s has held the vacuum horizon for %s (%d transactions): dead tuples cannot be removed until it ends", h.Describe(), round(h.Age), h.XIDAge)
+			add(WarnHorizon, h.Describe(), "%s has held the vacuum horizon for %s (%s): dead tuples cannot be removed until it ends", h.Describe(), round(h.Age), xids)
 		case !h.AgeKnown && h.Holder == "replication_slot" && h.State == "inactive":
-			add(WarnHorizon, h.Describe(), "inactive %s holds an xmin %d transactions old: dead tuples cannot be removed until it is consumed or dropped", h.Describe(), h.XIDAge)
+			add(WarnHorizon, h.Describe(), "inactive %s holds an xmin %s old: dead tuples cannot be removed until it is consumed or dropped", h.Describe(), xids)
 		case !h.AgeKnown && h.XIDAge > th.HorizonXIDs:
-			add(WarnHorizon, h.Describe(), "%s holds an xmin %d transactions old (threshold %d)", h.Describe(), h.XIDAge, th.HorizonXIDs)
+			add(WarnHorizon, h.Describe(), "%s holds an xmin %s old (threshold %s)", h.Describe(), xids, plural.Number(th.HorizonXIDs))
 		}
 	}
 	for _, w := range s.Workers {
@@ -486,8 +580,8 @@ func (s *Status) check(th Thresholds) []Warning {
 }
 
 var severity = map[string]int{
-	WarnStuckLeases: 0, WarnUnservedKind: 1, WarnLag: 2, WarnHorizon: 3, WarnVacuumLag: 4,
-	WarnClaimLatency: 5, WarnDLQGrowing: 6, WarnPaused: 7,
+	WarnStuckLeases: 0, WarnUnservedKind: 1, WarnUnservedSchedule: 2, WarnLag: 3, WarnHorizon: 4, WarnVacuumLag: 5,
+	WarnClaimLatency: 6, WarnDLQGrowing: 7, WarnPaused: 8,
 }
 
 // each runs a query on db and calls fn for every row.

@@ -549,3 +549,145 @@ func TestDLQDeltaCountsOldDepartures(t *testing.T) {
 		t.Fatalf("after purging two old jobs: %+v", q)
 	}
 }
+
+// Retries count the attempts after the first of the jobs that ran. Jobs
+// that left without running (cancelled while ready or waiting in a serial
+// line, a workflow job cancelled with its failed parent) have 0 attempts
+// and count none, never -1; a job that failed twice and then succeeded
+// counts 2.
+func TestStatusRetriesNeverNegative(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ready := b.enqueueN(t, 1, outbox.Opts{Queue: "cancelled"})[0]
+	line := b.enqueueN(t, 2, outbox.Opts{Queue: "cancelled", SerialKey: "account:7"})
+	if got := b.where(t, line[1]); got != outbox.StateWaiting {
+		t.Fatalf("second job of the serial line is %s, want waiting", got)
+	}
+	for _, id := range []int64{ready, line[1], line[0]} {
+		if err := b.client.CancelJob(b.ctx, b.pool, id, "not needed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "charge then ship", Jobs: []outbox.WorkflowJob{
+		{Ref: "charge", Args: noop{}, Opts: outbox.Opts{MaxAttempts: 1}}, wfJob("ship", "charge"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, map[int64]bool{res.Jobs["charge"]: true})
+	if got := b.where(t, res.Jobs["ship"]); got != "dead" {
+		t.Fatalf("child of the failed parent is %s, want dead", got)
+	}
+
+	flaky := b.enqueueN(t, 1, outbox.Opts{Queue: "flaky", MaxAttempts: 3})[0]
+	for attempt := 1; attempt <= 3; attempt++ {
+		w := uuid.New()
+		jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"flaky"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != flaky {
+			t.Fatalf("attempt %d: claimed %d jobs: %v", attempt, len(jobs), err)
+		}
+		if attempt < 3 {
+			_, err = b.q.Fail(b.ctx, b.pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "upstream 503"}})
+		} else {
+			_, err = b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := b.status(t, outbox.Thresholds{})
+	for _, want := range []struct {
+		queue   string
+		retries int64
+	}{{"cancelled", 0}, {"default", 0}, {"flaky", 2}} {
+		q := queueOf(t, s, want.queue)
+		if q.Retries1m != want.retries || q.Retries1h != want.retries {
+			t.Errorf("queue %s: retries %d in 1m, %d in 1h; want %d", want.queue, q.Retries1m, q.Retries1h, want.retries)
+		}
+	}
+}
+
+// addSchedule writes a schedule row as package schedule registers one.
+func (b *bundle) addSchedule(t *testing.T, name, kind, queue string, paused bool) {
+	t.Helper()
+	_, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_schedules")+` (name, spec, kind, queue, payload, paused)
+		VALUES ($1, '@daily', $2, $3, '{}', $4)`, name, kind, queue, paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setRunQueue stores the queue a registering process resolved for the
+// schedule's runs, as schedule.Register does with a registry.
+func (b *bundle) setRunQueue(t *testing.T, name, queue string) {
+	t.Helper()
+	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_schedules")+` SET run_queue = $2 WHERE name = $1`, name, queue); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schedule whose kind no live worker serves is a warning naming it and
+// its kind, in Status and in Overview; once a live worker serves the kind
+// (in the schedule's queue, when it names one), the warning goes.
+func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.addSchedule(t, "nightly-report", "report", "", false)
+	b.addSchedule(t, "digest-a", "digest", "mail", false)
+	b.addSchedule(t, "digest-b", "digest", "mail", false)
+	b.addSchedule(t, "retired", "gone", "", true) // paused: fires nothing
+	// Its kind's registered queue, stored by the process that registered it.
+	b.addSchedule(t, "invoices", "bill", "", false)
+	b.setRunQueue(t, "invoices", "billing")
+	// Live workers that serve other kinds, or digest and bill in other queues.
+	for _, w := range []queue.WorkerInfo{
+		{ID: uuid.New(), Host: "h1", PID: 1, Kinds: []string{"noop", "bill"}, Queues: []string{"default"}, TTL: time.Minute},
+		{ID: uuid.New(), Host: "h2", PID: 2, Kinds: []string{"digest"}, Queues: []string{"bulk"}, TTL: time.Minute},
+	} {
+		if err := b.q.RegisterWorker(b.ctx, b.pool, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := b.client.Overview(b.ctx, b.pool, outbox.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]*outbox.Status{"status": b.status(t, outbox.Thresholds{}), "overview": o.Status} {
+		w, ok := warning(s, outbox.WarnUnservedSchedule, "report")
+		if !ok || w.Message != "schedule nightly-report: no live worker serves kind report; its runs will wait unclaimed" {
+			t.Errorf("%s: warning for nightly-report: %+v (found %v); all: %+v", what, w, ok, s.Warnings)
+		}
+		w, ok = warning(s, outbox.WarnUnservedSchedule, "mail/digest")
+		if !ok || w.Message != "2 schedules (digest-a, digest-b): no live worker serves kind digest in queue mail; their runs will wait unclaimed" {
+			t.Errorf("%s: warning for the digests: %+v (found %v)", what, w, ok)
+		}
+		if w, ok := warning(s, outbox.WarnUnservedSchedule, "gone"); ok {
+			t.Errorf("%s: warning for a paused schedule: %+v", what, w)
+		}
+		w, ok = warning(s, outbox.WarnUnservedSchedule, "billing/bill")
+		if !ok || w.Message != "schedule invoices: no live worker serves kind bill in queue billing; its runs will wait unclaimed" {
+			t.Errorf("%s: warning for invoices: %+v (found %v)", what, w, ok)
+		}
+		if len(s.UnservedSchedules) != 3 {
+			t.Errorf("%s: unserved schedules %+v, want report, mail/digest and billing/bill", what, s.UnservedSchedules)
+		}
+	}
+
+	served := queue.WorkerInfo{ID: uuid.New(), Host: "h3", PID: 3, Kinds: []string{"report", "digest", "bill"}, Queues: []string{"reports", "mail", "billing"}, TTL: time.Minute}
+	if err := b.q.RegisterWorker(b.ctx, b.pool, served); err != nil {
+		t.Fatal(err)
+	}
+	s := b.status(t, outbox.Thresholds{})
+	if w, ok := warning(s, outbox.WarnUnservedSchedule, ""); ok || len(s.UnservedSchedules) != 0 {
+		t.Errorf("with a live worker serving both kinds: %+v %+v", w, s.UnservedSchedules)
+	}
+	// A worker that is gone serves nothing.
+	if err := b.q.DeregisterWorker(b.ctx, b.pool, served.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := warning(b.status(t, outbox.Thresholds{}), outbox.WarnUnservedSchedule, "report"); !ok {
+		t.Error("no warning once the worker serving report left")
+	}
+}

@@ -10,7 +10,7 @@ import (
 // over its time index (docket_jobs_done_finished_idx covers the history
 // side, so it is an index-only scan per partition).
 const sqlThroughput = `SELECT minute, sum(completed)::bigint, sum(retries)::bigint, sum(dead)::bigint FROM (
-	SELECT date_trunc('minute', finished_at) AS minute, count(*) AS completed, sum(attempts - 1) AS retries, 0 AS dead
+	SELECT date_trunc('minute', finished_at) AS minute, count(*) AS completed, sum(greatest(attempts - 1, 0)) AS retries, 0 AS dead
 	FROM {{schema}}.docket_jobs_done WHERE finished_at >= $1 GROUP BY 1
 	UNION ALL
 	SELECT date_trunc('minute', dead_at), 0, 0, count(*)
@@ -22,8 +22,8 @@ GROUP BY minute ORDER BY minute`
 type MinuteStat struct {
 	// Minute is the start of the minute.
 	Minute time.Time
-	// Completed counts jobs that completed; Retries the extra attempts
-	// they spent (attempts − 1); Dead the jobs dead-lettered.
+	// Completed counts jobs that completed; Retries the attempts they
+	// spent after their first; Dead the jobs dead-lettered.
 	Completed, Retries, Dead int64
 }
 

@@ -24,6 +24,12 @@ var ErrInvalidWorkflow = errors.New("docket: invalid workflow")
 // ErrWorkflowNotFound is returned for a workflow id that does not exist.
 var ErrWorkflowNotFound = errors.New("docket: workflow not found")
 
+// ErrWorkflowFinished is returned, wrapped with the workflow's id and state,
+// by CancelWorkflow for a workflow that already finished: every job of it
+// left the jobs table, all completed (succeeded) or some dead-lettered or
+// cancelled (failed). The workflow is left as it is.
+var ErrWorkflowFinished = errors.New("docket: workflow already finished")
+
 // ErrWorkflowKeyTaken is returned, wrapped with the key and the id of the
 // job in flight that holds it, when a job of a workflow has a UniqueKey that
 // a job in flight holds. The whole workflow is refused: nothing of it is
@@ -150,13 +156,22 @@ SELECT DISTINCT queue FROM ins WHERE state = 'ready'`
 	sqlWorkflowDeps = `INSERT INTO {{schema}}.docket_workflow_deps (workflow_id, parent_id, child_id, run_anyway)
 SELECT $1, d.p, d.c, d.a FROM jsonb_to_recordset($2::jsonb) AS d(p bigint, c bigint, a boolean)`
 
-	// sqlCancelWorkflow marks the workflow cancelled and moves its jobs
-	// that are not running to the dead-letter table. Running ones finish
-	// their run; the triggers of migration 014 cancel their dependents and
-	// stop them if they come back to the queue (a retry, an expired lease).
-	sqlCancelWorkflow = `WITH wf AS (
+	// sqlCancelWorkflow marks the workflow cancelled, unless it finished
+	// (no job of it left in the jobs table; cancelling a cancelled one
+	// again is allowed), and moves its jobs that are not running to the
+	// dead-letter table. Running ones finish their run; the triggers of
+	// migration 014 cancel their dependents and stop them if they come
+	// back to the queue (a retry, an expired lease). The job found live is
+	// share-locked, so the workflow's last job cannot complete unseen
+	// between the check and the mark: its completion waits for the cancel
+	// and then sees the workflow cancelled. It returns whether the
+	// workflow exists, whether it was marked, how many jobs were cancelled
+	// and whether any job of it is dead (a finished workflow failed).
+	sqlCancelWorkflow = `WITH live AS (
+	SELECT 1 FROM {{schema}}.docket_jobs WHERE workflow_id = $1 LIMIT 1 FOR KEY SHARE
+), wf AS (
 	UPDATE {{schema}}.docket_workflows SET cancelled_at = COALESCE(cancelled_at, now())
-	WHERE id = $1
+	WHERE id = $1 AND (cancelled_at IS NOT NULL OR EXISTS (SELECT 1 FROM live))
 	RETURNING id
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING wf
@@ -164,7 +179,9 @@ SELECT $1, d.p, d.c, d.a FROM jsonb_to_recordset($2::jsonb) AS d(p bigint, c big
 	RETURNING j.*, 'cancelled'::text AS reason, format('workflow %s cancelled', wf.id) AS err
 ), dead AS (` + pgsql.DeadInsert + `
 )
-SELECT (SELECT count(*) FROM wf), (SELECT count(*) FROM dead)`
+SELECT EXISTS (SELECT 1 FROM {{schema}}.docket_workflows WHERE id = $1),
+	EXISTS (SELECT 1 FROM wf), (SELECT count(*) FROM dead),
+	EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1)`
 
 	sqlWorkflowStatus = `SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
 FROM {{schema}}.docket_workflow_status`
@@ -453,16 +470,27 @@ func (c *Client) checkWorkflowKeys(ctx context.Context, cn conn, p *workflowPlan
 // effects commit); whatever its outcome, no job of the workflow runs after
 // it, and if it comes back to the queue (a retry, an expired lease) it is
 // cancelled instead. It returns how many jobs it cancelled now; cancelling
-// a cancelled or finished workflow is no error. An unknown id is
+// a cancelled workflow again is no error and cancels what is left.
+//
+// A workflow that already finished (state succeeded or failed: none of its
+// jobs is left in the jobs table) is not changed: the error wraps
+// ErrWorkflowFinished and names its state. An unknown id is
 // ErrWorkflowNotFound.
 func (c *Client) CancelWorkflow(ctx context.Context, db Pgx, id int64) (int64, error) {
-	var found, n int64
-	err := db.QueryRow(ctx, pgsql.Render(sqlCancelWorkflow, c.schema), id).Scan(&found, &n)
-	if err != nil {
+	var found, marked, anyDead bool
+	var n int64
+	err := db.QueryRow(ctx, pgsql.Render(sqlCancelWorkflow, c.schema), id).Scan(&found, &marked, &n, &anyDead)
+	switch {
+	case err != nil:
 		return 0, c.wrapErr(err)
-	}
-	if found == 0 {
+	case !found:
 		return 0, fmt.Errorf("%w: no workflow %d", ErrWorkflowNotFound, id)
+	case !marked:
+		state := WorkflowSucceeded
+		if anyDead {
+			state = WorkflowFailed
+		}
+		return 0, fmt.Errorf("%w: workflow %d %s; it was left as it is", ErrWorkflowFinished, id, state)
 	}
 	return n, nil
 }

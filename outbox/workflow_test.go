@@ -454,3 +454,159 @@ func TestWorkflowDeepChainCancels(t *testing.T) {
 		t.Errorf("a grandchild's error %q, want %q", lastErr, want)
 	}
 }
+
+// CancelWorkflow cancels a running workflow, again without error, and
+// refuses one that finished, succeeded or failed, leaving it as it is.
+func TestCancelWorkflowRefusesFinished(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	enqueue := func(name string, jobs ...outbox.WorkflowJob) outbox.WorkflowEnqueued {
+		t.Helper()
+		res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: name, Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ok := enqueue("succeeds", wfJob("a"), wfJob("b", "a"))
+	b.finish(t, nil)
+	b.finish(t, nil)
+	failed := enqueue("fails", outbox.WorkflowJob{Ref: "a", Args: noop{}, Opts: outbox.Opts{MaxAttempts: 1}}, wfJob("b", "a"))
+	b.finish(t, map[int64]bool{failed.Jobs["a"]: true})
+	for _, tc := range []struct {
+		id    int64
+		state string
+	}{{ok.ID, outbox.WorkflowSucceeded}, {failed.ID, outbox.WorkflowFailed}} {
+		if s := b.workflowState(t, tc.id); s.State != tc.state {
+			t.Fatalf("workflow %d is %s before the cancel, want %s", tc.id, s.State, tc.state)
+		}
+		n, err := b.client.CancelWorkflow(b.ctx, b.pool, tc.id)
+		if !errors.Is(err, outbox.ErrWorkflowFinished) || n != 0 || !strings.Contains(err.Error(), tc.state) {
+			t.Errorf("cancel of the %s workflow: %d, %v; want ErrWorkflowFinished naming its state", tc.state, n, err)
+		}
+		if s := b.workflowState(t, tc.id); s.State != tc.state || !s.CancelledAt.IsZero() {
+			t.Errorf("after the refused cancel: %+v, want it %s and not cancelled", s, tc.state)
+		}
+	}
+
+	running := enqueue("runs", wfJob("a"), wfJob("b", "a"))
+	if n, err := b.client.CancelWorkflow(b.ctx, b.pool, running.ID); err != nil || n != 2 {
+		t.Fatalf("cancel of a running workflow: %d, %v; want 2 jobs cancelled", n, err)
+	}
+	if n, err := b.client.CancelWorkflow(b.ctx, b.pool, running.ID); err != nil || n != 0 {
+		t.Errorf("second cancel: %d, %v; want no error and nothing left to cancel", n, err)
+	}
+	if s := b.workflowState(t, running.ID); s.State != outbox.WorkflowCancelled {
+		t.Errorf("cancelled workflow is %s", s.State)
+	}
+	if _, err := b.client.CancelWorkflow(b.ctx, b.pool, running.ID+1000); !errors.Is(err, outbox.ErrWorkflowNotFound) {
+		t.Errorf("cancel of an unknown workflow: %v", err)
+	}
+}
+
+// A workflow job deleted before it ran (DeleteJob, RemoveQueued) never
+// completed: its dependents are cancelled as for a failed parent, and the
+// RunAnyway ones run.
+func TestWorkflowDeletedParentCancelsDependents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "charge, ship, notify", Jobs: []outbox.WorkflowJob{
+		wfJob("charge"),
+		wfJob("ship", "charge"),
+		wfJob("notify", "ship"),
+		{Ref: "audit", Args: noop{}, After: []outbox.Dependency{{Ref: "charge", RunAnyway: true}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Jobs
+	if err := b.client.DeleteJob(b.ctx, b.pool, id["charge"]); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]string{"charge": "", "ship": "dead", "notify": "dead", "audit": "ready"} {
+		if got := b.where(t, id[ref]); got != want {
+			t.Errorf("%s is %q after its parent was deleted, want %q", ref, got, want)
+		}
+	}
+	var lastErr string
+	if err := b.pool.QueryRow(b.ctx, `SELECT last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, id["ship"]).Scan(&lastErr); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("parent job %d deleted", id["charge"]); lastErr != want {
+		t.Errorf("ship's error %q, want %q", lastErr, want)
+	}
+
+	// RemoveQueued withdraws a job the same way.
+	keyed, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "keyed", Jobs: []outbox.WorkflowJob{
+		{Ref: "a", Args: noop{}, Opts: outbox.Opts{UniqueKey: "invoice:9"}}, wfJob("b", "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := b.client.RemoveQueued(b.ctx, b.pool, "invoice:9"); err != nil || !ok || got != keyed.Jobs["a"] {
+		t.Fatalf("RemoveQueued: %d %v %v", got, ok, err)
+	}
+	if got := b.where(t, keyed.Jobs["b"]); got != "dead" {
+		t.Errorf("child of a withdrawn job is %q, want dead", got)
+	}
+	if s := b.workflowState(t, keyed.ID); s.State != outbox.WorkflowFailed {
+		t.Errorf("workflow of a withdrawn job: %+v, want failed", s)
+	}
+}
+
+// A cancel that meets the workflow's last job completing in a transaction
+// not yet committed waits for it and, once it committed, refuses: it
+// never marks a workflow cancelled after its last job completed.
+func TestCancelWorkflowWaitsForLastCompletion(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.client.EnqueueWorkflow(b.ctx, b.pool, outbox.Workflow{Name: "last", Jobs: []outbox.WorkflowJob{wfJob("only")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	jobs := b.claim(t, w, 1, time.Minute)
+	if len(jobs) != 1 {
+		t.Fatalf("claimed %d jobs", len(jobs))
+	}
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if got, err := b.q.Complete(b.ctx, tx, w, runsOf(jobs), time.Time{}); err != nil || len(got) != 1 {
+		t.Fatalf("complete: %v %v", got, err)
+	}
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := b.client.CancelWorkflow(b.ctx, b.pool, res.ID)
+		done <- result{n, err}
+	}()
+	// The cancel waits for the completion's row lock.
+	deadline := time.Now().Add(30 * time.Second)
+	for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND datname = current_database()`, b.schema) == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("the cancel returned (%d, %v) while the last job's completion was not committed", r.n, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancel never waited for the completion")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if !errors.Is(r.err, outbox.ErrWorkflowFinished) {
+		t.Errorf("cancel after the last job completed: %d, %v; want ErrWorkflowFinished", r.n, r.err)
+	}
+	if s := b.workflowState(t, res.ID); s.State != outbox.WorkflowSucceeded {
+		t.Errorf("workflow after the race: %+v, want succeeded", s)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/docketq/docket/internal/plural"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -28,7 +29,8 @@ func statusCommand() *command {
 		name:    "status",
 		summary: "queue health: backlog, lag, throughput, DLQ, vacuum, stuck leases, warnings",
 		about: `Per queue: backlog, lag, throughput, dead-letter queue; tables' vacuum state;
-stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
+stuck leases, unserved kinds and schedules, what holds the vacuum horizon; and
+warnings.`,
 		flags: func(fs *flag.FlagSet) action {
 			var db dbFlags
 			db.register(fs)
@@ -115,8 +117,8 @@ func printStatus(out io.Writer, s *outbox.Status) error {
 	fmt.Fprintf(out, "\nworkers: %d live", live)
 	for _, w := range s.Workers {
 		if w.Live && w.Claims > 0 {
-			fmt.Fprintf(out, "\n  %s pid %d, %d slots: claim p50 %s p95 %s p99 %s (%d claims)", w.Host, w.PID, w.Slots,
-				ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Claims)
+			fmt.Fprintf(out, "\n  %s pid %d, %s: claim p50 %s p95 %s p99 %s (%s)", w.Host, w.PID, plural.Count(int64(w.Slots), "slot", "slots"),
+				ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), plural.Count(w.Claims, "claim", "claims"))
 		}
 	}
 	fmt.Fprintf(out, "\nstuck leases: %d\n", s.StuckCount)
@@ -125,8 +127,8 @@ func printStatus(out io.Writer, s *outbox.Status) error {
 		if !ev.OldestPending.IsZero() {
 			lag = short(ev.Lag)
 		}
-		fmt.Fprintf(out, "events: %d pending, lag %s, %d dead (%d keys blocked), %d relays live\n",
-			ev.Pending, lag, ev.Dead, ev.BlockedKeys, ev.Relays)
+		fmt.Fprintf(out, "events: %d pending, lag %s, %d dead (%s blocked), %s live\n",
+			ev.Pending, lag, ev.Dead, plural.Count(ev.BlockedKeys, "key", "keys"), plural.Count(ev.Relays, "relay", "relays"))
 	}
 	if h, ok := s.OldestHorizon(); ok {
 		age := fmt.Sprintf("%d xids", h.XIDAge)

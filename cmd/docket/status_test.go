@@ -208,3 +208,128 @@ func TestMetricsServeCommand(t *testing.T) {
 		t.Errorf("metrics serve exit %d: %s", code, errOut.String())
 	}
 }
+
+// Jobs that died without running count no retries in docket status: a
+// ready job cancelled with docket jobs cancel, and a workflow job cancelled
+// because its parent failed.
+func TestStatusRetriesOfJobsThatNeverRan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	db := []string{"--database-url", url, "--schema", schema}
+	if code, _, errOut := docket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	pool := pgtest.Pool(t)
+	c, _ := outbox.New(outbox.Config{Schema: schema})
+	e, err := c.Enqueue(ctx, pool, mailArgs{To: "a@example.com"}, outbox.Opts{Queue: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := docket(t, append([]string{"jobs", "cancel", itoa(e.ID)}, db...)...); code != 0 {
+		t.Fatalf("jobs cancel: %d %s %s", code, out, errOut)
+	}
+	wf, err := c.EnqueueWorkflow(ctx, pool, outbox.Workflow{Name: "report", Jobs: []outbox.WorkflowJob{
+		{Ref: "extract", Args: mailArgs{}, Opts: outbox.Opts{Queue: "reports", MaxAttempts: 1}},
+		{Ref: "send", Args: mailArgs{}, Opts: outbox.Opts{Queue: "reports"}, After: outbox.After("extract")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := queue.New(schema, queue.Config{})
+	w := uuid.New()
+	jobs, err := q.Claim(ctx, pool, queue.ClaimParams{Worker: w, Queues: []string{"reports"}, Kinds: []string{"mail"}, Limit: 10, Lease: time.Minute})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != wf.Jobs["extract"] {
+		t.Fatalf("claimed %d jobs: %v", len(jobs), err)
+	}
+	if _, err := q.Fail(ctx, pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "source unavailable"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := docket(t, append([]string{"status", "--json"}, db...)...)
+	var s struct {
+		Queues []struct {
+			Queue     string
+			Dead1h    int64 `json:"dead1h"`
+			Retries1m int64 `json:"retries1m"`
+			Retries1h int64 `json:"retries1h"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("status --json: %d %s %s", code, out, errOut)
+	}
+	dead := map[string]int64{"mail": 1, "reports": 2}
+	for _, q := range s.Queues {
+		if q.Dead1h != dead[q.Queue] || q.Retries1m != 0 || q.Retries1h != 0 {
+			t.Errorf("queue %s: %d dead, retries %d/%d; want %d dead, retries 0/0", q.Queue, q.Dead1h, q.Retries1m, q.Retries1h, dead[q.Queue])
+		}
+	}
+	if len(s.Queues) != 2 {
+		t.Errorf("status lists %d queues, want mail and reports: %s", len(s.Queues), out)
+	}
+	_, out, _ = docket(t, append([]string{"status"}, db...)...)
+	if strings.Contains(out, "-1/") || strings.Contains(out, "/-1") {
+		t.Errorf("status shows a negative retry count:\n%s", out)
+	}
+}
+
+// docket status warns of a schedule whose kind no live worker serves,
+// naming the schedule and the kind, and counts in words that agree with
+// their numbers ("1 slot", "1 claim").
+func TestStatusUnservedScheduleAndPlurals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	db := []string{"--database-url", url, "--schema", schema}
+	if code, _, errOut := docket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO "`+schema+`".docket_schedules (name, spec, kind, queue, payload)
+		VALUES ('nightly-report', '0 2 * * *', 'report', '', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := queue.New(schema, queue.Config{})
+	mailer := queue.WorkerInfo{ID: uuid.New(), Host: "mailer-1", PID: 7, Kinds: []string{"mail"}, Queues: []string{"mail"},
+		Slots: 1, TTL: time.Minute, Claims: 1, ClaimP50: time.Millisecond, ClaimP95: time.Millisecond, ClaimP99: time.Millisecond}
+	if err := q.RegisterWorker(ctx, pool, mailer); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := docket(t, append([]string{"status"}, db...)...)
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	for _, want := range []string{
+		"[unserved_schedule] schedule nightly-report: no live worker serves kind report; its runs will wait unclaimed",
+		"workers: 1 live", "mailer-1 pid 7, 1 slot: claim p50", "(1 claim)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	for _, wrong := range []string{"1 slots", "1 claims"} {
+		if strings.Contains(out, wrong) {
+			t.Errorf("status says %q:\n%s", wrong, out)
+		}
+	}
+	_, out, _ = docket(t, append([]string{"status", "--json"}, db...)...)
+	var s struct {
+		UnservedSchedules []struct {
+			Kind      string
+			Schedules int64
+			Names     []string
+		} `json:"unserved_schedules"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil || len(s.UnservedSchedules) != 1 || s.UnservedSchedules[0].Kind != "report" ||
+		s.UnservedSchedules[0].Schedules != 1 || len(s.UnservedSchedules[0].Names) != 1 || s.UnservedSchedules[0].Names[0] != "nightly-report" {
+		t.Errorf("status --json unserved_schedules: %+v %v\n%s", s.UnservedSchedules, err, out)
+	}
+
+	reporter := queue.WorkerInfo{ID: uuid.New(), Host: "reports-1", PID: 8, Kinds: []string{"report"}, Queues: []string{"reports"}, TTL: time.Minute}
+	if err := q.RegisterWorker(ctx, pool, reporter); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = docket(t, append([]string{"status"}, db...)...); strings.Contains(out, "unserved_schedule") || !strings.Contains(out, "workers: 2 live") {
+		t.Errorf("status once a live worker serves report:\n%s", out)
+	}
+}

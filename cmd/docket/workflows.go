@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/docketq/docket/internal/plural"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -18,11 +19,11 @@ func workflowsCommand() *command {
 		summary: "list, show or cancel workflows (jobs with dependencies)",
 		about: `A workflow is running while any of its jobs is live, then succeeded (every
 job completed) or failed (some dead-lettered or were cancelled); cancelled
-once cancelled. See docs/workflows.md.`,
+once cancelled. A finished workflow cannot be cancelled. See docs/workflows.md.`,
 		verbs: []*command{
 			{name: "list", summary: "list the newest workflows with their state", flags: workflowsList},
 			{name: "show", summary: "show one workflow and its live and dead jobs", args: "ID", flags: workflowsShow},
-			{name: "cancel", summary: "cancel a workflow: its jobs that are not running go to the dead-letter table", args: "ID", flags: workflowsCancel},
+			{name: "cancel", summary: "cancel a running workflow: its jobs that are not running go to the dead-letter table", args: "ID", flags: workflowsCancel},
 		},
 	}
 }
@@ -120,7 +121,7 @@ func workflowsCancel(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "workflow %d cancelled: %d jobs moved to the dead-letter table; running jobs finish their run and nothing runs after them\n", id, n)
+			fmt.Fprintf(out, "workflow %d cancelled: %s moved to the dead-letter table; running jobs finish their run and nothing runs after them\n", id, plural.Count(n, "job", "jobs"))
 			return nil
 		})
 	}

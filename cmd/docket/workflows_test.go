@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
 )
 
 func TestWorkflowsCommand(t *testing.T) {
@@ -62,6 +65,30 @@ func TestWorkflowsCommand(t *testing.T) {
 	}
 	if code, _, errOut := docket(t, append([]string{"workflows", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no workflow 99999999") {
 		t.Errorf("unknown workflow: %d %s", code, errOut)
+	}
+	// A finished workflow is not cancelled: exit 1, and it stays succeeded.
+	done, err := c.EnqueueWorkflow(ctx, pgtest.Pool(t), outbox.Workflow{Name: "one-off", Jobs: []outbox.WorkflowJob{
+		{Ref: "only", Args: mailArgs{}, Opts: outbox.Opts{Queue: "one-off"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := queue.New(schema, queue.Config{})
+	w := uuid.New()
+	jobs, err := q.Claim(ctx, pgtest.Pool(t), queue.ClaimParams{Worker: w, Queues: []string{"one-off"}, Kinds: []string{"mail"}, Limit: 1, Lease: time.Minute})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claimed %d jobs: %v", len(jobs), err)
+	}
+	if _, err := q.Complete(ctx, pgtest.Pool(t), w, []queue.Run{queue.RunOf(jobs[0])}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	doneID := itoa(done.ID)
+	code, out, errOut := docket(t, append([]string{"workflows", "cancel", doneID}, db...)...)
+	if code != exitFailure || !strings.Contains(errOut, "workflow "+doneID+" succeeded") || !strings.Contains(errOut, "already finished") || out != "" {
+		t.Errorf("cancel of a succeeded workflow: exit %d, stdout %q, stderr %q; want exit 1 saying it already finished", code, out, errOut)
+	}
+	if out := run("workflows", "show", doneID); !strings.Contains(out, "state succeeded") || strings.Contains(out, "cancelled") {
+		t.Errorf("show after the refused cancel:\n%s", out)
 	}
 	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a number`) {
 		t.Errorf("bad id: %d %s", code, errOut)
