@@ -95,7 +95,7 @@ type statements struct {
 	enqueue, enqueueMove, lookupKey, lookupKeys, nextIDs, enqueueSet, removeQueued string
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	overviewQueues, overviewTotals, overviewUnserved                               string
-	pausedQueues, setPaused                                                        string
+	pausedQueues, pauseQueue, resumeQueue                                          string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
 	eventDeadList, eventReplay, eventPurge, eventStatus                            string
@@ -112,7 +112,8 @@ func renderStatements(schema string) statements {
 		queueStatus:  r(sqlQueueStatus), tableStatus: r(sqlTableStatus), stuckJobs: r(sqlStuckJobs),
 		overviewQueues: r(sqlOverviewQueues), overviewTotals: r(sqlOverviewTotals), overviewUnserved: r(sqlOverviewUnserved),
 		stuckCount: r(sqlStuckCount), unserved: r(sqlUnserved), workers: r(sqlWorkers),
-		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
+		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues),
+		pauseQueue: r(sqlPauseQueue), resumeQueue: r(sqlResumeQueue),
 		deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
 		jobState: r(sqlJobState),
