@@ -29,6 +29,9 @@ func (f *dlqFilter) register(fs *flag.FlagSet, limit int) {
 
 func (f *dlqFilter) filter(now time.Time) (outbox.DeadFilter, error) {
 	out := outbox.DeadFilter{Kind: f.kind, Queue: f.queue, ErrorLike: f.errLike, Limit: f.limit}
+	if f.limit == 0 || f.limit < -1 {
+		return out, fmt.Errorf("%w: --limit %d: want -1 (no limit) or 1 or more", errUsage, f.limit)
+	}
 	if f.since != "" {
 		t, err := parseSince(now, f.since)
 		if err != nil {
@@ -78,7 +81,7 @@ func dlqCommand() *command {
 			{name: "list", summary: "list dead jobs, newest first, without payloads", flags: dlqList},
 			{name: "show", summary: "show one dead job; the payload only with --payload", args: "ID", flags: dlqShow},
 			{name: "replay", summary: "put dead jobs back in their queue at a limited rate", args: "[ID...]", flags: dlqReplay},
-			{name: "purge", summary: "delete dead jobs older than --older-than", flags: dlqPurge},
+			{name: "purge", summary: "delete dead jobs older than --older-than", args: "--older-than DURATION", flags: dlqPurge},
 		},
 	}
 }
@@ -87,9 +90,9 @@ func dlqCommand() *command {
 func jobIDs(pos []string) ([]int64, error) {
 	var ids []int64
 	for _, s := range pos {
-		id, err := strconv.ParseInt(s, 10, 64)
+		id, err := positiveID("job", s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: job id %q is not a number", errUsage, s)
+			return nil, err
 		}
 		ids = append(ids, id)
 	}

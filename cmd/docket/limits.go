@@ -45,8 +45,11 @@ func limitsSet(fs *flag.FlagSet) action {
 			return err
 		}
 		l.Name = pos[0]
-		if l.Rate == 0 {
-			l.Per = 0
+		if l.Rate == 0 && l.Per == time.Second {
+			l.Per = 0 // the flag's default means nothing without --rate
+		}
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		client, pool, err := db.open(ctx)
 		if err != nil {

@@ -35,7 +35,7 @@ a "-- docket: NNN_name.up.sql" line; with --direction the output is one script
 psql can run. --out writes NNN_name.up.sql and NNN_name.down.sql into a directory
 instead. No connection is made.`},
 			{name: "status", summary: "say whether migrations are pending; exit 3 if so (for deploy gates)", flags: migrateStatus},
-			{name: "grant", summary: "grant an application role what workers and producers need, and no DDL", flags: migrateGrant,
+			{name: "grant", summary: "grant an application role what workers and producers need, and no DDL", args: "--role ROLE", flags: migrateGrant,
 				about: `Run as the role that applied the migrations (the owner), after them. The role
 gets USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on Docket's tables
 (SELECT only on docket_migrations), USAGE/SELECT on its sequences and EXECUTE
@@ -61,6 +61,24 @@ func migrator(schema string) (*outbox.Migrator, error) {
 
 func versionFlag(fs *flag.FlagSet, help string) *int { return fs.Int("version", -1, help) }
 
+// checkVersion checks --version before anything connects: -1 (the flag's
+// default), a version this binary knows, or 0 where zeroOK (down to none).
+func checkVersion(m *outbox.Migrator, v int, zeroOK bool) error {
+	if v == -1 || (v == 0 && zeroOK) {
+		return nil
+	}
+	for _, mig := range m.Migrations() {
+		if mig.Version == v {
+			return nil
+		}
+	}
+	also := ""
+	if zeroOK {
+		also = ", or 0 to remove Docket's tables"
+	}
+	return fmt.Errorf("%w: --version %d: known versions are 1 to %d%s", errUsage, v, m.Latest(), also)
+}
+
 func migrateUp(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -71,6 +89,9 @@ func migrateUp(fs *flag.FlagSet) action {
 		}
 		m, err := migrator(db.schema)
 		if err != nil {
+			return err
+		}
+		if err := checkVersion(m, *version, false); err != nil {
 			return err
 		}
 		v := *version
@@ -108,6 +129,9 @@ func migrateDown(fs *flag.FlagSet) action {
 		}
 		m, err := migrator(db.schema)
 		if err != nil {
+			return err
+		}
+		if err := checkVersion(m, *version, true); err != nil {
 			return err
 		}
 		pool, err := connect(ctx, db.url, 2, db.pgbouncer)
@@ -260,6 +284,9 @@ func migrateSQL(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if err := checkVersion(m, *version, false); err != nil {
+			return err
+		}
 		var directions []string
 		switch *direction {
 		case "":
@@ -287,10 +314,6 @@ func migrateSQL(fs *flag.FlagSet) action {
 				}
 				files = append(files, file{fmt.Sprintf("%03d_%s.%s.sql", mig.Version, mig.Name, d), sql})
 			}
-		}
-		if len(files) == 0 {
-			_, err := m.SQL(*version, "up") // names the known versions
-			return err
 		}
 		if *dir != "" {
 			if err := os.MkdirAll(*dir, 0o755); err != nil {

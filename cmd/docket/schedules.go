@@ -53,6 +53,9 @@ func schedulesList(fs *flag.FlagSet) action {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
 		}
+		if *stale < 0 {
+			return fmt.Errorf("%w: --stale %s: want a positive duration", errUsage, *stale)
+		}
 		svc, done, err := openSchedules(ctx, db)
 		if err != nil {
 			return err

@@ -23,6 +23,28 @@ func (f *thresholdFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.th.ClaimP99, "claim-p99", 250*time.Millisecond, "warn when a live worker's claim p99 is above this")
 }
 
+// check refuses a threshold that is not positive (zero would quietly mean
+// outbox's default), before anything connects.
+func (f *thresholdFlags) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--lag", f.th.Lag}, {"--horizon", f.th.Horizon}, {"--claim-p99", f.th.ClaimP99}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%w: %s %s: want a positive threshold", errUsage, d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"--horizon-xids", f.th.HorizonXIDs}, {"--dead-tuples", f.th.DeadTuples}} {
+		if n.v <= 0 {
+			return fmt.Errorf("%w: %s %d: want a positive threshold", errUsage, n.name, n.v)
+		}
+	}
+	return nil
+}
+
 func statusCommand() *command {
 	return &command{
 		name:    "status",
@@ -39,6 +61,12 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 			return func(ctx context.Context, pos []string, out, _ io.Writer) error {
 				if err := wantArgs(pos, 0, ""); err != nil {
 					return err
+				}
+				if err := th.check(); err != nil {
+					return err
+				}
+				if *watch < 0 {
+					return fmt.Errorf("%w: --watch %s: want 0 (once) or a positive interval", errUsage, *watch)
 				}
 				client, pool, err := db.open(ctx)
 				if err != nil {

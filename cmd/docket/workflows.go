@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/docketq/docket/outbox"
@@ -131,9 +130,9 @@ func onWorkflow(ctx context.Context, db dbFlags, pos []string, op func(*outbox.C
 	if err := wantArgs(pos, 1, "one workflow id"); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
+	id, err := positiveID("workflow", pos[0])
 	if err != nil {
-		return fmt.Errorf("%w: workflow id %q is not a number", errUsage, pos[0])
+		return err
 	}
 	client, pool, err := db.open(ctx)
 	if err != nil {

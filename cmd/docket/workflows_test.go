@@ -63,7 +63,7 @@ func TestWorkflowsCommand(t *testing.T) {
 	if code, _, errOut := docket(t, append([]string{"workflows", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no workflow 99999999") {
 		t.Errorf("unknown workflow: %d %s", code, errOut)
 	}
-	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a number`) {
+	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a positive integer`) {
 		t.Errorf("bad id: %d %s", code, errOut)
 	}
 }
