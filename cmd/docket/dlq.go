@@ -123,7 +123,7 @@ func dlqList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, dead, true)
+			return writeJSON(out, deadJobsFrom(dead), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tATTEMPTS\tDIED\tREASON\tERROR")
@@ -158,7 +158,7 @@ func dlqShow(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, d, true)
+			return writeJSON(out, jobFromDead(d), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "id\t%d\nqueue\t%s\nkind\t%s\npriority\t%d\ntenant\t%s\nunique key\t%s\nattempts\t%d of %d\ncreated\t%s\ndied\t%s\nreason\t%s\n",

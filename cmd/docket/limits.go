@@ -84,7 +84,7 @@ func describeLimit(l outbox.Limit) string {
 	return scope + ": " + strings.Join(parts, ", ")
 }
 
-// limitLine is one limit of limits list --json, with its keys' usage.
+// limitLine is one limit of limits list, with its keys' usage.
 type limitLine struct {
 	outbox.Limit
 	Keys []outbox.LimitUsage
@@ -121,7 +121,11 @@ func limitsList(fs *flag.FlagSet) action {
 			}
 		}
 		if *asJSON {
-			return writeJSON(out, lines, true)
+			list := make([]limitUsageJSON, len(lines))
+			for i, l := range lines {
+				list[i] = limitFrom(l.Limit, l.Keys)
+			}
+			return writeJSON(out, list, true)
 		}
 		if len(lines) == 0 {
 			fmt.Fprintln(out, "no limits")

@@ -24,7 +24,8 @@
 // With --json a command prints one JSON document (status --watch: one per
 // line) in one convention: snake_case keys, RFC 3339 UTC times, durations in
 // seconds, [] for an empty list, and absent values (a zero time, a missing
-// payload) left out.
+// payload) left out. Each object has one shape, one struct in jsonout.go,
+// whichever command prints it (docs/cli-json.md).
 package main
 
 import (

@@ -179,23 +179,6 @@ func current(list []outbox.MigrationStatus) int {
 	return v
 }
 
-// migrationJSON is one migration in list and status --json, without its SQL.
-type migrationJSON struct {
-	Version   int
-	Name      string
-	AppliedAt time.Time
-}
-
-func migrationsJSON(list []outbox.MigrationStatus, pendingOnly bool) []migrationJSON {
-	out := []migrationJSON{}
-	for _, s := range list {
-		if !pendingOnly || s.AppliedAt.IsZero() {
-			out = append(out, migrationJSON{s.Version, s.Name, s.AppliedAt})
-		}
-	}
-	return out
-}
-
 func migrateList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -206,7 +189,7 @@ func migrateList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, migrationsJSON(list, false), true)
+			return writeJSON(out, migrationsFrom(list, false), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
@@ -246,13 +229,8 @@ func migrateStatus(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		pending := migrationsJSON(list, true)
-		status := struct {
-			Schema  string
-			Current int
-			Latest  int
-			Pending []migrationJSON
-		}{db.schema, current(list), list[len(list)-1].Version, pending}
+		pending := migrationsFrom(list, true)
+		status := migrateStatusJSON{Schema: db.schema, Current: current(list), Latest: list[len(list)-1].Version, Pending: pending}
 		if *asJSON {
 			if err := writeJSON(out, status, true); err != nil {
 				return err

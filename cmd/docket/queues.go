@@ -78,12 +78,6 @@ func onQueue(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Clie
 	return op(client, pool, pos[0])
 }
 
-// pausedQueue is one line of queues list --json.
-type pausedQueue struct {
-	Queue  string
-	Paused bool
-}
-
 func queuesList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -102,9 +96,9 @@ func queuesList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			list := []pausedQueue{}
+			list := []queueJSON{}
 			for _, q := range paused {
-				list = append(list, pausedQueue{q, true})
+				list = append(list, queueJSON{Queue: q, Paused: true})
 			}
 			return writeJSON(out, list, true)
 		}

@@ -245,10 +245,7 @@ func relayDLQList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			if dead == nil {
-				return writeJSON(out, []any{}, true)
-			}
-			return writeJSON(out, dead, true)
+			return writeJSON(out, deadEventsFrom(dead), true)
 		}
 		if len(dead) == 0 {
 			fmt.Fprintln(out, "no dead events")
@@ -336,7 +333,7 @@ func relayStatus(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, st, true)
+			return writeJSON(out, eventStatusFrom(st), true)
 		}
 		lag := "none"
 		if !st.OldestPending.IsZero() {

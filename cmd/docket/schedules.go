@@ -71,7 +71,7 @@ func schedulesList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, list, true)
+			return writeJSON(out, schedulesFrom(list), true)
 		}
 		printSchedules(out, list)
 		return nil

@@ -85,7 +85,7 @@ stuck leases, unserved kinds, what holds the vacuum horizon; and warnings.`,
 						fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
 					}
 					if *asJSON {
-						err = writeJSON(out, s, *watch == 0)
+						err = writeJSON(out, statusFrom(s), *watch == 0)
 					} else {
 						err = printStatus(out, s)
 					}

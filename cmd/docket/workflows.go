@@ -48,7 +48,7 @@ func workflowsList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, list, true)
+			return writeJSON(out, workflowsFrom(list), true)
 		}
 		if len(list) == 0 {
 			fmt.Fprintln(out, "(no workflows)")
@@ -61,13 +61,6 @@ func workflowsList(fs *flag.FlagSet) action {
 		}
 		return tw.Flush()
 	}
-}
-
-// workflowDetail is workflows show --json: the status and the live and
-// dead jobs.
-type workflowDetail struct {
-	outbox.WorkflowState
-	LiveOrDeadJobs []outbox.WorkflowJobState
 }
 
 func workflowsShow(fs *flag.FlagSet) action {
@@ -85,7 +78,7 @@ func workflowsShow(fs *flag.FlagSet) action {
 				return err
 			}
 			if *asJSON {
-				return writeJSON(out, workflowDetail{st, jobs}, true)
+				return writeJSON(out, workflowDetailFrom(st, jobs), true)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "id\t%d\nname\t%s\nstate\t%s\ncreated\t%s\n", st.ID, st.Name, st.State, fmtTime(st.CreatedAt))
