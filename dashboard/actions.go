@@ -91,6 +91,12 @@ func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "docket: "))
 		return
 	}
+	// The pages offer only queues in use; a name from elsewhere (or a queue
+	// whose last trace went since the page was drawn) is not created.
+	if errors.Is(err, outbox.ErrUnknownQueue) {
+		d.fail(w, r, http.StatusNotFound, strings.TrimPrefix(err.Error(), "docket: "))
+		return
+	}
 	if err != nil {
 		d.internal(w, r, verb+" queue", err)
 		return

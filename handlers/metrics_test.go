@@ -67,10 +67,10 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 	}
 	// Work nobody serves, and a backlog in a paused queue.
 	e.enqueue(otherArgs{}, outbox.Opts{Queue: "default"})
+	e.enqueue(testArgs{}, outbox.Opts{Queue: "held"})
 	if err := e.ob.PauseQueue(t.Context(), e.pool, "held"); err != nil {
 		t.Fatal(err)
 	}
-	e.enqueue(testArgs{}, outbox.Opts{Queue: "held"})
 	w := e.worker(reg, Config{MetricsAddr: "127.0.0.1:0", MetricsStatus: true, HeartbeatInterval: 100 * time.Millisecond,
 		Pools: []PoolConfig{{Name: "main", Queues: []string{"default", "held"}, Concurrency: 4}}})
 	waitFor(t, 10*time.Second, "the jobs to finish", func() bool {

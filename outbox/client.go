@@ -96,7 +96,7 @@ type statements struct {
 	queueStatus, tableStatus, stuckJobs, stuckCount, unserved, workers, horizon    string
 	overviewQueues, overviewTotals, overviewUnserved                               string
 	unservedSchedules                                                              string
-	pausedQueues, setPaused                                                        string
+	pausedQueues, pauseQueue, resumeQueue                                          string
 	deadList, replay, purgeDead, pruneRemoved, cancelJob, retryNow, jobState       string
 	publish, publishKeyed, reserveSeqs, eventIDs, inbox, inboxPrune                string
 	eventDeadList, eventReplay, eventPurge, eventStatus                            string
@@ -113,7 +113,8 @@ func renderStatements(schema string) statements {
 		queueStatus:  r(sqlQueueStatus), tableStatus: r(sqlTableStatus), stuckJobs: r(sqlStuckJobs),
 		overviewQueues: r(sqlOverviewQueues), overviewTotals: r(sqlOverviewTotals), overviewUnserved: r(sqlOverviewUnserved),
 		stuckCount: r(sqlStuckCount), unserved: r(sqlUnserved), workers: r(sqlWorkers),
-		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues), setPaused: r(sqlSetPaused),
+		horizon: r(sqlHorizon), pausedQueues: r(sqlPausedQueues),
+		pauseQueue: r(sqlPauseQueue), resumeQueue: r(sqlResumeQueue),
 		unservedSchedules: r(sqlUnservedSchedules), deadList: r(sqlDeadList), replay: r(sqlReplay), purgeDead: r(sqlPurgeDead),
 		pruneRemoved: r(sqlPruneRemoved), cancelJob: r(sqlCancelJob), retryNow: r(sqlRetryNow),
 		jobState: r(sqlJobState),

@@ -18,7 +18,7 @@ const (
 	// sqlDeadList filters the dead-letter table; an empty filter field
 	// matches everything. Payloads are fetched only when $7 is true.
 	sqlDeadList = `SELECT id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at,
-	dead_at, reason, COALESCE(last_error, ''), COALESCE(unique_key, ''), meta,
+	dead_at, reason, COALESCE(last_error, ''), COALESCE(unique_key, ''), COALESCE(serial_key, ''), meta,
 	CASE WHEN $7 THEN payload END
 FROM {{schema}}.docket_jobs_dead
 WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR queue = $2)
@@ -125,6 +125,7 @@ type DeadJob struct {
 	Reason    string
 	LastError string
 	UniqueKey string
+	SerialKey string
 	Meta      map[string]string
 	// Payload is nil unless DeadFilter.WithPayload was set.
 	Payload json.RawMessage
@@ -170,7 +171,7 @@ func (c *Client) ListDead(ctx context.Context, db Pgx, f DeadFilter) ([]DeadJob,
 			var prio int16
 			var meta, payload []byte
 			if err := scan(&d.ID, &d.Queue, &d.Kind, &prio, &d.Tenant, &d.Attempts, &d.MaxAttempts, &d.CreatedAt,
-				&d.RunAt, &d.DeadAt, &d.Reason, &d.LastError, &d.UniqueKey, &meta, &payload); err != nil {
+				&d.RunAt, &d.DeadAt, &d.Reason, &d.LastError, &d.UniqueKey, &d.SerialKey, &meta, &payload); err != nil {
 				return err
 			}
 			d.Priority = int(prio)

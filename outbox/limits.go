@@ -113,6 +113,15 @@ func (l Limit) validate() (Limit, error) {
 
 const maxInt32 = 1<<31 - 1
 
+// Check reports whether SetLimit would accept l, without a database: nil,
+// or an error wrapping ErrInvalidLimit that says what is wrong. Callers
+// that take a limit from people check it before they connect. Only
+// SetLimit knows whether another limit already governs the same jobs.
+func (l Limit) Check() error {
+	_, err := l.validate()
+	return err
+}
+
 // SetLimit creates or replaces the limit named l.Name. Workers apply it
 // from their next read of the limits, within a poll interval. A replaced
 // rate limit starts with full buckets.

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// The statements of Status and of pausing queues; {{schema}} is the quoted schema.
+// The statements of Status; {{schema}} is the quoted schema.
 const (
 	sqlQueueStatus = `SELECT queue, paused, ready, scheduled, running, oldest_due_at, lag_seconds,
 	completed_1m, completed_1h, retries_1m, retries_1h, dead_1m, dead_1h, dlq_size, dlq_delta_24h
@@ -43,13 +43,6 @@ FROM {{schema}}.docket_horizon
 ORDER BY age_seconds DESC NULLS LAST, xid_age DESC`
 
 	sqlNow = `SELECT now()`
-
-	sqlPausedQueues = `SELECT name FROM {{schema}}.docket_queues WHERE paused ORDER BY name`
-
-	sqlSetPaused = `INSERT INTO {{schema}}.docket_queues AS q (name, paused, paused_at, updated_at)
-VALUES ($1, $2, CASE WHEN $2 THEN now() END, now())
-ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now(),
-	paused_at = CASE WHEN EXCLUDED.paused THEN coalesce(CASE WHEN q.paused THEN q.paused_at END, now()) END`
 )
 
 // Status is a snapshot of the queue's health: what the views of migration
@@ -157,7 +150,7 @@ type UnservedKind struct {
 	// AtLeast is set by Overview when it found the jobs among the head of
 	// a longer queue (its first 1,000 ready jobs): Jobs is then a lower
 	// bound. Status counts every ready job and never sets it.
-	AtLeast bool `json:"at_least,omitempty"`
+	AtLeast bool
 }
 
 // UnservedSchedule is a kind of active schedules (paused ones are left
@@ -624,39 +617,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// PauseQueue pauses a queue: no worker process claims from it once it has
-// re-read the paused set (within one poll interval). Jobs keep arriving,
-// and jobs already claimed run to the end. Pausing a paused queue is a no-op.
-func (c *Client) PauseQueue(ctx context.Context, db Pgx, queue string) error {
-	return c.setPaused(ctx, db, queue, true)
-}
-
-// ResumeQueue lets workers claim from a paused queue again. Resuming a
-// queue that is not paused is a no-op.
-func (c *Client) ResumeQueue(ctx context.Context, db Pgx, queue string) error {
-	return c.setPaused(ctx, db, queue, false)
-}
-
-func (c *Client) setPaused(ctx context.Context, db Pgx, queue string, paused bool) error {
-	if err := checkName("queue", queue, false); err != nil {
-		return err
-	}
-	_, err := db.Exec(ctx, c.sql.setPaused, queue, paused)
-	return c.wrapErr(err)
-}
-
-// PausedQueues returns the names of the paused queues, sorted.
-func (c *Client) PausedQueues(ctx context.Context, db Pgx) ([]string, error) {
-	var out []string
-	err := c.each(ctx, db, c.sql.pausedQueues, nil, func(scan func(...any) error) error {
-		var q string
-		if err := scan(&q); err != nil {
-			return err
-		}
-		out = append(out, q)
-		return nil
-	})
-	return out, err
 }

@@ -180,7 +180,7 @@ func TestStatusPausedQueue(t *testing.T) {
 	if err := b.client.PauseQueue(b.ctx, b.pool, "reports"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.client.PauseQueue(b.ctx, b.pool, "idle"); err != nil {
+	if err := b.client.PauseQueue(b.ctx, b.pool, "idle", outbox.PauseOptions{Create: true}); err != nil {
 		t.Fatal(err)
 	}
 	paused, err := b.client.PausedQueues(b.ctx, b.pool)

@@ -29,6 +29,9 @@ func (f *dlqFilter) register(fs *flag.FlagSet, limit int) {
 
 func (f *dlqFilter) filter(now time.Time) (outbox.DeadFilter, error) {
 	out := outbox.DeadFilter{Kind: f.kind, Queue: f.queue, ErrorLike: f.errLike, Limit: f.limit}
+	if f.limit == 0 || f.limit < -1 {
+		return out, fmt.Errorf("%w: --limit %d: want -1 (no limit) or 1 or more", errUsage, f.limit)
+	}
 	if f.since != "" {
 		t, err := parseSince(now, f.since)
 		if err != nil {
@@ -78,7 +81,7 @@ func dlqCommand() *command {
 			{name: "list", summary: "list dead jobs, newest first, without payloads", flags: dlqList},
 			{name: "show", summary: "show one dead job; the payload only with --payload", args: "ID", flags: dlqShow},
 			{name: "replay", summary: "put dead jobs back in their queue at a limited rate", args: "[ID...]", flags: dlqReplay},
-			{name: "purge", summary: "delete dead jobs older than --older-than", flags: dlqPurge},
+			{name: "purge", summary: "delete dead jobs older than --older-than", args: "--older-than DURATION", flags: dlqPurge},
 		},
 	}
 }
@@ -87,9 +90,9 @@ func dlqCommand() *command {
 func jobIDs(pos []string) ([]int64, error) {
 	var ids []int64
 	for _, s := range pos {
-		id, err := strconv.ParseInt(s, 10, 64)
+		id, err := positiveID("job", s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: job id %q is not a number", errUsage, s)
+			return nil, err
 		}
 		ids = append(ids, id)
 	}
@@ -120,7 +123,7 @@ func dlqList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, dead, true)
+			return writeJSON(out, deadJobsFrom(dead), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tATTEMPTS\tDIED\tREASON\tERROR")
@@ -155,7 +158,7 @@ func dlqShow(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, d, true)
+			return writeJSON(out, jobFromDead(d), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "id\t%d\nqueue\t%s\nkind\t%s\npriority\t%d\ntenant\t%s\nunique key\t%s\nattempts\t%d of %d\ncreated\t%s\ndied\t%s\nreason\t%s\n",

@@ -105,7 +105,7 @@ func jobsList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, page, true)
+			return writeJSON(out, jobPageFrom(page), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tTENANT\tATTEMPTS\tRUN AT\tERROR")
@@ -138,7 +138,7 @@ func jobsShow(fs *flag.FlagSet) action {
 				return err
 			}
 			if *asJSON {
-				return writeJSON(out, j, true)
+				return writeJSON(out, jobFromInfo(j), true)
 			}
 			printJob(out, j, *payload)
 			return nil

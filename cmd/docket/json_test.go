@@ -4,21 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
 )
 
 var update = flag.Bool("update", false, "rewrite the JSON golden files in testdata")
 
 // normalize replaces what differs between runs in decoded JSON: ids, times,
-// the schema name, the Go version. With shape set it keeps only the shape:
+// the schema name, worker ids, the Go version. With shape set it keeps only the shape:
 // numbers become 0, strings "<string>", and a list its first element.
 func normalize(v any, key string, shape bool) any {
 	switch v := v.(type) {
@@ -49,6 +55,8 @@ func normalize(v any, key string, shape bool) any {
 		switch {
 		case key == "schema":
 			return "<schema>"
+		case key == "locked_by":
+			return "<worker id>"
 		case key == "go_version":
 			return "<go version>"
 		case shape:
@@ -60,7 +68,7 @@ func normalize(v any, key string, shape bool) any {
 
 // checkGolden runs a --json command, checks the convention (no null, no
 // zero time) and compares its normalized output with testdata/NAME.json.
-func checkGolden(t *testing.T, name string, shape bool, args ...string) map[string]any {
+func checkGolden(t *testing.T, name string, shape bool, args ...string) any {
 	t.Helper()
 	code, out, errOut := docket(t, args...)
 	if code != 0 {
@@ -108,40 +116,263 @@ func checkGolden(t *testing.T, name string, shape bool, args ...string) map[stri
 	if got != string(want) {
 		t.Errorf("docket %v: normalized JSON differs from %s\ngot:\n%s\nwant:\n%s", args, path, got, want)
 	}
-	m, _ := decoded.(map[string]any)
-	return m
+	return decoded
 }
 
+// jsonSetup is opsSetup and one of each other object --json prints: a
+// live worker, a stuck job, a workflow, a limit with a key in use, a
+// schedule and a dead event.
+func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflow int64) {
+	t.Helper()
+	ctx := context.Background()
+	url, schema, dead = opsSetup(t)
+	pool := pgtest.Pool(t)
+	ob, _ := outbox.New(outbox.Config{Schema: schema})
+	q, err := queue.New(schema, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := uuid.New()
+	if err := q.RegisterWorker(ctx, pool, queue.WorkerInfo{ID: worker, Host: "worker-1", PID: 4242,
+		Kinds: []string{"mail"}, Queues: []string{"mail"}, Slots: 8, TTL: time.Hour,
+		Claims: 10, ClaimP50: time.Millisecond, ClaimP95: 2 * time.Millisecond, ClaimP99: 3 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ob.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, outbox.Opts{Queue: "stuck"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Claim(ctx, pool, queue.ClaimParams{Worker: worker, Queues: []string{"stuck"}, Kinds: []string{"mail"},
+		Limit: 1, Lease: time.Millisecond})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d %v", len(jobs), err)
+	}
+	wf, err := ob.EnqueueWorkflow(ctx, pool, outbox.Workflow{Name: "nightly-report", Jobs: []outbox.WorkflowJob{
+		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
+		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: outbox.After("extract")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ob.SetLimit(ctx, pool, outbox.Limit{Name: "stuck-cap", Queue: "stuck", MaxRunning: 5}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ob.Publish(ctx, pool, outbox.Message{Topic: "orders", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_events SET dead_at = now(), blocks_key = true,
+		attempts = 3, last_error = 'message too large' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The stuck job's lease (1ms) ends by the database's clock.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n == 0; {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".docket_stuck_jobs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 && time.Now().After(deadline) {
+			t.Fatal("the job claimed with a 1ms lease is not stuck after 10s")
+		}
+	}
+	return url, schema, dead, jobs[0].ID, wf.ID
+}
+
+// objectAt says where a command's --json output holds which object of
+// jsonObjects. path is "" for the document, "[]" for its elements, "k" for
+// its key k, "k[]" for the elements of k, and may chain ("[].keys[]").
+// detail is the struct printed where the command adds keys to the object;
+// it embeds the object's struct.
+type objectAt struct {
+	path   string
+	object string
+	detail reflect.Type
+}
+
+// jsonObjects are the objects of docs/cli-json.md, by name.
+var jsonObjects = map[string]reflect.Type{
+	"job":            reflect.TypeFor[jobJSON](),
+	"job page":       reflect.TypeFor[jobPageJSON](),
+	"queue":          reflect.TypeFor[queueJSON](),
+	"queue status":   reflect.TypeFor[queueStatusJSON](),
+	"worker":         reflect.TypeFor[workerJSON](),
+	"table":          reflect.TypeFor[tableJSON](),
+	"stuck job":      reflect.TypeFor[stuckJobJSON](),
+	"unserved kind":  reflect.TypeFor[unservedJSON](),
+	"horizon holder": reflect.TypeFor[horizonJSON](),
+	"warning":        reflect.TypeFor[warningJSON](),
+	"event status":   reflect.TypeFor[eventStatusJSON](),
+	"status":         reflect.TypeFor[statusJSON](),
+	"schedule":       reflect.TypeFor[scheduleJSON](),
+	"workflow":       reflect.TypeFor[workflowJSON](),
+	"workflow job":   reflect.TypeFor[workflowJobJSON](),
+	"limit":          reflect.TypeFor[limitJSON](),
+	"limit key":      reflect.TypeFor[limitKeyJSON](),
+	"migration":      reflect.TypeFor[migrationJSON](),
+	"migrate status": reflect.TypeFor[migrateStatusJSON](),
+	"dead event":     reflect.TypeFor[deadEventJSON](),
+	"version":        reflect.TypeFor[buildVersion](),
+}
+
+// jsonKeys returns the keys of a struct writeJSON prints: required ones,
+// and the optional ones (tagged omitzero or omitempty) left out when
+// absent.
+func jsonKeys(t reflect.Type) (required, optional map[string]bool) {
+	required, optional = map[string]bool{}, map[string]bool{}
+	for f := range t.Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			r, o := jsonKeys(f.Type)
+			maps.Copy(required, r)
+			maps.Copy(optional, o)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = snakeCase(f.Name)
+		}
+		switch {
+		case strings.Contains(opts, "omitempty"), strings.Contains(opts, "omitzero"):
+			optional[name] = true
+		default:
+			required[name] = true
+		}
+	}
+	return required, optional
+}
+
+// embeds reports whether struct t is object or embeds it.
+func embeds(t, object reflect.Type) bool {
+	if t == object {
+		return true
+	}
+	for f := range t.Fields() {
+		if f.Anonymous && embeds(f.Type, object) {
+			return true
+		}
+	}
+	return false
+}
+
+// at returns the values at path in a decoded document.
+func at(v any, path string) []any {
+	if path == "" {
+		return []any{v}
+	}
+	key, rest, _ := strings.Cut(path, ".")
+	var out []any
+	switch {
+	case key == "[]":
+		list, _ := v.([]any)
+		for _, e := range list {
+			out = append(out, at(e, rest)...)
+		}
+	case strings.HasSuffix(key, "[]"):
+		m, _ := v.(map[string]any)
+		list, _ := m[strings.TrimSuffix(key, "[]")].([]any)
+		for _, e := range list {
+			out = append(out, at(e, rest)...)
+		}
+	default:
+		m, _ := v.(map[string]any)
+		if e, ok := m[key]; ok {
+			out = at(e, rest)
+		}
+	}
+	return out
+}
+
+// checkObjects checks each object at its place in doc against its
+// struct: every required key there, no key the struct does not have. It
+// records the objects it saw in seen.
+func checkObjects(t *testing.T, cmd string, doc any, where []objectAt, seen map[string]bool) {
+	t.Helper()
+	for _, w := range where {
+		typ, ok := jsonObjects[w.object]
+		if !ok {
+			t.Fatalf("%s: no object %q", cmd, w.object)
+		}
+		if w.detail != nil {
+			if !embeds(w.detail, typ) {
+				t.Errorf("%s prints %s as %v, which does not embed %v", cmd, w.object, w.detail, typ)
+			}
+			typ = w.detail
+		}
+		required, optional := jsonKeys(typ)
+		for _, v := range at(doc, w.path) {
+			obj, ok := v.(map[string]any)
+			if !ok {
+				t.Errorf("%s at %q: %v is not an object", cmd, w.path, v)
+				continue
+			}
+			seen[w.object] = true
+			for k := range required {
+				if _, ok := obj[k]; !ok {
+					t.Errorf("%s: %s at %q lacks key %q: %v", cmd, w.object, w.path, k, obj)
+				}
+			}
+			for k := range obj {
+				if !required[k] && !optional[k] {
+					t.Errorf("%s: %s at %q has key %q, not one of %v's", cmd, w.object, w.path, k, typ)
+				}
+			}
+		}
+	}
+}
+
+// TestJSONOutput runs every command that prints objects with --json,
+// compares each output with its golden file, and checks that each object
+// has its one shape (jsonObjects) in every command that prints it.
 func TestJSONOutput(t *testing.T) {
 	t.Parallel()
-	url, schema, dead := opsSetup(t)
+	url, schema, dead, running, workflow := jsonSetup(t)
 	db := []string{"--database-url", url, "--schema", schema}
 	with := func(args ...string) []string { return append(args, db...) }
+	jobDetail := reflect.TypeFor[jobDetailJSON]()
+	seen := map[string]bool{}
+	check := func(name string, shape bool, args []string, where ...objectAt) any {
+		t.Helper()
+		doc := checkGolden(t, name, shape, args...)
+		checkObjects(t, strings.Join(args[:min(len(args), 3)], " "), doc, where, seen)
+		return doc
+	}
 
-	status := checkGolden(t, "status", true, with("status", "--json")...)
+	statusObjects := []objectAt{{"", "status", nil}, {"queues[]", "queue status", nil}, {"tables[]", "table", nil},
+		{"stuck[]", "stuck job", nil}, {"unserved[]", "unserved kind", nil}, {"workers[]", "worker", nil},
+		{"horizon[]", "horizon holder", nil}, {"warnings[]", "warning", nil}, {"events", "event status", nil}}
+	status, _ := check("status", true, with("status", "--json"), statusObjects...).(map[string]any)
 	for _, q := range status["queues"].([]any) {
 		q := q.(map[string]any)
 		if lag := q["lag"].(float64); q["queue"] == "mail" && (lag < 100 || lag > 3600) {
 			t.Errorf("status --json: mail lag %v, want about 120 (seconds)", lag)
 		}
 	}
-	checkGolden(t, "dlq_list", false, with("dlq", "list", "--json", "--kind", "mail", "--limit", "1")...)
-	checkGolden(t, "dlq_list_empty", false, with("dlq", "list", "--json", "--kind", "nothing")...)
-	checkGolden(t, "dlq_show", false, with("dlq", "show", itoa(dead[0]), "--json")...)
-	checkGolden(t, "dlq_show_payload", false, with("dlq", "show", itoa(dead[0]), "--json", "--payload")...)
-	checkGolden(t, "jobs_list", false, with("jobs", "list", "--json", "--queue", "mail", "--limit", "2")...)
-	checkGolden(t, "jobs_list_dead", false, with("jobs", "list", "--json", "--state", "dead", "--error", "MAILBOX")...)
-	checkGolden(t, "jobs_list_empty", false, with("jobs", "list", "--json", "--kind", "nothing")...)
-	checkGolden(t, "jobs_show", false, with("jobs", "show", itoa(dead[0]), "--json")...)
-	checkGolden(t, "jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload")...)
-	checkGolden(t, "queues_list_empty", false, with("queues", "list", "--json")...)
+	check("dlq_list", false, with("dlq", "list", "--json", "--kind", "mail", "--limit", "1"), objectAt{"[]", "job", nil})
+	check("dlq_list_empty", false, with("dlq", "list", "--json", "--kind", "nothing"))
+	check("dlq_show", false, with("dlq", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail})
+	check("dlq_show_payload", false, with("dlq", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail})
+	check("jobs_list", false, with("jobs", "list", "--json", "--queue", "mail", "--limit", "2"),
+		objectAt{"", "job page", nil}, objectAt{"jobs[]", "job", nil})
+	check("jobs_list_dead", false, with("jobs", "list", "--json", "--state", "dead", "--error", "MAILBOX"),
+		objectAt{"", "job page", nil}, objectAt{"jobs[]", "job", nil})
+	check("jobs_list_running", false, with("jobs", "list", "--json", "--state", "running"),
+		objectAt{"", "job page", nil}, objectAt{"jobs[]", "job", nil})
+	check("jobs_list_empty", false, with("jobs", "list", "--json", "--kind", "nothing"), objectAt{"", "job page", nil})
+	check("jobs_show", false, with("jobs", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail})
+	check("jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail})
+	check("jobs_show_running", false, with("jobs", "show", itoa(running), "--json"), objectAt{"", "job", jobDetail})
+	check("queues_list_empty", false, with("queues", "list", "--json"))
 	if code, _, errOut := docket(t, with("queues", "pause", "mail")...); code != 0 {
 		t.Fatal(errOut)
 	}
-	checkGolden(t, "queues_list", false, with("queues", "list", "--json")...)
-	checkGolden(t, "migrate_list", false, with("migrate", "list", "--json")...)
-	checkGolden(t, "migrate_status", false, with("migrate", "status", "--json")...)
-	checkGolden(t, "schedules_list_empty", false, with("schedules", "list", "--json")...)
+	check("queues_list", false, with("queues", "list", "--json"), objectAt{"[]", "queue", nil})
+	check("migrate_list", false, with("migrate", "list", "--json"), objectAt{"[]", "migration", nil})
+	check("migrate_status", false, with("migrate", "status", "--json"), objectAt{"", "migrate status", nil})
+	check("schedules_list_empty", false, with("schedules", "list", "--json"))
 	ob, _ := outbox.New(outbox.Config{Schema: schema})
 	svc, err := schedule.New(schedule.Config{DB: pgtest.Pool(t), Outbox: ob})
 	if err != nil {
@@ -150,8 +381,158 @@ func TestJSONOutput(t *testing.T) {
 	if err := svc.Register(context.Background(), schedule.Schedule{Name: "nightly", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: cliReport{}}); err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "schedules_list", false, with("schedules", "list", "--json")...)
-	checkGolden(t, "version", false, "version", "--json")
+	check("schedules_list", false, with("schedules", "list", "--json"), objectAt{"[]", "schedule", nil})
+	check("workflows_list", false, with("workflows", "list", "--json"), objectAt{"[]", "workflow", nil})
+	check("workflows_show", false, with("workflows", "show", itoa(workflow), "--json"),
+		objectAt{"", "workflow", reflect.TypeFor[workflowDetailJSON]()}, objectAt{"live_or_dead_jobs[]", "workflow job", nil})
+	check("limits_list", false, with("limits", "list", "--json"),
+		objectAt{"[]", "limit", reflect.TypeFor[limitUsageJSON]()}, objectAt{"[].keys[]", "limit key", nil})
+	check("relay_status", false, with("relay", "status", "--json"), objectAt{"", "event status", nil})
+	check("relay_dlq_list", false, with("relay", "dlq", "list", "--json"), objectAt{"[]", "dead event", nil})
+	check("version", false, []string{"version", "--json"}, objectAt{"", "version", nil})
+
+	for name := range jsonObjects {
+		// What holds the vacuum horizon depends on other sessions.
+		if !seen[name] && name != "horizon holder" {
+			t.Errorf("no command printed a %s: the test cannot check its shape", name)
+		}
+	}
+}
+
+// The short forms of a job elsewhere (a workflow's jobs, a stuck lease)
+// use the job's keys, and add only what a job does not have.
+func TestJSONJobViewsUseJobKeys(t *testing.T) {
+	t.Parallel()
+	reqJob, optJob := jsonKeys(reflect.TypeFor[jobJSON]())
+	for view, extra := range map[reflect.Type][]string{
+		reflect.TypeFor[workflowJobJSON](): nil,
+		reflect.TypeFor[stuckJobJSON]():    {"overdue"},
+	} {
+		req, opt := jsonKeys(view)
+		for k := range maps.Keys(req) {
+			if !reqJob[k] && !optJob[k] && !slices.Contains(extra, k) {
+				t.Errorf("%v has key %q, which a job does not", view, k)
+			}
+		}
+		for k := range maps.Keys(opt) {
+			if !reqJob[k] && !optJob[k] && !slices.Contains(extra, k) {
+				t.Errorf("%v has key %q, which a job does not", view, k)
+			}
+		}
+	}
+}
+
+// Every field of what the outbox returns is printed by its --json object
+// (the names match without underscores and case), or is named here as
+// renamed or left out: a field added to outbox without a decision here
+// fails.
+func TestJSONObjectsCoverTheirSource(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		src, dst reflect.Type
+		renamed  map[string]string // source field -> key
+		leftOut  []string          // source fields not printed, and why
+	}{
+		{src: reflect.TypeFor[outbox.JobInfo](), dst: reflect.TypeFor[jobDetailJSON]()},
+		{src: reflect.TypeFor[outbox.DeadJob](), dst: reflect.TypeFor[jobDetailJSON](), renamed: map[string]string{"DeadAt": "finished_at"}},
+		{src: reflect.TypeFor[outbox.JobPage](), dst: reflect.TypeFor[jobPageJSON]()},
+		{src: reflect.TypeFor[outbox.QueueStatus](), dst: reflect.TypeFor[queueStatusJSON]()},
+		{src: reflect.TypeFor[outbox.WorkerStatus](), dst: reflect.TypeFor[workerJSON]()},
+		{src: reflect.TypeFor[outbox.TableStatus](), dst: reflect.TypeFor[tableJSON]()},
+		{src: reflect.TypeFor[outbox.StuckJob](), dst: reflect.TypeFor[stuckJobJSON]()},
+		{src: reflect.TypeFor[outbox.UnservedKind](), dst: reflect.TypeFor[unservedJSON]()},
+		{src: reflect.TypeFor[outbox.HorizonHolder](), dst: reflect.TypeFor[horizonJSON]()},
+		{src: reflect.TypeFor[outbox.Warning](), dst: reflect.TypeFor[warningJSON]()},
+		{src: reflect.TypeFor[outbox.EventStatus](), dst: reflect.TypeFor[eventStatusJSON]()},
+		{src: reflect.TypeFor[outbox.Status](), dst: reflect.TypeFor[statusJSON]()},
+		{src: reflect.TypeFor[schedule.Info](), dst: reflect.TypeFor[scheduleJSON]()},
+		{src: reflect.TypeFor[outbox.WorkflowState](), dst: reflect.TypeFor[workflowJSON]()},
+		{src: reflect.TypeFor[outbox.WorkflowJobState](), dst: reflect.TypeFor[workflowJobJSON]()},
+		{src: reflect.TypeFor[outbox.Limit](), dst: reflect.TypeFor[limitJSON]()},
+		{src: reflect.TypeFor[outbox.LimitUsage](), dst: reflect.TypeFor[limitKeyJSON](),
+			leftOut: []string{"Limit"}}, // the limit the key is listed under
+		{src: reflect.TypeFor[outbox.MigrationStatus](), dst: reflect.TypeFor[migrationJSON](),
+			leftOut: []string{"Up", "Down"}}, // the SQL: migrate sql prints it
+		{src: reflect.TypeFor[outbox.DeadEvent](), dst: reflect.TypeFor[deadEventJSON]()},
+	} {
+		req, opt := jsonKeys(c.dst)
+		keys := map[string]bool{}
+		for k := range req {
+			keys[strings.ReplaceAll(k, "_", "")] = true
+		}
+		for k := range opt {
+			keys[strings.ReplaceAll(k, "_", "")] = true
+		}
+		for _, f := range exportedFields(c.src) {
+			switch {
+			case slices.Contains(c.leftOut, f):
+			case c.renamed[f] != "":
+				if !keys[strings.ReplaceAll(c.renamed[f], "_", "")] {
+					t.Errorf("%v.%s: %v has no key %q", c.src, f, c.dst, c.renamed[f])
+				}
+			case !keys[strings.ToLower(f)]:
+				t.Errorf("%v.%s is not printed by %v: add it there (and to docs/cli-json.md), or say here why not", c.src, f, c.dst)
+			}
+		}
+	}
+}
+
+// exportedFields names a struct's exported fields, those of embedded
+// structs included.
+func exportedFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			out = append(out, exportedFields(f.Type)...)
+		case f.IsExported():
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// docs/cli-json.md lists every object with exactly its keys: a row
+// "| name | printed by | `key`, … | `optional key`, … |".
+func TestJSONObjectsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli-json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := regexp.MustCompile("`([a-z0-9_]+)`")
+	keysOf := func(cell string) map[string]bool {
+		m := map[string]bool{}
+		for _, k := range quoted.FindAllStringSubmatch(cell, -1) {
+			m[k[1]] = true
+		}
+		return m
+	}
+	listed := map[string]bool{}
+	for line := range strings.Lines(string(doc)) {
+		cells := strings.Split(strings.TrimSpace(line), "|")
+		if len(cells) != 6 {
+			continue
+		}
+		name := strings.TrimSpace(cells[1])
+		typ, ok := jsonObjects[name]
+		if !ok {
+			continue
+		}
+		listed[name] = true
+		req, opt := jsonKeys(typ)
+		if got := keysOf(cells[3]); !maps.Equal(got, req) {
+			t.Errorf("docs/cli-json.md, %s: keys %v, want %v", name, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(req)))
+		}
+		if got := keysOf(cells[4]); !maps.Equal(got, opt) {
+			t.Errorf("docs/cli-json.md, %s: optional keys %v, want %v", name, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(opt)))
+		}
+	}
+	for name := range jsonObjects {
+		if !listed[name] {
+			t.Errorf("docs/cli-json.md has no row for %s", name)
+		}
+	}
 }
 
 func TestJSONPendingMigrations(t *testing.T) {

@@ -45,8 +45,11 @@ func limitsSet(fs *flag.FlagSet) action {
 			return err
 		}
 		l.Name = pos[0]
-		if l.Rate == 0 {
-			l.Per = 0
+		if l.Rate == 0 && l.Per == time.Second {
+			l.Per = 0 // the flag's default means nothing without --rate
+		}
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		client, pool, err := db.open(ctx)
 		if err != nil {
@@ -81,7 +84,7 @@ func describeLimit(l outbox.Limit) string {
 	return scope + ": " + strings.Join(parts, ", ")
 }
 
-// limitLine is one limit of limits list --json, with its keys' usage.
+// limitLine is one limit of limits list, with its keys' usage.
 type limitLine struct {
 	outbox.Limit
 	Keys []outbox.LimitUsage
@@ -118,7 +121,11 @@ func limitsList(fs *flag.FlagSet) action {
 			}
 		}
 		if *asJSON {
-			return writeJSON(out, lines, true)
+			list := make([]limitUsageJSON, len(lines))
+			for i, l := range lines {
+				list[i] = limitFrom(l.Limit, l.Keys)
+			}
+			return writeJSON(out, list, true)
 		}
 		if len(lines) == 0 {
 			fmt.Fprintln(out, "no limits")

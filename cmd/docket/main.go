@@ -10,8 +10,9 @@
 // Every command, verb and flag is defined once, in the command table
 // (commands in this file, one constructor per file); help text, usage errors
 // and the tests derive from it. A flag that does not belong to the verb, an
-// unknown verb and a missing argument are usage errors, reported before any
-// connection is made.
+// unknown verb, a missing argument and a malformed one (an id, number,
+// duration, address, URL or limit no command could use) are usage errors,
+// reported before any connection is made.
 //
 // Help goes to stdout, errors to stderr. Exit codes: 0 success, 1 failure,
 // 2 usage error, 3 migrate status found pending migrations.
@@ -23,7 +24,8 @@
 // With --json a command prints one JSON document (status --watch: one per
 // line) in one convention: snake_case keys, RFC 3339 UTC times, durations in
 // seconds, [] for an empty list, and absent values (a zero time, a missing
-// payload) left out.
+// payload) left out. Each object has one shape, one struct in jsonout.go,
+// whichever command prints it (docs/cli-json.md).
 package main
 
 import (
@@ -32,8 +34,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -322,6 +326,24 @@ func wantArgs(pos []string, n int, what string) error {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
 	}
 	return fmt.Errorf("%w: takes %s", errUsage, what)
+}
+
+// positiveID reads an id argument (jobs, workflows and events count from 1).
+func positiveID(what, s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("%w: %s id %q is not a positive integer", errUsage, what, s)
+	}
+	return id, nil
+}
+
+// checkAddr checks a listen address flag (host:port, host may be empty)
+// before anything is dialled or bound.
+func checkAddr(name, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%w: %s %q: want host:port (%v)", errUsage, name, addr, err)
+	}
+	return nil
 }
 
 // dbFlags are the connection flags shared by commands.

@@ -27,6 +27,12 @@ func metricsCommand() *command {
 					if err := wantArgs(pos, 0, ""); err != nil {
 						return err
 					}
+					if err := th.check(); err != nil {
+						return err
+					}
+					if err := checkAddr("--addr", *addr); err != nil {
+						return err
+					}
 					return serveMetrics(ctx, db, th, *addr, errOut)
 				}
 			},

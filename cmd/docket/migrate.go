@@ -35,7 +35,7 @@ a "-- docket: NNN_name.up.sql" line; with --direction the output is one script
 psql can run. --out writes NNN_name.up.sql and NNN_name.down.sql into a directory
 instead. No connection is made.`},
 			{name: "status", summary: "say whether migrations are pending; exit 3 if so (for deploy gates)", flags: migrateStatus},
-			{name: "grant", summary: "grant an application role what workers and producers need, and no DDL", flags: migrateGrant,
+			{name: "grant", summary: "grant an application role what workers and producers need, and no DDL", args: "--role ROLE", flags: migrateGrant,
 				about: `Run as the role that applied the migrations (the owner), after them. The role
 gets USAGE on the schema, SELECT/INSERT/UPDATE/DELETE on Docket's tables
 (SELECT only on docket_migrations), USAGE/SELECT on its sequences and EXECUTE
@@ -61,6 +61,24 @@ func migrator(schema string) (*outbox.Migrator, error) {
 
 func versionFlag(fs *flag.FlagSet, help string) *int { return fs.Int("version", -1, help) }
 
+// checkVersion checks --version before anything connects: -1 (the flag's
+// default), a version this binary knows, or 0 where zeroOK (down to none).
+func checkVersion(m *outbox.Migrator, v int, zeroOK bool) error {
+	if v == -1 || (v == 0 && zeroOK) {
+		return nil
+	}
+	for _, mig := range m.Migrations() {
+		if mig.Version == v {
+			return nil
+		}
+	}
+	also := ""
+	if zeroOK {
+		also = ", or 0 to remove Docket's tables"
+	}
+	return fmt.Errorf("%w: --version %d: known versions are 1 to %d%s", errUsage, v, m.Latest(), also)
+}
+
 func migrateUp(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -71,6 +89,9 @@ func migrateUp(fs *flag.FlagSet) action {
 		}
 		m, err := migrator(db.schema)
 		if err != nil {
+			return err
+		}
+		if err := checkVersion(m, *version, false); err != nil {
 			return err
 		}
 		v := *version
@@ -108,6 +129,9 @@ func migrateDown(fs *flag.FlagSet) action {
 		}
 		m, err := migrator(db.schema)
 		if err != nil {
+			return err
+		}
+		if err := checkVersion(m, *version, true); err != nil {
 			return err
 		}
 		pool, err := connect(ctx, db.url, 2, db.pgbouncer)
@@ -155,23 +179,6 @@ func current(list []outbox.MigrationStatus) int {
 	return v
 }
 
-// migrationJSON is one migration in list and status --json, without its SQL.
-type migrationJSON struct {
-	Version   int
-	Name      string
-	AppliedAt time.Time
-}
-
-func migrationsJSON(list []outbox.MigrationStatus, pendingOnly bool) []migrationJSON {
-	out := []migrationJSON{}
-	for _, s := range list {
-		if !pendingOnly || s.AppliedAt.IsZero() {
-			out = append(out, migrationJSON{s.Version, s.Name, s.AppliedAt})
-		}
-	}
-	return out
-}
-
 func migrateList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -182,7 +189,7 @@ func migrateList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, migrationsJSON(list, false), true)
+			return writeJSON(out, migrationsFrom(list, false), true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
@@ -222,13 +229,8 @@ func migrateStatus(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		pending := migrationsJSON(list, true)
-		status := struct {
-			Schema  string
-			Current int
-			Latest  int
-			Pending []migrationJSON
-		}{db.schema, current(list), list[len(list)-1].Version, pending}
+		pending := migrationsFrom(list, true)
+		status := migrateStatusJSON{Schema: db.schema, Current: current(list), Latest: list[len(list)-1].Version, Pending: pending}
 		if *asJSON {
 			if err := writeJSON(out, status, true); err != nil {
 				return err
@@ -260,6 +262,9 @@ func migrateSQL(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		if err := checkVersion(m, *version, false); err != nil {
+			return err
+		}
 		var directions []string
 		switch *direction {
 		case "":
@@ -287,10 +292,6 @@ func migrateSQL(fs *flag.FlagSet) action {
 				}
 				files = append(files, file{fmt.Sprintf("%03d_%s.%s.sql", mig.Version, mig.Name, d), sql})
 			}
-		}
-		if len(files) == 0 {
-			_, err := m.SQL(*version, "up") // names the known versions
-			return err
 		}
 		if *dir != "" {
 			if err := os.MkdirAll(*dir, 0o755); err != nil {

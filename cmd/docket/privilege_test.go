@@ -253,8 +253,9 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Pause "held" before anything runs: its job must wait for resume.
-	if code, _, errOut := docket(t, "queues", "pause", "held", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
+	// Pause "held" before anything runs (--create: nothing uses it yet):
+	// its job must wait for resume.
+	if code, _, errOut := docket(t, "queues", "pause", "held", "--create", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
 		t.Fatalf("queues pause as app: %s", errOut)
 	}
 	if err := c.Start(ctx); err != nil {

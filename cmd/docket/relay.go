@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -18,7 +20,9 @@ import (
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 func relayCommand() *command {
@@ -91,6 +95,15 @@ func relayRun(fs *flag.FlagSet) action {
 		if *exchange != "" && *amqpURL == "" {
 			return fmt.Errorf("%w: --exchange needs --amqp-url", errUsage)
 		}
+		if *listenURL == "" {
+			*listenURL = os.Getenv("DOCKET_LISTEN_URL")
+		}
+		if err := checkRelayFlags(*batch, *attempts, *metricsAddr, *url, *amqpURL, *listenURL); err != nil {
+			return err
+		}
+		if *id != "" && db.pgbouncer && *listenURL == "" {
+			return fmt.Errorf("%w: --id with --pgbouncer needs --listen-url: a relay holds its id on a session of its own, straight to PostgreSQL", errUsage)
+		}
 		ids := make([]string, *n) // empty: the default
 		for i := range ids {
 			if *id == "" {
@@ -125,12 +138,6 @@ func relayRun(fs *flag.FlagSet) action {
 				return kafkarelay.New(kafkarelay.Config{Brokers: brokers, Topics: subjects})
 			}
 		}
-		if *listenURL == "" {
-			*listenURL = os.Getenv("DOCKET_LISTEN_URL")
-		}
-		if *id != "" && db.pgbouncer && *listenURL == "" {
-			return fmt.Errorf("%w: --id with --pgbouncer needs --listen-url: a relay holds its id on a session of its own, straight to PostgreSQL", errUsage)
-		}
 		client, err := outbox.New(outbox.Config{Schema: db.schema})
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
@@ -147,7 +154,7 @@ func relayRun(fs *flag.FlagSet) action {
 		for _, relayID := range ids {
 			pub, err := newPublisher()
 			if err != nil {
-				return fmt.Errorf("%w: %v", errUsage, err)
+				return err
 			}
 			r, err := relay.New(pool, relay.Config{
 				ID: relayID, Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
@@ -158,7 +165,7 @@ func relayRun(fs *flag.FlagSet) action {
 			})
 			if err != nil {
 				pub.Close()
-				return fmt.Errorf("%w: %v", errUsage, err) // pgx hides a --listen-url's password
+				return err // pgx hides a --listen-url's password
 			}
 			relays = append(relays, r)
 		}
@@ -192,6 +199,48 @@ func relayRun(fs *flag.FlagSet) action {
 	}
 }
 
+// checkRelayFlags checks relay run's numbers, address and URLs before
+// anything is dialled; an empty string is a flag not given. Its errors
+// never repeat a URL, which may hold a password.
+func checkRelayFlags(batch, attempts int, metricsAddr, natsURL, amqpURL, listenURL string) error {
+	switch {
+	case batch < 0:
+		return fmt.Errorf("%w: --batch %d: want 0 (the default, 500) or more", errUsage, batch)
+	case attempts < 0:
+		return fmt.Errorf("%w: --max-attempts %d: want 0 (the default, 3) or more", errUsage, attempts)
+	}
+	if metricsAddr != "" {
+		if err := checkAddr("--metrics-addr", metricsAddr); err != nil {
+			return err
+		}
+	}
+	// As the NATS client reads it: servers separated by commas, nats:// the
+	// default scheme.
+	for server := range strings.SplitSeq(natsURL, ",") {
+		server = strings.TrimSpace(server)
+		if server == "" {
+			continue
+		}
+		if !strings.Contains(server, "://") {
+			server = "nats://" + server
+		}
+		if _, err := neturl.Parse(server); err != nil {
+			return fmt.Errorf("%w: --nats-url: not a server URL (nats://host:port, comma-separated): %v", errUsage, errors.Unwrap(err))
+		}
+	}
+	if amqpURL != "" {
+		if _, err := amqp.ParseURI(amqpURL); err != nil {
+			return fmt.Errorf("%w: --amqp-url: not an amqp:// or amqps:// URL", errUsage)
+		}
+	}
+	if listenURL != "" {
+		if _, err := pgx.ParseConfig(listenURL); err != nil {
+			return fmt.Errorf("%w: --listen-url: invalid: %v", errUsage, err) // pgconn hides the password
+		}
+	}
+	return nil
+}
+
 func relayDLQList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
@@ -215,10 +264,7 @@ func relayDLQList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			if dead == nil {
-				return writeJSON(out, []any{}, true)
-			}
-			return writeJSON(out, dead, true)
+			return writeJSON(out, deadEventsFrom(dead), true)
 		}
 		if len(dead) == 0 {
 			fmt.Fprintln(out, "no dead events")
@@ -306,7 +352,7 @@ func relayStatus(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, st, true)
+			return writeJSON(out, eventStatusFrom(st), true)
 		}
 		lag := "none"
 		if !st.OldestPending.IsZero() {

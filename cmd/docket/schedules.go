@@ -53,6 +53,9 @@ func schedulesList(fs *flag.FlagSet) action {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
 		}
+		if *stale < 0 {
+			return fmt.Errorf("%w: --stale %s: want a positive duration", errUsage, *stale)
+		}
 		svc, done, err := openSchedules(ctx, db)
 		if err != nil {
 			return err
@@ -68,7 +71,7 @@ func schedulesList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, list, true)
+			return writeJSON(out, schedulesFrom(list), true)
 		}
 		printSchedules(out, list)
 		return nil

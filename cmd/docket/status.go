@@ -24,6 +24,28 @@ func (f *thresholdFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.th.ClaimP99, "claim-p99", 250*time.Millisecond, "warn when a live worker's claim p99 is above this")
 }
 
+// check refuses a threshold that is not positive (zero would quietly mean
+// outbox's default), before anything connects.
+func (f *thresholdFlags) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--lag", f.th.Lag}, {"--horizon", f.th.Horizon}, {"--claim-p99", f.th.ClaimP99}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%w: %s %s: want a positive threshold", errUsage, d.name, d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"--horizon-xids", f.th.HorizonXIDs}, {"--dead-tuples", f.th.DeadTuples}} {
+		if n.v <= 0 {
+			return fmt.Errorf("%w: %s %d: want a positive threshold", errUsage, n.name, n.v)
+		}
+	}
+	return nil
+}
+
 func statusCommand() *command {
 	return &command{
 		name:    "status",
@@ -42,6 +64,12 @@ warnings.`,
 				if err := wantArgs(pos, 0, ""); err != nil {
 					return err
 				}
+				if err := th.check(); err != nil {
+					return err
+				}
+				if *watch < 0 {
+					return fmt.Errorf("%w: --watch %s: want 0 (once) or a positive interval", errUsage, *watch)
+				}
 				client, pool, err := db.open(ctx)
 				if err != nil {
 					return err
@@ -59,7 +87,7 @@ warnings.`,
 						fmt.Fprint(out, "\033[H\033[2J") // clear the terminal
 					}
 					if *asJSON {
-						err = writeJSON(out, s, *watch == 0)
+						err = writeJSON(out, statusFrom(s), *watch == 0)
 					} else {
 						err = printStatus(out, s)
 					}

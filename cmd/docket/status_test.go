@@ -250,9 +250,9 @@ func TestStatusRetriesOfJobsThatNeverRan(t *testing.T) {
 	var s struct {
 		Queues []struct {
 			Queue     string
-			Dead1h    int64 `json:"dead1h"`
-			Retries1m int64 `json:"retries1m"`
-			Retries1h int64 `json:"retries1h"`
+			Dead1h    int64 `json:"dead_1h"`
+			Retries1m int64 `json:"retries_1m"`
+			Retries1h int64 `json:"retries_1h"`
 		}
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {

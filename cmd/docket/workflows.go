@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/docketq/docket/internal/plural"
@@ -50,7 +49,7 @@ func workflowsList(fs *flag.FlagSet) action {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(out, list, true)
+			return writeJSON(out, workflowsFrom(list), true)
 		}
 		if len(list) == 0 {
 			fmt.Fprintln(out, "(no workflows)")
@@ -63,13 +62,6 @@ func workflowsList(fs *flag.FlagSet) action {
 		}
 		return tw.Flush()
 	}
-}
-
-// workflowDetail is workflows show --json: the status and the live and
-// dead jobs.
-type workflowDetail struct {
-	outbox.WorkflowState
-	LiveOrDeadJobs []outbox.WorkflowJobState
 }
 
 func workflowsShow(fs *flag.FlagSet) action {
@@ -87,7 +79,7 @@ func workflowsShow(fs *flag.FlagSet) action {
 				return err
 			}
 			if *asJSON {
-				return writeJSON(out, workflowDetail{st, jobs}, true)
+				return writeJSON(out, workflowDetailFrom(st, jobs), true)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "id\t%d\nname\t%s\nstate\t%s\ncreated\t%s\n", st.ID, st.Name, st.State, fmtTime(st.CreatedAt))
@@ -132,9 +124,9 @@ func onWorkflow(ctx context.Context, db dbFlags, pos []string, op func(*outbox.C
 	if err := wantArgs(pos, 1, "one workflow id"); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
+	id, err := positiveID("workflow", pos[0])
 	if err != nil {
-		return fmt.Errorf("%w: workflow id %q is not a number", errUsage, pos[0])
+		return err
 	}
 	client, pool, err := db.open(ctx)
 	if err != nil {

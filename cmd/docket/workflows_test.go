@@ -90,7 +90,7 @@ func TestWorkflowsCommand(t *testing.T) {
 	if out := run("workflows", "show", doneID); !strings.Contains(out, "state succeeded") || strings.Contains(out, "cancelled") {
 		t.Errorf("show after the refused cancel:\n%s", out)
 	}
-	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a number`) {
+	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a positive integer`) {
 		t.Errorf("bad id: %d %s", code, errOut)
 	}
 }
