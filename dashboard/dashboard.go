@@ -17,7 +17,9 @@ import (
 )
 
 // Config configures the dashboard. The zero value serves every page and
-// action of schema "public", hides payloads and asks for no token.
+// action of schema "public", hides payloads, asks for no token and
+// answers only requests addressed to a loopback host (localhost,
+// 127.0.0.1).
 type Config struct {
 	// Schema is the schema of Docket's tables. Empty means "public".
 	Schema string
@@ -31,8 +33,20 @@ type Config struct {
 	// (Authorization header), or once as ?token= on a page, which sets a
 	// cookie and redirects to the same page without it. docket dashboard
 	// requires one on any address that is not loopback. Empty means the
-	// mounting application's own auth is the only guard.
+	// mounting application's own auth is the only guard, and the Host
+	// check below applies.
 	Token string
+	// AllowedHosts are the host names and IP addresses (without port) the
+	// dashboard answers to besides loopback ones (localhost, 127.0.0.0/8,
+	// ::1), compared case-insensitively, on any port. Without a Token, a
+	// request whose Host header names another host is refused with 403: a
+	// page on another site whose name was rebound to this machine (DNS
+	// rebinding) can neither read nor act. With a Token, the Host is
+	// checked only when AllowedHosts is set. Nil means loopback only; list
+	// the names users reach the dashboard by when it is mounted in a
+	// service or behind a proxy that passes the Host on. An entry with a
+	// port, or that is not a host name or address, is refused.
+	AllowedHosts []string
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds outbox.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
@@ -45,13 +59,27 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Validate reports the first setting Handler would refuse (an invalid
+// schema name or AllowedHosts entry), without a database.
+func (c Config) Validate() error {
+	if _, err := outbox.New(outbox.Config{Schema: c.Schema}); err != nil {
+		return err
+	}
+	_, err := allowedHosts(c.AllowedHosts)
+	return err
+}
+
 // Handler returns the dashboard as an http.Handler for pool's database.
 // Mount it under any path (with http.StripPrefix); its links follow the
-// prefix. It fails on an invalid schema name.
+// prefix. It fails on a nil pool and where cfg.Validate does.
 func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if pool == nil {
 		return nil, errors.New("dashboard: nil pool")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hosts, _ := allowedHosts(cfg.AllowedHosts)
 	ob, err := outbox.New(outbox.Config{Schema: cfg.Schema})
 	if err != nil {
 		return nil, err
@@ -69,7 +97,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &dash{cfg: cfg, pool: pool, ob: ob, sched: sched, pages: parsePages()}
+	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ob: ob, sched: sched, pages: parsePages()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /jobs", d.jobs)
@@ -93,6 +121,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 // dash is the dashboard's state; it holds no connection of its own.
 type dash struct {
 	cfg   Config
+	hosts []string // Config.AllowedHosts, normalised by allowedHosts
 	pool  *pgxpool.Pool
 	ob    *outbox.Client
 	sched *schedule.Service

@@ -5,16 +5,21 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
 // The security model (see docs/dashboard.md): the mounting application's
-// auth first, then the optional token, a double-submit CSRF token on every
-// POST, read-only mode, and a Content-Security-Policy that lets the pages
-// run only the scripts and styles they are served with.
+// auth first, then the Host check (a page on another site whose name was
+// rebound to this machine must not be answered), the optional token, a
+// double-submit CSRF token on every POST, read-only mode, and a
+// Content-Security-Policy that lets the pages run only the scripts and
+// styles they are served with.
 const (
 	// csp allows this origin's scripts, styles, images and fetches only:
 	// no inline script or style, no frames, forms posting here only; the
@@ -33,7 +38,8 @@ const (
 type csrfKey struct{}
 
 // guard wraps every request: security headers, a panic turned into a plain
-// 500 page, the token check, and the CSRF cookie a page's forms repeat.
+// 500 page, the Host check, the token check, and the CSRF cookie a page's
+// forms repeat.
 func (d *dash) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -51,6 +57,14 @@ func (d *dash) guard(next http.Handler) http.Handler {
 				d.fail(w, r, http.StatusInternalServerError, "internal error")
 			}
 		}()
+		if (d.cfg.Token == "" || len(d.hosts) > 0) && !d.hostAllowed(r.Host) {
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "403 Forbidden: this dashboard is not served on this host name. "+
+				"It answers on localhost, 127.0.0.1 and [::1], and on the hosts its operator allowed "+
+				"(dashboard.Config.AllowedHosts, docket dashboard --allowed-hosts).\n")
+			return
+		}
 		if d.cfg.Token != "" && !d.tokenOK(w, r) {
 			return
 		}
@@ -64,6 +78,63 @@ func (d *dash) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), csrfKey{}, token)))
 	})
+}
+
+// allowedHosts checks and normalises Config.AllowedHosts: lower case,
+// without IPv6 brackets or a final dot.
+func allowedHosts(list []string) ([]string, error) {
+	hosts := make([]string, 0, len(list))
+	for _, h := range list {
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			return nil, fmt.Errorf("dashboard: AllowedHosts entry %q has a port: give the host alone (any port is accepted)", h)
+		}
+		n := hostName(h)
+		if n == "" || strings.ContainsAny(n, " /\\@") {
+			return nil, fmt.Errorf("dashboard: AllowedHosts entry %q is not a host name or IP address", h)
+		}
+		hosts = append(hosts, n)
+	}
+	return hosts, nil
+}
+
+// hostName is the host part of a Host header (a name or an IP address,
+// with or without port), in lower case, without IPv6 brackets or the final
+// dot of a fully qualified name.
+func hostName(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), ".")
+	return strings.ToLower(h)
+}
+
+// hostAllowed reports whether a Host header names this dashboard: a
+// loopback host or one of Config.AllowedHosts, whatever the port. A page
+// whose own name was rebound to this machine sends its own name, and is
+// refused.
+func (d *dash) hostAllowed(hostport string) bool {
+	h := hostName(hostport)
+	if IsLoopback(h) {
+		return true
+	}
+	for _, a := range d.hosts {
+		if h == a {
+			return true
+		}
+	}
+	return false
+}
+
+// IsLoopback reports whether host, a name or an IP address without port,
+// names only this machine: "localhost" or a loopback address (127.0.0.0/8,
+// ::1). An empty host (every interface) is not loopback.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // tokenOK checks the configured token and answers 401 when it is missing

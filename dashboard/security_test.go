@@ -3,12 +3,15 @@ package dashboard_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -221,5 +224,162 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 	}
 	if _, body, _ := get(t, c, b.srv.URL+loc.String()); !strings.Contains(body, "job is running") {
 		t.Errorf("the page does not show the refusal")
+	}
+}
+
+// send makes a request to u with the Host header host (empty: u's own),
+// a form body when form is not nil, and header name/value pairs.
+func send(t *testing.T, c *http.Client, method, u, host string, form url.Values, header ...string) (int, string, *http.Response) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp
+}
+
+// Without a token, the dashboard answers only requests addressed to a
+// loopback name: a page on another name resolved to this machine (DNS
+// rebinding) reads nothing and changes nothing.
+func TestHostCheckWithoutToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	for _, host := range []string{"localhost", "localhost:8080", "LocalHost:" + port, "127.0.0.1:" + port, "127.9.8.7", "[::1]:8080", "[::1]", "localhost.:8080"} {
+		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != http.StatusOK {
+			t.Errorf("GET with Host %q: %d, want 200:\n%.200s", host, code, body)
+		}
+	}
+	token := csrf(t, c, b.srv.URL+"/")
+	for _, host := range []string{"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:" + port, "10.0.0.1:8080", "[fe80::1]:8080", "[::ffff:10.0.0.1]", "0.0.0.0:" + port} {
+		code, body, resp := send(t, c, http.MethodGet, b.srv.URL+"/", host, nil)
+		if code != http.StatusForbidden || !strings.Contains(body, "not served on this host") || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET with Host %q: %d %q, want 403 with a plain message:\n%.200s", host, code, resp.Header.Get("Content-Type"), body)
+		}
+		form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+		if code, body, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", host, form,
+			"Origin", "http://"+host, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
+			t.Errorf("POST with Host %q: %d, want 403:\n%.200s", host, code, body)
+		}
+	}
+	if qs, err := b.ob.PausedQueues(b.ctx, b.pool); err != nil || len(qs) != 0 {
+		t.Errorf("paused queues after refused POSTs: %v %v", qs, err)
+	}
+}
+
+// The attack itself: a page on evil.example, rebound to 127.0.0.1, reads a
+// page for its CSRF token (the browser keeps the cookie for evil.example)
+// and posts it back with its own, matching, Origin. Both requests are
+// refused and the queue is not paused.
+func TestRebindingCannotAct(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	const evil = "evil.example:8080"
+	code, body, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/", evil, nil)
+	token := ""
+	if m := csrfInput.FindStringSubmatch(body); m != nil {
+		token = m[1]
+	}
+	if code != http.StatusForbidden || token != "" {
+		t.Errorf("GET through the rebound name: %d, token %q; want 403 and no token", code, token)
+	}
+	if token == "" {
+		// Refused as it should be: go on with a valid token anyway, as if
+		// the page had got one, to show the POST is refused on its own.
+		token = csrf(t, client(t), b.srv.URL+"/")
+	}
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	if code, body, _ := send(t, client(t), http.MethodPost, b.srv.URL+"/queues/action", evil, form,
+		"Origin", "http://"+evil, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
+		t.Errorf("rebound POST: %d, want 403:\n%.200s", code, body)
+	}
+	qs, err := b.ob.PausedQueues(b.ctx, b.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 0 {
+		t.Errorf("the rebound POST paused %v", qs)
+	}
+}
+
+// Config.AllowedHosts adds the names a dashboard is reached by: any port,
+// any case, nothing else. With a token the list is checked when set.
+func TestAllowedHosts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{AllowedHosts: []string{"Dash.Internal", "10.1.2.3", "[fd00::7]", "ops.example.com."}})
+	c := client(t)
+	for host, want := range map[string]int{
+		"dash.internal:8443":         http.StatusOK,
+		"DASH.INTERNAL":              http.StatusOK,
+		"10.1.2.3:80":                http.StatusOK,
+		"[fd00::7]:8080":             http.StatusOK,
+		"ops.example.com":            http.StatusOK,
+		"ops.example.com.:443":       http.StatusOK,
+		"localhost:8080":             http.StatusOK,
+		"evil.example":               http.StatusForbidden,
+		"dash.internal.evil.example": http.StatusForbidden,
+		"internal":                   http.StatusForbidden,
+		"10.1.2.4":                   http.StatusForbidden,
+		"[fd00::8]:8080":             http.StatusForbidden,
+	} {
+		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != want {
+			t.Errorf("GET with Host %q: %d, want %d:\n%.200s", host, code, want, body)
+		}
+	}
+
+	bearer := []string{"Authorization", "Bearer s3cret-token"}
+	listed := setup(t, dashboard.Config{Token: "s3cret-token", AllowedHosts: []string{"dash.internal"}})
+	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "dash.internal:8080", nil, bearer...); code != http.StatusOK {
+		t.Errorf("token and AllowedHosts, listed host: %d, want 200", code)
+	}
+	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "evil.example", nil, bearer...); code != http.StatusForbidden {
+		t.Errorf("token and AllowedHosts, other host with the token: %d, want 403", code)
+	}
+	// A token alone keeps out a rebound page (it cannot know the token),
+	// so any Host is answered, as before.
+	tokenOnly := setup(t, dashboard.Config{Token: "s3cret-token"})
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "dash.example.com", nil, bearer...); code != http.StatusOK {
+		t.Errorf("token, no AllowedHosts, any host with the token: %d, want 200", code)
+	}
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "evil.example", nil); code != http.StatusUnauthorized {
+		t.Errorf("token, no AllowedHosts, no token: %d, want 401", code)
+	}
+}
+
+// AllowedHosts entries the Host check cannot honour are refused.
+func TestSecurityConfigRefused(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	for what, cfg := range map[string]dashboard.Config{
+		"host with port": {AllowedHosts: []string{"dash.internal:8080"}},
+		"empty host":     {AllowedHosts: []string{""}},
+		"URL as host":    {AllowedHosts: []string{"http://dash.internal"}},
+	} {
+		if _, err := dashboard.Handler(pool, cfg); err == nil {
+			t.Errorf("Handler with %s: no error", what)
+		}
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("Validate with %s: no error", what)
+		}
 	}
 }
