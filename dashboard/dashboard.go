@@ -47,6 +47,11 @@ type Config struct {
 	// service or behind a proxy that passes the Host on. An entry with a
 	// port, or that is not a host name or address, is refused.
 	AllowedHosts []string
+	// TrustProxyHeaders says every request comes through a reverse proxy
+	// that sets X-Forwarded-For: refusal and action logs carry it. False
+	// (the default) ignores the header; leave it so when clients can reach
+	// the dashboard directly, as they could send it themselves.
+	TrustProxyHeaders bool
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds outbox.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
@@ -54,8 +59,10 @@ type Config struct {
 	MaxReplayRate float64
 	// Refresh is how often live parts of the pages poll. Zero means 2s.
 	Refresh time.Duration
-	// Logger receives action and error lines (job ids and kinds, never
-	// payloads). Nil means slog.Default().
+	// Logger receives action lines (who acted: "token" or "local", from
+	// which address), refused requests (401 and 403, with the address, Host
+	// and Origin) and errors; job ids and kinds, never payloads or tokens.
+	// Nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -184,7 +191,7 @@ func (d *dash) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 
 // internal logs a failed read and answers 500 without its details.
 func (d *dash) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
-	d.cfg.Logger.Error("dashboard: "+what, slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	d.logger(r).Error("dashboard: "+what, slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	d.fail(w, r, http.StatusInternalServerError, what+" failed; the server log says why")
 }
 

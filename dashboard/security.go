@@ -33,9 +33,16 @@ const (
 
 	// maxForm bounds a POST body: a bulk action's ids fit many times over.
 	maxForm = 1 << 20
+
+	// maxLogged bounds a client-chosen value (Host, Origin, path,
+	// X-Forwarded-For) in a log line.
+	maxLogged = 200
 )
 
-type csrfKey struct{}
+type (
+	csrfKey   struct{}
+	loggerKey struct{}
+)
 
 // guard wraps every request: security headers, a panic turned into a plain
 // 500 page, the Host check, the token check, and the CSRF cookie a page's
@@ -58,6 +65,7 @@ func (d *dash) guard(next http.Handler) http.Handler {
 			}
 		}()
 		if (d.cfg.Token == "" || len(d.hosts) > 0) && !d.hostAllowed(r.Host) {
+			d.logRefused(r, http.StatusForbidden, "host not allowed")
 			h.Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
 			io.WriteString(w, "403 Forbidden: this dashboard is not served on this host name. "+
@@ -158,17 +166,74 @@ func (d *dash) tokenOK(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="docket dashboard"`)
-	d.fail(w, r, http.StatusUnauthorized, "this dashboard needs its token: open it with ?token=… or send Authorization: Bearer …")
+	d.refuse(w, r, http.StatusUnauthorized, "no or wrong token",
+		"this dashboard needs its token: open it with ?token=… or send Authorization: Bearer …")
 	return false
+}
+
+// actor names who a request acts for in the logs: "token" when the
+// dashboard's token let it in, "local" when no token is configured (the
+// mounting application's auth, or loopback, let it in).
+func (d *dash) actor() string {
+	if d.cfg.Token != "" {
+		return "token"
+	}
+	return "local"
+}
+
+// from is where a request came from, as log attributes: the peer's
+// address, and behind a trusted proxy the X-Forwarded-For it sent.
+func (d *dash) from(r *http.Request) []any {
+	attrs := []any{slog.String("remote", r.RemoteAddr)}
+	if fwd := r.Header.Values("X-Forwarded-For"); d.cfg.TrustProxyHeaders && len(fwd) > 0 {
+		attrs = append(attrs, slog.String("forwarded_for", clip(strings.Join(fwd, ", "))))
+	}
+	return attrs
+}
+
+// refuse logs a refused request and answers with code and msg.
+func (d *dash) refuse(w http.ResponseWriter, r *http.Request, code int, reason, msg string) {
+	d.logRefused(r, code, reason)
+	d.fail(w, r, code, msg)
+}
+
+// logRefused logs a refused request: why, where it came from, and the
+// Host and Origin it named; never its query (it may hold a wrong token)
+// or its body.
+func (d *dash) logRefused(r *http.Request, code int, reason string) {
+	attrs := []any{slog.Int("status", code), slog.String("reason", reason), slog.String("method", r.Method),
+		slog.String("path", clip(r.URL.Path)), slog.String("host", clip(r.Host))}
+	if o := r.Header.Get("Origin"); o != "" {
+		attrs = append(attrs, slog.String("origin", clip(o)))
+	}
+	d.cfg.Logger.Warn("dashboard: request refused", append(attrs, d.from(r)...)...)
+}
+
+// logger is the logger of a request: an action's carries who did it
+// (actor) and from where.
+func (d *dash) logger(r *http.Request) *slog.Logger {
+	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return d.cfg.Logger
+}
+
+// clip cuts a client-chosen value to maxLogged bytes for a log line.
+func clip(s string) string {
+	if len(s) > maxLogged {
+		return strings.ToValidUTF8(s[:maxLogged], "") + "…"
+	}
+	return s
 }
 
 // action wraps a state-changing handler: refused in read-only mode, and
 // unless the form repeats the CSRF cookie's token and any Origin header is
-// this host.
+// this host. The handler's log lines (d.logger) say who acted and from
+// where.
 func (d *dash) action(h func(http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if d.cfg.ReadOnly {
-			d.fail(w, r, http.StatusForbidden, "the dashboard is read-only")
+			d.refuse(w, r, http.StatusForbidden, "read-only", "the dashboard is read-only")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
@@ -178,7 +243,7 @@ func (d *dash) action(h func(http.ResponseWriter, *http.Request)) http.HandlerFu
 		}
 		if origin := r.Header.Get("Origin"); origin != "" {
 			if u, err := url.Parse(origin); err != nil || u.Host != r.Host {
-				d.fail(w, r, http.StatusForbidden, "cross-origin request refused")
+				d.refuse(w, r, http.StatusForbidden, "cross-origin", "cross-origin request refused")
 				return
 			}
 		}
@@ -188,10 +253,11 @@ func (d *dash) action(h func(http.ResponseWriter, *http.Request)) http.HandlerFu
 			sent = r.Header.Get("X-CSRF-Token")
 		}
 		if err != nil || sent == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) != 1 {
-			d.fail(w, r, http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+			d.refuse(w, r, http.StatusForbidden, "csrf", "missing or wrong CSRF token: reload the page and try again")
 			return
 		}
-		h(w, r)
+		log := d.cfg.Logger.With(append([]any{slog.String("actor", d.actor())}, d.from(r)...)...)
+		h(w, r.WithContext(context.WithValue(r.Context(), loggerKey{}, log)))
 	}
 }
 

@@ -383,3 +383,106 @@ func TestSecurityConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// tokenCookie opens u?token=… and returns the cookie it sets.
+func tokenCookie(t *testing.T, c *http.Client, u string, header ...string) *http.Cookie {
+	t.Helper()
+	code, _, resp := send(t, c, http.MethodGet, u+"/jobs?token=s3cret-token", "", nil, header...)
+	if code != http.StatusSeeOther {
+		t.Fatalf("GET ?token=: %d, want 303", code)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "docket_dashboard_token" {
+			return ck
+		}
+	}
+	t.Fatalf("GET ?token= sets no token cookie: %v", resp.Header["Set-Cookie"])
+	return nil
+}
+
+// Refused requests are logged with where they came from and the Host or
+// Origin that caused them; every action with who did it and from where.
+func TestRefusalsAndActionsLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	send(t, c, http.MethodGet, b.srv.URL+"/", "evil.example:8080", nil)
+	token := csrf(t, c, b.srv.URL+"/")
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "Origin", "https://other.example")
+	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7"); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d, want 303", code)
+	}
+	lines := logLines(b.log.String())
+	remote := "remote=127.0.0.1:"
+	if l := lineWith(lines, "refused", "status=403", `host=evil.example:8080`); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no refusal line with the host and remote address:\n%s", b.log)
+	}
+	if l := lineWith(lines, "refused", "status=403", "origin=https://other.example"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no refusal line with the origin and remote address:\n%s", b.log)
+	}
+	l := lineWith(lines, "queue pause", "queue=mail")
+	if !strings.Contains(l, "actor=local") || !strings.Contains(l, remote) {
+		t.Errorf("action line without actor and remote address: %q\n%s", l, b.log)
+	}
+	if strings.Contains(b.log.String(), "203.0.113.7") {
+		t.Errorf("X-Forwarded-For logged without a trusted proxy:\n%s", b.log)
+	}
+
+	tb := setup(t, dashboard.Config{Token: "s3cret-token"})
+	tc := client(t)
+	send(t, tc, http.MethodGet, tb.srv.URL+"/jobs", "", nil)
+	tokenCookie(t, tc, tb.srv.URL)
+	token = csrf(t, tc, tb.srv.URL+"/")
+	form.Set("csrf", token)
+	if code, _, _ := send(t, tc, http.MethodPost, tb.srv.URL+"/queues/action", "", form); code != http.StatusSeeOther {
+		t.Fatalf("pause with token: %d, want 303", code)
+	}
+	lines = logLines(tb.log.String())
+	if l := lineWith(lines, "refused", "status=401"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no 401 line with the remote address:\n%s", tb.log)
+	}
+	if l := lineWith(lines, "queue pause", "actor=token"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("action with the token: no line with actor=token and the remote address:\n%s", tb.log)
+	}
+	if strings.Contains(tb.log.String(), "s3cret-token") {
+		t.Errorf("the token was logged:\n%s", tb.log)
+	}
+}
+
+func logLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+// lineWith returns the first line holding every part, or "".
+func lineWith(lines []string, parts ...string) string {
+next:
+	for _, l := range lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l
+	}
+	return ""
+}
+
+// Behind a trusted proxy, the X-Forwarded-For it sends is logged with
+// refusals and actions.
+func TestTrustedProxyLogs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{TrustProxyHeaders: true})
+	c := client(t)
+	token := csrf(t, c, b.srv.URL+"/")
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7, 10.0.0.2"); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d, want 303", code)
+	}
+	send(t, client(t), http.MethodGet, b.srv.URL+"/", "evil.example", nil, "X-Forwarded-For", "198.51.100.9")
+	lines := logLines(b.log.String())
+	if l := lineWith(lines, "queue pause", "actor=local", "remote=127.0.0.1:", `forwarded_for="203.0.113.7, 10.0.0.2"`); l == "" {
+		t.Errorf("no action line with the forwarded address:\n%s", b.log)
+	}
+	if l := lineWith(lines, "refused", "status=403", "remote=127.0.0.1:", "forwarded_for=198.51.100.9"); l == "" {
+		t.Errorf("no refusal line with the forwarded address:\n%s", b.log)
+	}
+}
