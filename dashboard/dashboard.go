@@ -30,11 +30,11 @@ type Config struct {
 	// personal data: off by default, and never logged either way.
 	ShowPayloads bool
 	// Token, when set, is required on every request: as a bearer token
-	// (Authorization header), or once as ?token= on a page, which sets a
-	// cookie and redirects to the same page without it. docket dashboard
-	// requires one on any address that is not loopback. Empty means the
-	// mounting application's own auth is the only guard, and the Host
-	// check below applies.
+	// (Authorization: Bearer, the scheme's name in any case), or once as
+	// ?token= on a page, which sets a cookie and redirects to the same page
+	// without it. docket dashboard requires one on any address that is not
+	// loopback. Empty means the mounting application's own auth is the only
+	// guard, and the Host check below applies.
 	Token string
 	// AllowedHosts are the host names and IP addresses (without port) the
 	// dashboard answers to besides loopback ones (localhost, 127.0.0.0/8,

@@ -151,7 +151,7 @@ func IsLoopback(host string) bool {
 func (d *dash) tokenOK(w http.ResponseWriter, r *http.Request) bool {
 	want := []byte(d.cfg.Token)
 	eq := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
-	if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && eq(auth) {
+	if auth, ok := bearer(r.Header.Get("Authorization")); ok && eq(auth) {
 		return true
 	}
 	if c, err := r.Cookie(tokenCookie); err == nil && eq(c.Value) {
@@ -169,6 +169,14 @@ func (d *dash) tokenOK(w http.ResponseWriter, r *http.Request) bool {
 	d.refuse(w, r, http.StatusUnauthorized, "no or wrong token",
 		"this dashboard needs its token: open it with ?token=… or send Authorization: Bearer …")
 	return false
+}
+
+// bearer returns the credentials of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 7235).
+func bearer(header string) (string, bool) {
+	scheme, cred, _ := strings.Cut(header, " ")
+	cred = strings.TrimLeft(cred, " ")
+	return cred, strings.EqualFold(scheme, "Bearer") && cred != ""
 }
 
 // actor names who a request acts for in the logs: "token" when the

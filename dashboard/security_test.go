@@ -486,3 +486,23 @@ func TestTrustedProxyLogs(t *testing.T) {
 		t.Errorf("no refusal line with the forwarded address:\n%s", b.log)
 	}
 }
+
+// The bearer scheme's name is case-insensitive (RFC 7235).
+func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token"})
+	for auth, want := range map[string]int{
+		"Bearer s3cret-token":   http.StatusOK,
+		"bearer s3cret-token":   http.StatusOK,
+		"BEARER s3cret-token":   http.StatusOK,
+		"bEaReR   s3cret-token": http.StatusOK,
+		"Basic s3cret-token":    http.StatusUnauthorized,
+		"Bearers3cret-token":    http.StatusUnauthorized,
+		"bearer wrong":          http.StatusUnauthorized,
+		"bearer":                http.StatusUnauthorized,
+	} {
+		if code, _, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/jobs", "", nil, "Authorization", auth); code != want {
+			t.Errorf("Authorization %q: %d, want %d", auth, code, want)
+		}
+	}
+}
