@@ -31,10 +31,10 @@ type Config struct {
 	ShowPayloads bool
 	// Token, when set, is required on every request: as a bearer token
 	// (Authorization: Bearer, the scheme's name in any case), or once as
-	// ?token= on a page, which sets a cookie and redirects to the same page
-	// without it. docket dashboard requires one on any address that is not
-	// loopback. Empty means the mounting application's own auth is the only
-	// guard, and the Host check below applies.
+	// ?token= on a page, which sets a cookie for TokenMaxAge and redirects
+	// to the same page without it. docket dashboard requires one on any
+	// address that is not loopback. Empty means the mounting application's
+	// own auth is the only guard, and the Host check below applies.
 	Token string
 	// AllowedHosts are the host names and IP addresses (without port) the
 	// dashboard answers to besides loopback ones (localhost, 127.0.0.0/8,
@@ -48,10 +48,16 @@ type Config struct {
 	// port, or that is not a host name or address, is refused.
 	AllowedHosts []string
 	// TrustProxyHeaders says every request comes through a reverse proxy
-	// that sets X-Forwarded-For: refusal and action logs carry it. False
-	// (the default) ignores the header; leave it so when clients can reach
-	// the dashboard directly, as they could send it themselves.
+	// that sets X-Forwarded-Proto and X-Forwarded-For: cookies are Secure
+	// when X-Forwarded-Proto is https, and refusal and action logs carry
+	// X-Forwarded-For. False (the default) ignores both headers; leave it
+	// so when clients can reach the dashboard directly, as they could send
+	// them themselves.
 	TrustProxyHeaders bool
+	// TokenMaxAge is how long the cookie set by ?token= keeps a browser
+	// signed in (its Max-Age). Zero means 12 hours; a negative value or
+	// one under a second is refused.
+	TokenMaxAge time.Duration
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds outbox.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
@@ -67,10 +73,13 @@ type Config struct {
 }
 
 // Validate reports the first setting Handler would refuse (an invalid
-// schema name or AllowedHosts entry), without a database.
+// schema name, AllowedHosts entry or TokenMaxAge), without a database.
 func (c Config) Validate() error {
 	if _, err := outbox.New(outbox.Config{Schema: c.Schema}); err != nil {
 		return err
+	}
+	if c.TokenMaxAge != 0 && c.TokenMaxAge < time.Second {
+		return fmt.Errorf("dashboard: TokenMaxAge %v: want zero (12h) or at least a second", c.TokenMaxAge)
 	}
 	_, err := allowedHosts(c.AllowedHosts)
 	return err
@@ -103,6 +112,9 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.TokenMaxAge == 0 {
+		cfg.TokenMaxAge = defaultTokenMaxAge
 	}
 	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ob: ob, sched: sched, pages: parsePages()}
 	mux := http.NewServeMux()

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // The security model (see docs/dashboard.md): the mounting application's
@@ -33,6 +34,10 @@ const (
 
 	// maxForm bounds a POST body: a bulk action's ids fit many times over.
 	maxForm = 1 << 20
+
+	// defaultTokenMaxAge is how long a browser stays signed in by ?token=:
+	// a working day, so a browser left open overnight asks again.
+	defaultTokenMaxAge = 12 * time.Hour
 
 	// maxLogged bounds a client-chosen value (Host, Origin, path,
 	// X-Forwarded-For) in a log line.
@@ -82,7 +87,7 @@ func (d *dash) guard(next http.Handler) http.Handler {
 		} else {
 			token = newToken()
 			http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: token, Path: base(r), HttpOnly: true,
-				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+				Secure: d.secure(r), SameSite: http.SameSiteStrictMode})
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), csrfKey{}, token)))
 	})
@@ -158,8 +163,9 @@ func (d *dash) tokenOK(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if q := r.URL.Query(); r.Method == http.MethodGet && q.Has("token") && eq(q.Get("token")) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: d.cfg.Token, Path: base(r), HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: d.cfg.Token, Path: base(r),
+			MaxAge: int(d.cfg.TokenMaxAge / time.Second), HttpOnly: true, Secure: d.secure(r),
+			SameSite: http.SameSiteStrictMode})
 		q.Del("token")
 		u := url.URL{Path: strings.TrimSuffix(base(r), "/") + r.URL.Path, RawQuery: q.Encode()}
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
@@ -177,6 +183,19 @@ func bearer(header string) (string, bool) {
 	scheme, cred, _ := strings.Cut(header, " ")
 	cred = strings.TrimLeft(cred, " ")
 	return cred, strings.EqualFold(scheme, "Bearer") && cred != ""
+}
+
+// secure reports whether the request came over TLS: to this server, or to
+// a trusted proxy that says so in X-Forwarded-Proto.
+func (d *dash) secure(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !d.cfg.TrustProxyHeaders {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",") // the first hop's
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
 }
 
 // actor names who a request acts for in the logs: "token" when the

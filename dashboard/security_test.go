@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/pgtest"
@@ -366,14 +368,16 @@ func TestAllowedHosts(t *testing.T) {
 	}
 }
 
-// AllowedHosts entries the Host check cannot honour are refused.
+// Settings the Host check and the cookie cannot honour are refused.
 func TestSecurityConfigRefused(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	for what, cfg := range map[string]dashboard.Config{
-		"host with port": {AllowedHosts: []string{"dash.internal:8080"}},
-		"empty host":     {AllowedHosts: []string{""}},
-		"URL as host":    {AllowedHosts: []string{"http://dash.internal"}},
+		"host with port":      {AllowedHosts: []string{"dash.internal:8080"}},
+		"empty host":          {AllowedHosts: []string{""}},
+		"URL as host":         {AllowedHosts: []string{"http://dash.internal"}},
+		"negative max age":    {TokenMaxAge: -time.Hour},
+		"max age under a sec": {TokenMaxAge: 500 * time.Millisecond},
 	} {
 		if _, err := dashboard.Handler(pool, cfg); err == nil {
 			t.Errorf("Handler with %s: no error", what)
@@ -504,5 +508,52 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 		if code, _, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/jobs", "", nil, "Authorization", auth); code != want {
 			t.Errorf("Authorization %q: %d, want %d", auth, code, want)
 		}
+	}
+}
+
+// The token cookie expires (12 hours by default) and is Secure when the
+// request came over TLS; a client's X-Forwarded-Proto alone does not make
+// it so.
+func TestTokenCookieExpiresAndSecure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token"})
+	ck := tokenCookie(t, client(t), b.srv.URL)
+	if ck.MaxAge != 12*60*60 || ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Errorf("plain HTTP: cookie %s, want Max-Age=43200, HttpOnly, SameSite=Strict, not Secure", ck)
+	}
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); ck.Secure {
+		t.Errorf("X-Forwarded-Proto from an untrusted client made the cookie Secure: %s", ck)
+	}
+	tlsSrv := httptest.NewTLSServer(b.h)
+	defer tlsSrv.Close()
+	tc := tlsSrv.Client()
+	tc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if ck := tokenCookie(t, tc, tlsSrv.URL); ck.MaxAge != 12*60*60 || !ck.Secure {
+		t.Errorf("TLS: cookie %s, want Max-Age=43200 and Secure", ck)
+	}
+}
+
+// Behind a trusted proxy, its X-Forwarded-Proto makes the cookies Secure;
+// TokenMaxAge sets the token cookie's life.
+func TestTrustedProxyCookies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token", TrustProxyHeaders: true, TokenMaxAge: time.Hour})
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); !ck.Secure || ck.MaxAge != 3600 {
+		t.Errorf("trusted X-Forwarded-Proto https: cookie %s, want Secure and Max-Age=3600", ck)
+	}
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "http"); ck.Secure {
+		t.Errorf("trusted X-Forwarded-Proto http: cookie %s is Secure", ck)
+	}
+	c := client(t)
+	tokenCookie(t, c, b.srv.URL)
+	code, _, resp := send(t, c, http.MethodGet, b.srv.URL+"/", "", nil, "X-Forwarded-Proto", "https")
+	var csrfCk *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "docket_dashboard_csrf" {
+			csrfCk = ck
+		}
+	}
+	if code != http.StatusOK || csrfCk == nil || !csrfCk.Secure {
+		t.Errorf("trusted X-Forwarded-Proto https: %d, CSRF cookie %v, want Secure", code, csrfCk)
 	}
 }
