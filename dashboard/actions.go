@@ -59,7 +59,7 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err == nil:
 			done++
-			d.cfg.Logger.Info("dashboard: job "+verb, slog.Int64("job", id))
+			d.logger(r).Info("dashboard: job "+verb, slog.Int64("job", id))
 		case errors.Is(err, outbox.ErrJobRunning), errors.Is(err, outbox.ErrJobNotFound):
 			refused = append(refused, fmt.Sprintf("job %d: %s", id, strings.TrimPrefix(err.Error(), "docket: ")))
 		default:
@@ -101,7 +101,7 @@ func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, verb+" queue", err)
 		return
 	}
-	d.cfg.Logger.Info("dashboard: queue "+verb, slog.String("queue", queue))
+	d.logger(r).Info("dashboard: queue "+verb, slog.String("queue", queue))
 	back(w, r, fmt.Sprintf("queue %s: %sd", queue, verb))
 }
 
@@ -127,7 +127,7 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "replay", err)
 		return
 	}
-	d.cfg.Logger.Info("dashboard: replay", slog.String("kind", g.Kind), slog.Int("replayed", len(res.Replayed)))
+	d.logger(r).Info("dashboard: replay", slog.String("kind", g.Kind), slog.Int("replayed", len(res.Replayed)))
 	msg := fmt.Sprintf("%s of kind %s replayed", plural.Count(int64(len(res.Replayed)), "dead job", "dead jobs"), g.Kind)
 	if len(res.Skipped) > 0 {
 		msg += fmt.Sprintf("; %d skipped (unique key held by a live job, or replayed by someone else)", len(res.Skipped))
@@ -147,7 +147,7 @@ func (d *dash) purge(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "purge", err)
 		return
 	}
-	d.cfg.Logger.Info("dashboard: purge", slog.Int64("deleted", n), slog.Duration("older_than", age))
+	d.logger(r).Info("dashboard: purge", slog.Int64("deleted", n), slog.Duration("older_than", age))
 	back(w, r, fmt.Sprintf("purged %s", plural.Count(n, "dead job", "dead jobs")))
 }
 
@@ -171,10 +171,10 @@ func (d *dash) scheduleAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.cfg.Logger.Warn("dashboard: schedule "+verb, slog.String("schedule", name), slog.String("error", err.Error()))
+		d.logger(r).Warn("dashboard: schedule "+verb, slog.String("schedule", name), slog.String("error", err.Error()))
 		back(w, r, fmt.Sprintf("schedule %s: %s failed: %s", name, verb, strings.TrimPrefix(err.Error(), "docket: ")))
 		return
 	}
-	d.cfg.Logger.Info("dashboard: schedule "+verb, slog.String("schedule", name))
+	d.logger(r).Info("dashboard: schedule "+verb, slog.String("schedule", name))
 	back(w, r, msg)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -55,9 +56,9 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browser starts headless Chromium with the flags of the issue and a fresh
-// profile, and returns a tab's context.
-func browser(t *testing.T, ctx context.Context) context.Context {
+// browser starts headless Chromium with the flags of the issue, a fresh
+// profile and any extra options, and returns a tab's context.
+func browser(t *testing.T, ctx context.Context, extra ...chromedp.ExecAllocatorOption) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Flag("headless", true),
@@ -70,6 +71,7 @@ func browser(t *testing.T, ctx context.Context) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	tab, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() {
@@ -257,6 +259,44 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(tsrv.URL+"/?token=open-sesame"),
 		chromedp.WaitVisible(css(`#queues`)),
 	)
+}
+
+// TestBrowserRebinding is DNS rebinding in a real browser: Chromium
+// resolves rebound.example to 127.0.0.1, as an attacker's DNS would after
+// serving the attacker's page. The dashboard (no token) refuses the page
+// and a same-origin POST from it, and still serves the browser on
+// localhost.
+func TestBrowserRebinding(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tab := browser(t, ctx, chromedp.Flag("host-resolver-rules", "MAP rebound.example 127.0.0.1"))
+	b := setup(t, dashboard.Config{})
+	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	rebound := "http://rebound.example:" + port
+
+	do(t, tab, "rebound page", chromedp.Navigate(rebound+"/"), chromedp.WaitReady(css("body")))
+	text := value(t, tab, "rebound page text", chromedp.Text(css("body")))
+	if !strings.Contains(text, "not served on this host") || csrfInput.MatchString(text) {
+		t.Errorf("the page on the rebound name: %.120q, want the refusal", text)
+	}
+	// The attacker's script, same-origin with the rebound name: read a
+	// page's CSRF token, post it back.
+	attack := `fetch("/").then(r => r.text()).then(html => {
+		const m = html.match(/name="csrf" value="([0-9a-f]{64})"/);
+		return fetch("/queues/action", {method: "POST", body: new URLSearchParams({csrf: m ? m[1] : "", queue: "mail", action: "pause"})});
+	}).then(r => r.status)`
+	status := value(t, tab, "rebound post", chromedp.Evaluate[int](attack, chromedp.EvalAwaitPromise))
+	if status != 403 {
+		t.Errorf("POST from the rebound page: %d, want 403", status)
+	}
+	if qs, err := b.ob.PausedQueues(b.ctx, b.pool); err != nil || len(qs) != 0 {
+		t.Errorf("paused queues after the rebound POST: %v %v", qs, err)
+	}
+	do(t, tab, "localhost", chromedp.Navigate("http://localhost:"+port+"/"), chromedp.WaitVisible(css(`tr[data-queue="mail"]`)))
+	if !strings.Contains(b.log.String(), "host=rebound.example:"+port) {
+		t.Errorf("the refusals are not logged with the rebound host:\n%s", b.log)
+	}
 }
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }

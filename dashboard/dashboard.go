@@ -17,7 +17,9 @@ import (
 )
 
 // Config configures the dashboard. The zero value serves every page and
-// action of schema "public", hides payloads and asks for no token.
+// action of schema "public", hides payloads, asks for no token and
+// answers only requests addressed to a loopback host (localhost,
+// 127.0.0.1).
 type Config struct {
 	// Schema is the schema of Docket's tables. Empty means "public".
 	Schema string
@@ -28,11 +30,34 @@ type Config struct {
 	// personal data: off by default, and never logged either way.
 	ShowPayloads bool
 	// Token, when set, is required on every request: as a bearer token
-	// (Authorization header), or once as ?token= on a page, which sets a
-	// cookie and redirects to the same page without it. docket dashboard
-	// requires one on any address that is not loopback. Empty means the
-	// mounting application's own auth is the only guard.
+	// (Authorization: Bearer, the scheme's name in any case), or once as
+	// ?token= on a page, which sets a cookie for TokenMaxAge and redirects
+	// to the same page without it. docket dashboard requires one on any
+	// address that is not loopback. Empty means the mounting application's
+	// own auth is the only guard, and the Host check below applies.
 	Token string
+	// AllowedHosts are the host names and IP addresses (without port) the
+	// dashboard answers to besides loopback ones (localhost, 127.0.0.0/8,
+	// ::1), compared case-insensitively, on any port. Without a Token, a
+	// request whose Host header names another host is refused with 403: a
+	// page on another site whose name was rebound to this machine (DNS
+	// rebinding) can neither read nor act. With a Token, the Host is
+	// checked only when AllowedHosts is set. Nil means loopback only; list
+	// the names users reach the dashboard by when it is mounted in a
+	// service or behind a proxy that passes the Host on. An entry with a
+	// port, or that is not a host name or address, is refused.
+	AllowedHosts []string
+	// TrustProxyHeaders says every request comes through a reverse proxy
+	// that sets X-Forwarded-Proto and X-Forwarded-For: cookies are Secure
+	// when X-Forwarded-Proto is https, and refusal and action logs carry
+	// X-Forwarded-For. False (the default) ignores both headers; leave it
+	// so when clients can reach the dashboard directly, as they could send
+	// them themselves.
+	TrustProxyHeaders bool
+	// TokenMaxAge is how long the cookie set by ?token= keeps a browser
+	// signed in (its Max-Age). Zero means 12 hours; a negative value or
+	// one under a second is refused.
+	TokenMaxAge time.Duration
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds outbox.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
@@ -40,18 +65,37 @@ type Config struct {
 	MaxReplayRate float64
 	// Refresh is how often live parts of the pages poll. Zero means 2s.
 	Refresh time.Duration
-	// Logger receives action and error lines (job ids and kinds, never
-	// payloads). Nil means slog.Default().
+	// Logger receives action lines (who acted: "token" or "local", from
+	// which address), refused requests (401 and 403, with the address, Host
+	// and Origin) and errors; job ids and kinds, never payloads or tokens.
+	// Nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// Validate reports the first setting Handler would refuse (an invalid
+// schema name, AllowedHosts entry or TokenMaxAge), without a database.
+func (c Config) Validate() error {
+	if _, err := outbox.New(outbox.Config{Schema: c.Schema}); err != nil {
+		return err
+	}
+	if c.TokenMaxAge != 0 && c.TokenMaxAge < time.Second {
+		return fmt.Errorf("dashboard: TokenMaxAge %v: want zero (12h) or at least a second", c.TokenMaxAge)
+	}
+	_, err := allowedHosts(c.AllowedHosts)
+	return err
 }
 
 // Handler returns the dashboard as an http.Handler for pool's database.
 // Mount it under any path (with http.StripPrefix); its links follow the
-// prefix. It fails on an invalid schema name.
+// prefix. It fails on a nil pool and where cfg.Validate does.
 func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if pool == nil {
 		return nil, errors.New("dashboard: nil pool")
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hosts, _ := allowedHosts(cfg.AllowedHosts)
 	ob, err := outbox.New(outbox.Config{Schema: cfg.Schema})
 	if err != nil {
 		return nil, err
@@ -69,7 +113,10 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &dash{cfg: cfg, pool: pool, ob: ob, sched: sched, pages: parsePages()}
+	if cfg.TokenMaxAge == 0 {
+		cfg.TokenMaxAge = defaultTokenMaxAge
+	}
+	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ob: ob, sched: sched, pages: parsePages()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /jobs", d.jobs)
@@ -93,6 +140,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 // dash is the dashboard's state; it holds no connection of its own.
 type dash struct {
 	cfg   Config
+	hosts []string // Config.AllowedHosts, normalised by allowedHosts
 	pool  *pgxpool.Pool
 	ob    *outbox.Client
 	sched *schedule.Service
@@ -155,7 +203,7 @@ func (d *dash) fail(w http.ResponseWriter, r *http.Request, code int, msg string
 
 // internal logs a failed read and answers 500 without its details.
 func (d *dash) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
-	d.cfg.Logger.Error("dashboard: "+what, slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	d.logger(r).Error("dashboard: "+what, slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	d.fail(w, r, http.StatusInternalServerError, what+" failed; the server log says why")
 }
 

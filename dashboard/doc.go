@@ -10,7 +10,8 @@
 //	h, err := dashboard.Handler(pool, dashboard.Config{ReadOnly: !isAdmin})
 //	mux.Handle("/docket/", requireStaff(http.StripPrefix("/docket", h)))
 //
-// `docket dashboard` serves it on 127.0.0.1:8080.
+// Without a token, list the host names users reach it by in
+// Config.AllowedHosts. `docket dashboard` serves it on 127.0.0.1:8080.
 //
 // # Pages
 //
@@ -24,11 +25,16 @@
 //
 // # Security
 //
-// Every state-changing request is a POST that must repeat the CSRF token of
-// its cookie; Config.ReadOnly hides and refuses every action; an optional
-// Config.Token is required on every request; the Content-Security-Policy
-// allows only the dashboard's own scripts and styles. Payloads are shown
-// only with Config.ShowPayloads and never logged. Bad input gets an error
-// page with its status, never a stack trace. A running job is never
-// cancelled or deleted under its worker, and replays are rate-limited.
+// Without Config.Token, only requests whose Host names a loopback host or
+// one of Config.AllowedHosts are answered (403 otherwise), so a page whose
+// name was rebound to this machine (DNS rebinding) can neither read nor
+// act. Every state-changing request is a POST that must repeat the CSRF
+// token of its cookie; Config.ReadOnly hides and refuses every action; an
+// optional Config.Token is required on every request; the
+// Content-Security-Policy allows only the dashboard's own scripts and
+// styles. Refused requests and every action are logged with the remote
+// address, actions with who acted. Payloads are shown only with
+// Config.ShowPayloads and never logged. Bad input gets an error page with
+// its status, never a stack trace. A running job is never cancelled or
+// deleted under its worker, and replays are rate-limited.
 package dashboard

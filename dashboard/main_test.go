@@ -43,6 +43,7 @@ type bundle struct {
 	pool   *pgxpool.Pool
 	schema string
 	ob     *outbox.Client
+	h      http.Handler
 	srv    *httptest.Server
 	log    *syncBuffer
 	// ready, running and dead are job ids in those states.
@@ -93,6 +94,7 @@ func setup(t *testing.T, cfg dashboard.Config) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.h = h
 	b.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
 		b.srv.Close()

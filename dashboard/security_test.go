@@ -3,12 +3,17 @@ package dashboard_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/internal/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 
@@ -221,5 +226,334 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 	}
 	if _, body, _ := get(t, c, b.srv.URL+loc.String()); !strings.Contains(body, "job is running") {
 		t.Errorf("the page does not show the refusal")
+	}
+}
+
+// send makes a request to u with the Host header host (empty: u's own),
+// a form body when form is not nil, and header name/value pairs.
+func send(t *testing.T, c *http.Client, method, u, host string, form url.Values, header ...string) (int, string, *http.Response) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp
+}
+
+// Without a token, the dashboard answers only requests addressed to a
+// loopback name: a page on another name resolved to this machine (DNS
+// rebinding) reads nothing and changes nothing.
+func TestHostCheckWithoutToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	for _, host := range []string{"localhost", "localhost:8080", "LocalHost:" + port, "127.0.0.1:" + port, "127.9.8.7", "[::1]:8080", "[::1]", "localhost.:8080"} {
+		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != http.StatusOK {
+			t.Errorf("GET with Host %q: %d, want 200:\n%.200s", host, code, body)
+		}
+	}
+	token := csrf(t, c, b.srv.URL+"/")
+	for _, host := range []string{"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:" + port, "10.0.0.1:8080", "[fe80::1]:8080", "[::ffff:10.0.0.1]", "0.0.0.0:" + port} {
+		code, body, resp := send(t, c, http.MethodGet, b.srv.URL+"/", host, nil)
+		if code != http.StatusForbidden || !strings.Contains(body, "not served on this host") || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET with Host %q: %d %q, want 403 with a plain message:\n%.200s", host, code, resp.Header.Get("Content-Type"), body)
+		}
+		form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+		if code, body, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", host, form,
+			"Origin", "http://"+host, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
+			t.Errorf("POST with Host %q: %d, want 403:\n%.200s", host, code, body)
+		}
+	}
+	if qs, err := b.ob.PausedQueues(b.ctx, b.pool); err != nil || len(qs) != 0 {
+		t.Errorf("paused queues after refused POSTs: %v %v", qs, err)
+	}
+}
+
+// The attack itself: a page on evil.example, rebound to 127.0.0.1, reads a
+// page for its CSRF token (the browser keeps the cookie for evil.example)
+// and posts it back with its own, matching, Origin. Both requests are
+// refused and the queue is not paused.
+func TestRebindingCannotAct(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	const evil = "evil.example:8080"
+	code, body, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/", evil, nil)
+	token := ""
+	if m := csrfInput.FindStringSubmatch(body); m != nil {
+		token = m[1]
+	}
+	if code != http.StatusForbidden || token != "" {
+		t.Errorf("GET through the rebound name: %d, token %q; want 403 and no token", code, token)
+	}
+	if token == "" {
+		// Refused as it should be: go on with a valid token anyway, as if
+		// the page had got one, to show the POST is refused on its own.
+		token = csrf(t, client(t), b.srv.URL+"/")
+	}
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	if code, body, _ := send(t, client(t), http.MethodPost, b.srv.URL+"/queues/action", evil, form,
+		"Origin", "http://"+evil, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
+		t.Errorf("rebound POST: %d, want 403:\n%.200s", code, body)
+	}
+	qs, err := b.ob.PausedQueues(b.ctx, b.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 0 {
+		t.Errorf("the rebound POST paused %v", qs)
+	}
+}
+
+// Config.AllowedHosts adds the names a dashboard is reached by: any port,
+// any case, nothing else. With a token the list is checked when set.
+func TestAllowedHosts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{AllowedHosts: []string{"Dash.Internal", "10.1.2.3", "[fd00::7]", "ops.example.com."}})
+	c := client(t)
+	for host, want := range map[string]int{
+		"dash.internal:8443":         http.StatusOK,
+		"DASH.INTERNAL":              http.StatusOK,
+		"10.1.2.3:80":                http.StatusOK,
+		"[fd00::7]:8080":             http.StatusOK,
+		"ops.example.com":            http.StatusOK,
+		"ops.example.com.:443":       http.StatusOK,
+		"localhost:8080":             http.StatusOK,
+		"evil.example":               http.StatusForbidden,
+		"dash.internal.evil.example": http.StatusForbidden,
+		"internal":                   http.StatusForbidden,
+		"10.1.2.4":                   http.StatusForbidden,
+		"[fd00::8]:8080":             http.StatusForbidden,
+	} {
+		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != want {
+			t.Errorf("GET with Host %q: %d, want %d:\n%.200s", host, code, want, body)
+		}
+	}
+
+	bearer := []string{"Authorization", "Bearer s3cret-token"}
+	listed := setup(t, dashboard.Config{Token: "s3cret-token", AllowedHosts: []string{"dash.internal"}})
+	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "dash.internal:8080", nil, bearer...); code != http.StatusOK {
+		t.Errorf("token and AllowedHosts, listed host: %d, want 200", code)
+	}
+	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "evil.example", nil, bearer...); code != http.StatusForbidden {
+		t.Errorf("token and AllowedHosts, other host with the token: %d, want 403", code)
+	}
+	// A token alone keeps out a rebound page (it cannot know the token),
+	// so any Host is answered, as before.
+	tokenOnly := setup(t, dashboard.Config{Token: "s3cret-token"})
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "dash.example.com", nil, bearer...); code != http.StatusOK {
+		t.Errorf("token, no AllowedHosts, any host with the token: %d, want 200", code)
+	}
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "evil.example", nil); code != http.StatusUnauthorized {
+		t.Errorf("token, no AllowedHosts, no token: %d, want 401", code)
+	}
+}
+
+// Settings the Host check and the cookie cannot honour are refused.
+func TestSecurityConfigRefused(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	for what, cfg := range map[string]dashboard.Config{
+		"host with port":      {AllowedHosts: []string{"dash.internal:8080"}},
+		"empty host":          {AllowedHosts: []string{""}},
+		"URL as host":         {AllowedHosts: []string{"http://dash.internal"}},
+		"negative max age":    {TokenMaxAge: -time.Hour},
+		"max age under a sec": {TokenMaxAge: 500 * time.Millisecond},
+	} {
+		if _, err := dashboard.Handler(pool, cfg); err == nil {
+			t.Errorf("Handler with %s: no error", what)
+		}
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("Validate with %s: no error", what)
+		}
+	}
+}
+
+// tokenCookie opens u?token=… and returns the cookie it sets.
+func tokenCookie(t *testing.T, c *http.Client, u string, header ...string) *http.Cookie {
+	t.Helper()
+	code, _, resp := send(t, c, http.MethodGet, u+"/jobs?token=s3cret-token", "", nil, header...)
+	if code != http.StatusSeeOther {
+		t.Fatalf("GET ?token=: %d, want 303", code)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "docket_dashboard_token" {
+			return ck
+		}
+	}
+	t.Fatalf("GET ?token= sets no token cookie: %v", resp.Header["Set-Cookie"])
+	return nil
+}
+
+// Refused requests are logged with where they came from and the Host or
+// Origin that caused them; every action with who did it and from where.
+func TestRefusalsAndActionsLogged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	send(t, c, http.MethodGet, b.srv.URL+"/", "evil.example:8080", nil)
+	token := csrf(t, c, b.srv.URL+"/")
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "Origin", "https://other.example")
+	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7"); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d, want 303", code)
+	}
+	lines := logLines(b.log.String())
+	remote := "remote=127.0.0.1:"
+	if l := lineWith(lines, "refused", "status=403", `host=evil.example:8080`); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no refusal line with the host and remote address:\n%s", b.log)
+	}
+	if l := lineWith(lines, "refused", "status=403", "origin=https://other.example"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no refusal line with the origin and remote address:\n%s", b.log)
+	}
+	l := lineWith(lines, "queue pause", "queue=mail")
+	if !strings.Contains(l, "actor=local") || !strings.Contains(l, remote) {
+		t.Errorf("action line without actor and remote address: %q\n%s", l, b.log)
+	}
+	if strings.Contains(b.log.String(), "203.0.113.7") {
+		t.Errorf("X-Forwarded-For logged without a trusted proxy:\n%s", b.log)
+	}
+
+	tb := setup(t, dashboard.Config{Token: "s3cret-token"})
+	tc := client(t)
+	send(t, tc, http.MethodGet, tb.srv.URL+"/jobs", "", nil)
+	tokenCookie(t, tc, tb.srv.URL)
+	token = csrf(t, tc, tb.srv.URL+"/")
+	form.Set("csrf", token)
+	if code, _, _ := send(t, tc, http.MethodPost, tb.srv.URL+"/queues/action", "", form); code != http.StatusSeeOther {
+		t.Fatalf("pause with token: %d, want 303", code)
+	}
+	lines = logLines(tb.log.String())
+	if l := lineWith(lines, "refused", "status=401"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("no 401 line with the remote address:\n%s", tb.log)
+	}
+	if l := lineWith(lines, "queue pause", "actor=token"); l == "" || !strings.Contains(l, remote) {
+		t.Errorf("action with the token: no line with actor=token and the remote address:\n%s", tb.log)
+	}
+	if strings.Contains(tb.log.String(), "s3cret-token") {
+		t.Errorf("the token was logged:\n%s", tb.log)
+	}
+}
+
+func logLines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+// lineWith returns the first line holding every part, or "".
+func lineWith(lines []string, parts ...string) string {
+next:
+	for _, l := range lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l
+	}
+	return ""
+}
+
+// Behind a trusted proxy, the X-Forwarded-For it sends is logged with
+// refusals and actions.
+func TestTrustedProxyLogs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{TrustProxyHeaders: true})
+	c := client(t)
+	token := csrf(t, c, b.srv.URL+"/")
+	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
+	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7, 10.0.0.2"); code != http.StatusSeeOther {
+		t.Fatalf("pause: %d, want 303", code)
+	}
+	send(t, client(t), http.MethodGet, b.srv.URL+"/", "evil.example", nil, "X-Forwarded-For", "198.51.100.9")
+	lines := logLines(b.log.String())
+	if l := lineWith(lines, "queue pause", "actor=local", "remote=127.0.0.1:", `forwarded_for="203.0.113.7, 10.0.0.2"`); l == "" {
+		t.Errorf("no action line with the forwarded address:\n%s", b.log)
+	}
+	if l := lineWith(lines, "refused", "status=403", "remote=127.0.0.1:", "forwarded_for=198.51.100.9"); l == "" {
+		t.Errorf("no refusal line with the forwarded address:\n%s", b.log)
+	}
+}
+
+// The bearer scheme's name is case-insensitive (RFC 7235).
+func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token"})
+	for auth, want := range map[string]int{
+		"Bearer s3cret-token":   http.StatusOK,
+		"bearer s3cret-token":   http.StatusOK,
+		"BEARER s3cret-token":   http.StatusOK,
+		"bEaReR   s3cret-token": http.StatusOK,
+		"Basic s3cret-token":    http.StatusUnauthorized,
+		"Bearers3cret-token":    http.StatusUnauthorized,
+		"bearer wrong":          http.StatusUnauthorized,
+		"bearer":                http.StatusUnauthorized,
+	} {
+		if code, _, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/jobs", "", nil, "Authorization", auth); code != want {
+			t.Errorf("Authorization %q: %d, want %d", auth, code, want)
+		}
+	}
+}
+
+// The token cookie expires (12 hours by default) and is Secure when the
+// request came over TLS; a client's X-Forwarded-Proto alone does not make
+// it so.
+func TestTokenCookieExpiresAndSecure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token"})
+	ck := tokenCookie(t, client(t), b.srv.URL)
+	if ck.MaxAge != 12*60*60 || ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+		t.Errorf("plain HTTP: cookie %s, want Max-Age=43200, HttpOnly, SameSite=Strict, not Secure", ck)
+	}
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); ck.Secure {
+		t.Errorf("X-Forwarded-Proto from an untrusted client made the cookie Secure: %s", ck)
+	}
+	tlsSrv := httptest.NewTLSServer(b.h)
+	defer tlsSrv.Close()
+	tc := tlsSrv.Client()
+	tc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if ck := tokenCookie(t, tc, tlsSrv.URL); ck.MaxAge != 12*60*60 || !ck.Secure {
+		t.Errorf("TLS: cookie %s, want Max-Age=43200 and Secure", ck)
+	}
+}
+
+// Behind a trusted proxy, its X-Forwarded-Proto makes the cookies Secure;
+// TokenMaxAge sets the token cookie's life.
+func TestTrustedProxyCookies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{Token: "s3cret-token", TrustProxyHeaders: true, TokenMaxAge: time.Hour})
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); !ck.Secure || ck.MaxAge != 3600 {
+		t.Errorf("trusted X-Forwarded-Proto https: cookie %s, want Secure and Max-Age=3600", ck)
+	}
+	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "http"); ck.Secure {
+		t.Errorf("trusted X-Forwarded-Proto http: cookie %s is Secure", ck)
+	}
+	c := client(t)
+	tokenCookie(t, c, b.srv.URL)
+	code, _, resp := send(t, c, http.MethodGet, b.srv.URL+"/", "", nil, "X-Forwarded-Proto", "https")
+	var csrfCk *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "docket_dashboard_csrf" {
+			csrfCk = ck
+		}
+	}
+	if code != http.StatusOK || csrfCk == nil || !csrfCk.Secure {
+		t.Errorf("trusted X-Forwarded-Proto https: %d, CSRF cookie %v, want Secure", code, csrfCk)
 	}
 }
