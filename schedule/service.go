@@ -12,6 +12,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -601,17 +602,11 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 	return out, s.wrap(rows.Err())
 }
 
-// wrap names the missing migration when docket_schedules (42P01) or its
-// schema (3F000) does not exist.
+// wrap names the missing migration when docket_schedules or its schema
+// does not exist (outbox.ErrNotMigrated), and the fix when a transaction
+// pooler moved prepared statements away (outbox.ErrPgBouncer).
 func (s *Service) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pgErr interface{ SQLState() string }
-	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000") {
-		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
-	}
-	return err
+	return pgsql.Wrap(err, s.ob.Schema())
 }
 
 // List returns every schedule, by name.
