@@ -30,7 +30,7 @@ const safeMode = "default_query_exec_mode=cache_describe"
 
 func bouncer(t *testing.T) *pgsrv.Bouncer {
 	t.Helper()
-	b, err := pgsrv.StartBouncer(t.Context(), pgtest.URL(t))
+	b, err := pgsrv.StartBouncer(t.Context(), pgtest.URL(t), pgsrv.BouncerOptions{})
 	if err != nil {
 		t.Fatal(err) // never skip: CI installs pgbouncer
 	}

@@ -1,6 +1,7 @@
 package pgsrv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,10 @@ type Bouncer struct {
 	done chan error
 }
 
+// ErrNoBouncer is returned by [StartBouncer] when no pgbouncer binary is
+// installed.
+var ErrNoBouncer = errors.New("pgsrv: pgbouncer not found (install it: apt-get install -y pgbouncer; .ci/run does)")
+
 // bouncerBinary finds the pgbouncer binary: on PATH, or where Debian's
 // package puts it (/usr/sbin is not on every user's PATH).
 func bouncerBinary() (string, error) {
@@ -35,15 +40,26 @@ func bouncerBinary() (string, error) {
 	if _, err := os.Stat("/usr/sbin/pgbouncer"); err == nil {
 		return "/usr/sbin/pgbouncer", nil
 	}
-	return "", errors.New("pgsrv: pgbouncer not found (install it: apt-get install -y pgbouncer; .ci/run does)")
+	return "", ErrNoBouncer
+}
+
+// BouncerOptions tunes a [Bouncer]. The zero value is the setup
+// docs/compatibility.md documents.
+type BouncerOptions struct {
+	// PoolSize is how many server connections the bouncer opens to the
+	// database (default_pool_size). Zero means 20. One makes every client
+	// share one server connection, and so meet each other's prepared
+	// statements.
+	PoolSize int
 }
 
 // StartBouncer starts pgbouncer on a free 127.0.0.1 port with
 // pool_mode=transaction, forwarding to the database of upstream (a
 // connection string of a server that trusts its user), and waits until it
 // accepts connections. Clients connect with [Bouncer.URL]; any user name
-// is accepted and the upstream user is used.
-func StartBouncer(ctx context.Context, upstream string) (_ *Bouncer, err error) {
+// is accepted and the upstream user is used. Without a pgbouncer binary it
+// returns ErrNoBouncer.
+func StartBouncer(ctx context.Context, upstream string, opts BouncerOptions) (_ *Bouncer, err error) {
 	bin, err := bouncerBinary()
 	if err != nil {
 		return nil, err
@@ -78,12 +94,12 @@ listen_port = %d
 unix_socket_dir =
 auth_type = any
 pool_mode = transaction
-default_pool_size = 20
+default_pool_size = %d
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits,search_path
 logfile = %s
 pidfile = %s
-`, up.Database, up.Host, up.Port, up.Database, up.User, b.port,
+`, up.Database, up.Host, up.Port, up.Database, up.User, b.port, cmp.Or(opts.PoolSize, 20),
 		filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	iniPath := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
