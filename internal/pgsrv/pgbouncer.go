@@ -23,6 +23,7 @@ type Bouncer struct {
 	dir  string
 	port int
 	db   string
+	user string // the upstream user, also the console's admin
 	cmd  *exec.Cmd
 	done chan error
 }
@@ -72,7 +73,7 @@ func StartBouncer(ctx context.Context, upstream string, opts BouncerOptions) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("pgsrv: %w", err)
 	}
-	b := &Bouncer{dir: dir, db: up.Database}
+	b := &Bouncer{dir: dir, db: up.Database, user: up.User}
 	defer func() {
 		if err != nil {
 			_ = b.Stop()
@@ -93,13 +94,14 @@ listen_addr = 127.0.0.1
 listen_port = %d
 unix_socket_dir =
 auth_type = any
+admin_users = %s
 pool_mode = transaction
 default_pool_size = %d
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits,search_path
 logfile = %s
 pidfile = %s
-`, up.Database, up.Host, up.Port, up.Database, up.User, b.port, cmp.Or(opts.PoolSize, 20),
+`, up.Database, up.Host, up.Port, up.Database, up.User, b.port, up.User, cmp.Or(opts.PoolSize, 20),
 		filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	iniPath := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
@@ -142,6 +144,26 @@ func (b *Bouncer) URL(query string) string {
 		u += "&" + query
 	}
 	return u
+}
+
+// Reconnect makes the bouncer replace its server connections (the admin
+// console's RECONNECT): each is closed once its client releases it, and
+// the next transaction gets a new one, on which no statement is prepared.
+func (b *Bouncer) Reconnect(ctx context.Context) error {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s@127.0.0.1:%d/pgbouncer?sslmode=disable", b.user, b.port))
+	if err != nil {
+		return fmt.Errorf("pgsrv: %w", err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // all the console speaks
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("pgsrv: pgbouncer console: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "RECONNECT"); err != nil {
+		return fmt.Errorf("pgsrv: pgbouncer RECONNECT: %w", err)
+	}
+	return nil
 }
 
 // Stop ends the pgbouncer process and removes its directory.
