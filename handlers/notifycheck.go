@@ -81,8 +81,9 @@ func (c *notifyCheck) notified(payload string) bool {
 }
 
 // check sends one NOTIFY with a payload no queue name can have (it holds
-// spaces) and waits for it until the timeout, sending again while sending
-// fails.
+// spaces) and waits for it until the timeout. While the NOTIFY cannot be
+// sent nothing is known: it is sent again with backoff, quietly (the
+// worker's other services report the database's errors).
 func (c *notifyCheck) check(ctx context.Context) {
 	w := c.w
 	c.mu.Lock()
@@ -92,25 +93,26 @@ func (c *notifyCheck) check(ctx context.Context) {
 	c.expected, c.arrived = payload, arrived
 	c.mu.Unlock()
 
-	deadline := time.NewTimer(c.timeout)
-	defer deadline.Stop()
+	var backoff time.Duration
 	for {
 		// NotifyQueues sends each entry as one notification's payload.
 		sctx, cancel := context.WithTimeout(ctx, c.timeout)
-		sendErr := w.q.NotifyQueues(sctx, w.db, w.ob.NotifyChannel(), []string{payload})
+		err := w.q.NotifyQueues(sctx, w.db, w.ob.NotifyChannel(), []string{payload})
 		cancel()
-		if sendErr == nil {
+		if err == nil {
 			break
 		}
+		backoff = pgsql.NextBackoff(backoff, 100*time.Millisecond, 5*time.Second)
+		t := time.NewTimer(pgsql.Jitter(backoff))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-deadline.C:
-			c.end(fmt.Errorf("%w (sending it failed: %w)", ErrNotifyLost, pgsql.WrapPooler(sendErr)))
-			return
-		case <-time.After(100 * time.Millisecond):
+		case <-t.C:
 		}
 	}
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
 	select {
 	case <-ctx.Done():
 	case <-arrived:

@@ -109,9 +109,9 @@ type Config struct {
 	// PostgreSQL so that notifications keep working (docs/compatibility.md).
 	// Empty means DB's own connection settings.
 	ListenURL string
-	// NotifyCheckTimeout is how long the worker waits, each time its
-	// LISTEN connection is made (first in Start), for a NOTIFY it sends
-	// itself through DB. If none arrives, notifications do not reach the
+	// NotifyCheckTimeout is how long the worker waits for a NOTIFY it
+	// sends itself through DB each time its LISTEN connection is made
+	// (first in Start). If none arrives, notifications do not reach the
 	// worker (LISTEN through a transaction pooler): it logs one WARN,
 	// reports it in /readyz and Worker.NotifyCheck, and runs on by
 	// polling. Start does not wait for the check. Zero means
