@@ -688,3 +688,38 @@ func TestCLIPgBouncerSwitch(t *testing.T) {
 		t.Errorf("--pgbouncer with describe_exec: %v, want a usage error (exit 2) naming it\n%s", err, out)
 	}
 }
+
+// The recipe these tests run is the one docs/compatibility.md gives, in
+// that one place: operations.md links to it and repeats none of it, and
+// the errors and the WARN point at it.
+func TestRecipeIsDocumented(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	_, section, ok := strings.Cut(read("compatibility.md"), "\n## PgBouncer\n")
+	if !ok {
+		t.Fatal(`docs/compatibility.md has no "## PgBouncer" section (the anchor #pgbouncer the errors name)`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, want := range []string{recipe, "ListenURL", "--pgbouncer", "outbox.ErrPgBouncer", "NotifyCheckTimeout", "pool_mode"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the PgBouncer section of docs/compatibility.md does not mention %s", want)
+		}
+	}
+	ops := read("operations.md")
+	if !strings.Contains(ops, "compatibility.md#pgbouncer") || strings.Contains(ops, "default_query_exec_mode") || strings.Contains(ops, "QueryExecMode") {
+		t.Error("docs/operations.md must link to the recipe in compatibility.md#pgbouncer, not give one of its own")
+	}
+	for name, text := range map[string]string{"outbox.ErrPgBouncer": fix, "handlers.ErrNotifyLost": handlers.ErrNotifyLost.Error()} {
+		if !strings.Contains(text, "docs/compatibility.md#pgbouncer") || !strings.Contains(text, "ListenURL") {
+			t.Errorf("%s does not point at the recipe: %s", name, text)
+		}
+	}
+	if !strings.Contains(fix, recipe) || !strings.Contains(fix, "--pgbouncer") {
+		t.Errorf("outbox.ErrPgBouncer does not give the recipe's query mode and the CLI switch: %s", fix)
+	}
+}
