@@ -602,11 +602,18 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 	return out, s.wrap(rows.Err())
 }
 
-// wrap names the missing migration when docket_schedules or its schema
-// does not exist (outbox.ErrNotMigrated), and the fix when a transaction
-// pooler moved prepared statements away (outbox.ErrPgBouncer).
+// wrap names the missing migration when docket_schedules (42P01) or its
+// schema (3F000) does not exist.
 func (s *Service) wrap(err error) error {
-	return pgsql.Wrap(err, s.ob.Schema())
+	if err == nil {
+		return nil
+	}
+	var pgErr interface{ SQLState() string }
+	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000") {
+		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
+	}
+	// Prepared statements a transaction pooler moved away: the fix.
+	return pgsql.WrapPooler(err)
 }
 
 // List returns every schedule, by name.
