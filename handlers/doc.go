@@ -78,7 +78,12 @@
 // notifications were missed. Enqueuers skip notifications inside a short
 // debounce window, so the pool claims once more two windows after the last
 // notification: the last job of a burst may commit after the claims its
-// window's notification set off.
+// window's notification set off. Each time its LISTEN is made, the worker
+// sends itself a NOTIFY through its pool and checks that it arrives
+// (Config.NotifyCheckTimeout): through a transaction pooler it does not,
+// and the worker says so once, in a WARN, in /readyz and in
+// Worker.NotifyCheck, and runs on by polling (docs/compatibility.md,
+// "PgBouncer").
 //
 // # Fairness
 //
@@ -155,7 +160,8 @@
 // MaxConns-3 of them do so at once (others wait for a turn in their
 // slot), so that claims, heartbeats and outcome writes always find a
 // connection. Size the pgxpool for that. LISTEN uses one extra connection
-// outside the pool, made from the pool's ConnConfig.
+// outside the pool, made from Config.ListenURL or else the pool's
+// ConnConfig.
 //
 // Open the pool with [outbox.ParsePoolConfig]: its connect and ping
 // timeouts and TCP keepalive make a worker notice, within seconds, a server

@@ -53,15 +53,26 @@ func SchemaReadiness(db *pgxpool.Pool, schema string) (Readiness, error) {
 }
 
 // healthMux returns the metrics server's routes besides /metrics: /healthz
-// (alive while the process serves), /readyz (ready's verdict) and / (an
-// index of what is served, instead of a 404 for a curious operator).
-func healthMux(mux *http.ServeMux, ready Readiness) {
+// (alive while the process serves), /readyz (ready's verdict, then one
+// "warning:" line per note: what does not make the process unready but
+// deserves an operator's eye) and / (an index of what is served, instead of
+// a 404 for a curious operator). notes may be nil.
+func healthMux(mux *http.ServeMux, ready Readiness, notes func() []string) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		var warnings []string
+		if notes != nil {
+			warnings = notes()
+		}
+		defer func() {
+			for _, n := range warnings {
+				fmt.Fprintln(w, "warning:", n)
+			}
+		}()
 		if ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			defer cancel()
@@ -81,7 +92,8 @@ func healthMux(mux *http.ServeMux, ready Readiness) {
 		fmt.Fprint(w, `Docket metrics server
 /metrics  Prometheus metrics
 /healthz  200 while the process runs
-/readyz   200 when the database answers and its schema is migrated; 503 with the reason otherwise
+/readyz   200 when the database answers and its schema is migrated; 503 with the reason otherwise;
+          then a "warning:" line for each problem that does not stop the work (notifications lost)
 `)
 	})
 }

@@ -425,13 +425,19 @@ type MetricsServer struct {
 // serves g at /metrics in the background until Close. ready decides /readyz
 // (see SchemaReadiness); nil means ready while the server runs.
 func ServeMetrics(addr string, g prometheus.Gatherer, ready Readiness) (*MetricsServer, error) {
+	return serveMetrics(addr, g, ready, nil)
+}
+
+// serveMetrics is ServeMetrics with the warnings /readyz adds to its
+// answer (see healthMux); notes may be nil.
+func serveMetrics(addr string, g prometheus.Gatherer, ready Readiness, notes func() []string) (*MetricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	healthMux(mux, ready)
+	healthMux(mux, ready, notes)
 	s := &MetricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil

@@ -32,12 +32,19 @@ func newListener(w *Worker, listenURL string) (*listener, error) {
 	return &listener{w: w, Listener: pgsql.Listener{
 		Conn: conn, Channel: w.ob.NotifyChannel(),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
-		Notified: w.notified,
+		Notified: func(payload string) {
+			if w.notifyCheck == nil || !w.notifyCheck.notified(payload) {
+				w.notified(payload)
+			}
+		},
 		// Notifications sent while no LISTEN was in place are lost.
 		Listening: func(back bool) {
 			if back {
 				w.log.Info("LISTEN connection is back")
 				w.met.reconnected()
+			}
+			if w.notifyCheck != nil {
+				w.notifyCheck.listening()
 			}
 			w.wakeAll()
 		},

@@ -109,6 +109,14 @@ type Config struct {
 	// PostgreSQL so that notifications keep working (docs/compatibility.md).
 	// Empty means DB's own connection settings.
 	ListenURL string
+	// NotifyCheckTimeout is how long the worker waits for a NOTIFY it
+	// sends itself through DB each time its LISTEN connection is made
+	// (first in Start). If none arrives, notifications do not reach the
+	// worker (LISTEN through a transaction pooler): it logs one WARN,
+	// reports it in /readyz and Worker.NotifyCheck, and runs on by
+	// polling. Start does not wait for the check. Zero means
+	// DefaultNotifyCheckTimeout (3s); negative turns the check off.
+	NotifyCheckTimeout time.Duration
 	// Middleware wraps every handler run; the first is the outermost.
 	Middleware []Middleware
 	// Logger receives the worker's logs. Nil means slog.Default().
@@ -208,12 +216,15 @@ type Worker struct {
 
 	// services run beside the pools from Start to Stop (see service); the
 	// ones the rest of the worker talks to are named too.
-	services   []service
-	promoter   *promoter   // told of due times by the finisher
-	pauses     *pauses     // read by the claims
-	limits     *limits     // read by the claims
-	presence   *presence   // deregistered at the end of Stop
-	partitions *partitions // prepared in Start
+	services []service
+	promoter *promoter // told of due times by the finisher
+	pauses   *pauses   // read by the claims
+	limits   *limits   // read by the claims
+	presence *presence // deregistered at the end of Stop
+	// notifyCheck checks that notifications reach the listener; nil
+	// when notifications or the check are off.
+	notifyCheck *notifyCheck
+	partitions  *partitions // prepared in Start
 
 	claimLat claimWindow
 	onClaim  func(time.Duration, int) // Config.OnClaim; nil when unset
@@ -357,6 +368,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	w.presence = newPresence(w)
 	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	if !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0 {
+		if cfg.NotifyCheckTimeout >= 0 {
+			// Before the listener, whose LISTEN triggers the first check.
+			w.notifyCheck = newNotifyCheck(w, orDefault(cfg.NotifyCheckTimeout, DefaultNotifyCheckTimeout))
+			w.services = append(w.services, w.notifyCheck)
+		}
 		l, err := newListener(w, cfg.ListenURL)
 		if err != nil {
 			return bad("ListenURL: %v", err)
@@ -455,7 +471,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}
-		srv, err := ServeMetrics(w.metricsAdr, w.gatherer, ready)
+		srv, err := serveMetrics(w.metricsAdr, w.gatherer, ready, w.readyNotes)
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}

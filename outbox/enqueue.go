@@ -143,6 +143,17 @@ var ErrInvalidJob = errors.New("docket: invalid job")
 // hold them, do not exist.
 var ErrNotMigrated = pgsql.ErrNotMigrated
 
+// ErrPgBouncer wraps the PostgreSQL error (SQLSTATE 42P05 or 26000) of a
+// statement that met a prepared statement missing or duplicated on its
+// server connection: what pgx's default query mode meets behind PgBouncer
+// in transaction mode, where each transaction may run on another server
+// connection. Its message says what to change: the query mode in the
+// connection string (default_query_exec_mode=exec) and a direct ListenURL
+// for LISTEN (docs/compatibility.md, "PgBouncer"). Every entry point of
+// Docket wraps such errors in it: enqueue, publish, migrations, schedules,
+// the worker and the relay, and the docket CLI.
+var ErrPgBouncer = pgsql.ErrPgBouncer
+
 // job is a validated, encoded job ready to write.
 type job struct {
 	kind, queue, tenant   string
@@ -355,7 +366,8 @@ func (j job) params() []any {
 }
 
 // wrapErr turns a missing table or schema into ErrNotMigrated, naming the
-// schema, and makes the next enqueue check for the tables again.
+// schema, and makes the next enqueue check for the tables again; it turns
+// prepared statements a transaction pooler moved away into ErrPgBouncer.
 func (c *Client) wrapErr(err error) error {
 	if err == nil {
 		return nil
@@ -363,7 +375,7 @@ func (c *Client) wrapErr(err error) error {
 	if pgsql.Missing(err) {
 		c.migrated.Store(false)
 	}
-	return pgsql.WrapMissing(err, c.schema)
+	return pgsql.Wrap(err, c.schema)
 }
 
 // Enqueue writes one job through db. Pass the caller's transaction to commit

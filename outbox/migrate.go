@@ -219,7 +219,7 @@ func (m *Migrator) apply(ctx context.Context, db TxBeginner, direction string, p
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, pgsql.WrapPooler(err)
 	}
 	return done, nil
 }
@@ -237,7 +237,7 @@ func (m *Migrator) List(ctx context.Context, db TxBeginner) ([]MigrationStatus, 
 		}
 		return nil
 	})
-	return out, err
+	return out, pgsql.WrapPooler(err)
 }
 
 // SQL returns one migration in one direction ("up" or "down") as a file

@@ -13,6 +13,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	docket "github.com/docketq/docket/internal/core"
+	"github.com/docketq/docket/internal/pgsql"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -741,7 +742,8 @@ func (s *Service) wrap(err error) error {
 	if errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000" || pgErr.SQLState() == "42703") {
 		return fmt.Errorf("%w (schema %s): %w", outbox.ErrNotMigrated, s.ob.Schema(), err)
 	}
-	return err
+	// Prepared statements a transaction pooler moved away: the fix.
+	return pgsql.WrapPooler(err)
 }
 
 // List returns every schedule, by name.

@@ -65,17 +65,17 @@ func (d *dbFlags) open(ctx context.Context) (*outbox.Client, *pgxpool.Pool, erro
 // pgbouncerMode makes cfg safe behind PgBouncer in transaction mode: pgx's
 // default query mode prepares named statements on whichever server
 // connection it gets, and the next transaction may run on another
-// ("prepared statement ... does not exist"). cache_describe, exec and
-// simple_protocol are safe; the default, cache_statement, becomes
-// cache_describe; describe_exec is refused: through a pooler it was seen
-// to run statements with another statement's parameters
-// (docs/compatibility.md).
+// ("prepared statement ... already exists" / "does not exist"). The
+// default, cache_statement, becomes exec, the mode docs/compatibility.md
+// prescribes; cache_describe, exec and simple_protocol, which prepare no
+// named statement, are kept; describe_exec is refused: through a pooler
+// its describe and its execute may run on different server connections.
 func pgbouncerMode(cfg *pgx.ConnConfig) error {
 	switch cfg.DefaultQueryExecMode {
 	case pgx.QueryExecModeCacheStatement:
-		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	case pgx.QueryExecModeDescribeExec:
-		return fmt.Errorf("%w: default_query_exec_mode=describe_exec is unsafe behind PgBouncer: use cache_describe, exec or simple_protocol", errUsage)
+		return fmt.Errorf("%w: default_query_exec_mode=describe_exec is unsafe behind PgBouncer: use exec (docs/compatibility.md#pgbouncer)", errUsage)
 	}
 	return nil
 }

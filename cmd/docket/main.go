@@ -40,6 +40,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/docketq/docket/internal/pgsql"
 )
 
 func main() {
@@ -133,7 +135,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "%s: %v\n", inv.path, err)
 		return exit.code
 	}
-	fmt.Fprintf(errOut, "%s: %v\n", inv.path, err)
+	fmt.Fprintf(errOut, "%s: %v\n", inv.path, pgsql.WrapPooler(err))
 	return exitFailure
 }
 

@@ -1,6 +1,7 @@
 package pgsrv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,14 @@ type Bouncer struct {
 	dir  string
 	port int
 	db   string
+	user string // the upstream user, also the console's admin
 	cmd  *exec.Cmd
 	done chan error
 }
+
+// ErrNoBouncer is returned by [StartBouncer] when no pgbouncer binary is
+// installed.
+var ErrNoBouncer = errors.New("pgsrv: pgbouncer not found (install it: apt-get install -y pgbouncer; .ci/run does)")
 
 // bouncerBinary finds the pgbouncer binary: on PATH, or where Debian's
 // package puts it (/usr/sbin is not on every user's PATH).
@@ -35,15 +41,26 @@ func bouncerBinary() (string, error) {
 	if _, err := os.Stat("/usr/sbin/pgbouncer"); err == nil {
 		return "/usr/sbin/pgbouncer", nil
 	}
-	return "", errors.New("pgsrv: pgbouncer not found (install it: apt-get install -y pgbouncer; .ci/run does)")
+	return "", ErrNoBouncer
+}
+
+// BouncerOptions tunes a [Bouncer]. The zero value is the setup
+// docs/compatibility.md documents.
+type BouncerOptions struct {
+	// PoolSize is how many server connections the bouncer opens to the
+	// database (default_pool_size). Zero means 20. One makes every client
+	// share one server connection, and so meet each other's prepared
+	// statements.
+	PoolSize int
 }
 
 // StartBouncer starts pgbouncer on a free 127.0.0.1 port with
 // pool_mode=transaction, forwarding to the database of upstream (a
 // connection string of a server that trusts its user), and waits until it
 // accepts connections. Clients connect with [Bouncer.URL]; any user name
-// is accepted and the upstream user is used.
-func StartBouncer(ctx context.Context, upstream string) (_ *Bouncer, err error) {
+// is accepted and the upstream user is used. Without a pgbouncer binary it
+// returns ErrNoBouncer.
+func StartBouncer(ctx context.Context, upstream string, opts BouncerOptions) (_ *Bouncer, err error) {
 	bin, err := bouncerBinary()
 	if err != nil {
 		return nil, err
@@ -56,7 +73,7 @@ func StartBouncer(ctx context.Context, upstream string) (_ *Bouncer, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("pgsrv: %w", err)
 	}
-	b := &Bouncer{dir: dir, db: up.Database}
+	b := &Bouncer{dir: dir, db: up.Database, user: up.User}
 	defer func() {
 		if err != nil {
 			_ = b.Stop()
@@ -77,13 +94,14 @@ listen_addr = 127.0.0.1
 listen_port = %d
 unix_socket_dir =
 auth_type = any
+admin_users = %s
 pool_mode = transaction
-default_pool_size = 20
+default_pool_size = %d
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits,search_path
 logfile = %s
 pidfile = %s
-`, up.Database, up.Host, up.Port, up.Database, up.User, b.port,
+`, up.Database, up.Host, up.Port, up.Database, up.User, b.port, up.User, cmp.Or(opts.PoolSize, 20),
 		filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid"))
 	iniPath := filepath.Join(dir, "pgbouncer.ini")
 	if err := os.WriteFile(iniPath, []byte(ini), 0o644); err != nil {
@@ -126,6 +144,26 @@ func (b *Bouncer) URL(query string) string {
 		u += "&" + query
 	}
 	return u
+}
+
+// Reconnect makes the bouncer replace its server connections (the admin
+// console's RECONNECT): each is closed once its client releases it, and
+// the next transaction gets a new one, on which no statement is prepared.
+func (b *Bouncer) Reconnect(ctx context.Context) error {
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s@127.0.0.1:%d/pgbouncer?sslmode=disable", b.user, b.port))
+	if err != nil {
+		return fmt.Errorf("pgsrv: %w", err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // all the console speaks
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("pgsrv: pgbouncer console: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "RECONNECT"); err != nil {
+		return fmt.Errorf("pgsrv: pgbouncer RECONNECT: %w", err)
+	}
+	return nil
 }
 
 // Stop ends the pgbouncer process and removes its directory.

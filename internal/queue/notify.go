@@ -14,5 +14,5 @@ func (q *Queue) NotifyQueues(ctx context.Context, db DB, channel string, queues 
 		return nil
 	}
 	_, err := db.Exec(ctx, pgsql.NotifyQueues, channel, pgsql.QueueList(queues))
-	return err
+	return q.wrapErr(err)
 }

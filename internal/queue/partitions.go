@@ -102,7 +102,7 @@ func (q *Queue) ddl(ctx context.Context, db DB, stmt string, day time.Time) erro
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('docket_partitions:' || $1, 0))`, q.schema); err != nil {
-		return err
+		return q.wrapErr(err)
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 		return err

@@ -101,10 +101,11 @@ func (q *Queue) ids(ctx context.Context, db DB, sql string, args ...any) ([]int6
 	return out, q.wrapErr(err)
 }
 
-// wrapErr turns a missing table or schema into pgsql.ErrNotMigrated (which
-// package outbox exports), naming the schema.
+// wrapErr turns a missing table or schema into pgsql.ErrNotMigrated, naming
+// the schema, and prepared statements a transaction pooler moved away into
+// pgsql.ErrPgBouncer (package outbox exports both).
 func (q *Queue) wrapErr(err error) error {
-	return pgsql.WrapMissing(err, q.schema)
+	return pgsql.Wrap(err, q.schema)
 }
 
 // column runs a statement that returns one column (see pgsql.Column).

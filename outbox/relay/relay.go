@@ -417,7 +417,7 @@ func (r *Relay) publish(ctx context.Context, wake chan struct{}) {
 		woken := wake
 		if err != nil {
 			backoff = pgsql.NextBackoff(backoff, r.cfg.MinBackoff, r.cfg.MaxBackoff)
-			r.log.Warn("docket: relay round failed; backing off", "err", err, "backoff", backoff)
+			r.log.Warn("docket: relay round failed; backing off", "err", pgsql.WrapPooler(err), "backoff", backoff)
 			wait, woken = pgsql.Jitter(backoff), nil
 		} else {
 			backoff = 0
@@ -474,7 +474,7 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	if r.cfg.Retention >= 0 && !now.Before(r.nextRetain) && len(r.owned) > 0 {
 		r.nextRetain = now.Add(time.Minute)
 		if err := r.maintainPartitions(ctx, now); err != nil {
-			r.log.Warn("docket: relay partition maintenance", "err", err)
+			r.log.Warn("docket: relay partition maintenance", "err", pgsql.WrapPooler(err))
 		}
 	}
 	if len(r.owned) == 0 {
