@@ -372,8 +372,7 @@ func (c *StatusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, w := range s.Warnings {
 		byCode[w.Code]++
 	}
-	for _, code := range []string{outbox.WarnLag, outbox.WarnDLQGrowing, outbox.WarnVacuumLag, outbox.WarnStuckLeases,
-		outbox.WarnUnservedKind, outbox.WarnUnservedSchedule, outbox.WarnPaused, outbox.WarnHorizon, outbox.WarnClaimLatency} {
+	for _, code := range outbox.WarningCodes() {
 		gauge("warnings", float64(byCode[code]), code)
 	}
 	if ev := s.Events; ev != nil {

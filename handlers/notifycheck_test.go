@@ -52,7 +52,7 @@ func TestNotifyCheckWarnsWhenNotificationsAreLost(t *testing.T) {
 	const timeout = 2 * time.Second
 	began := time.Now()
 	w := e.worker(reg, Config{ListenURL: elsewhere, NotifyCheckTimeout: timeout, MetricsAddr: "127.0.0.1:0",
-		PollInterval: 200 * time.Millisecond})
+		PollInterval: 200 * time.Millisecond, HeartbeatInterval: 300 * time.Millisecond})
 	if done, _ := w.NotifyCheck(); done && time.Since(began) < timeout {
 		t.Error("the check ended before its timeout although no notification can arrive")
 	}
@@ -77,6 +77,24 @@ func TestNotifyCheckWarnsWhenNotificationsAreLost(t *testing.T) {
 	}
 	id := e.enqueue(testArgs{N: 1}, outbox.Opts{})
 	e.waitWhere(id, "done", 30*time.Second)
+	// docket status names the worker that only polls.
+	var lost []outbox.Warning
+	waitFor(t, 10*time.Second, "status to warn of the worker's lost notifications", func() bool {
+		s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost = nil
+		for _, wn := range s.Warnings {
+			if wn.Code == outbox.WarnNotifyLost {
+				lost = append(lost, wn)
+			}
+		}
+		return len(lost) > 0
+	})
+	if len(lost) != 1 || lost[0].Subject != w.ID().String() || !strings.Contains(lost[0].Message, "ListenURL") {
+		t.Errorf("status warnings of lost notifications: %+v, want one for worker %s naming ListenURL", lost, w.ID())
+	}
 }
 
 // With LISTEN straight on the database the check passes, quietly, and
@@ -98,6 +116,15 @@ func TestNotifyCheckPasses(t *testing.T) {
 	}
 	if code, body := readyz(t, w); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q, want 200 \"ready\\n\"", code, body)
+	}
+	s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wn := range s.Warnings {
+		if wn.Code == outbox.WarnNotifyLost {
+			t.Errorf("status warns of lost notifications although they arrive: %+v", wn)
+		}
 	}
 
 	off := e.worker(reg, Config{NotifyCheckTimeout: -1})

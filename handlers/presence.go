@@ -52,12 +52,16 @@ func (p *presence) register(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, max(w.hbInterval, time.Second))
 	defer cancel()
 	samples := w.claimLat.recent(nil)
-	err := w.q.RegisterWorker(ctx, w.db, queue.WorkerInfo{
+	info := queue.WorkerInfo{
 		ID: w.id, Host: p.host, PID: p.pid, Kinds: w.names, Queues: p.queues, Slots: w.slots(),
 		TTL:      registerTTL*w.hbInterval + time.Second,
 		Claims:   w.claimLat.count(),
 		ClaimP50: percentile(samples, 0.5), ClaimP95: percentile(samples, 0.95), ClaimP99: percentile(samples, 0.99),
-	})
+	}
+	if _, nerr := w.NotifyCheck(); nerr != nil {
+		info.NotifyError = nerr.Error()
+	}
+	err := w.q.RegisterWorker(ctx, w.db, info)
 	if err != nil {
 		if bg.Err() == nil {
 			p.errs.fail(w.log, "registering the worker in docket_workers failed", err)

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ FROM {{schema}}.docket_unserved_schedules
 GROUP BY kind, queue ORDER BY kind, queue`
 
 	sqlWorkers = `SELECT id, host, pid, kinds, queues, COALESCE(slots, 0), started_at, last_seen, expires_at > now(), claims,
-	claim_p50_ms, claim_p95_ms, claim_p99_ms
+	claim_p50_ms, claim_p95_ms, claim_p99_ms, COALESCE(notify_error, '')
 FROM {{schema}}.docket_workers ORDER BY started_at, id`
 
 	sqlHorizon = `SELECT holder, pid, application_name, state, name, database, same_database, xid_age, age_seconds
@@ -187,6 +188,11 @@ type WorkerStatus struct {
 	// percentiles are over its recent ones (zero when it made none).
 	Claims                       int64
 	ClaimP50, ClaimP95, ClaimP99 time.Duration
+	// NotifyError is why the process's LISTEN connection did not hear the
+	// NOTIFY it sent itself (through a transaction pooler, say): it then
+	// finds jobs only on its poll interval. Empty when it did, or while the
+	// check is off or has not ended.
+	NotifyError string
 }
 
 // HorizonHolder is something that holds back the vacuum horizon: an open
@@ -249,6 +255,7 @@ const (
 	WarnPaused           = "paused"            // a paused queue has ready jobs
 	WarnHorizon          = "horizon"           // something held back the vacuum horizon too long
 	WarnClaimLatency     = "claim_latency"     // a worker's claim p99 is past Thresholds.ClaimP99
+	WarnNotifyLost       = "notify_lost"       // a worker's LISTEN does not hear NOTIFY: it polls
 )
 
 // Warning is one condition past its threshold.
@@ -440,7 +447,7 @@ func (c *Client) Workers(ctx context.Context, db Pgx) ([]WorkerStatus, error) {
 		var w WorkerStatus
 		var p50, p95, p99 *float64
 		if err := scan(&w.ID, &w.Host, &w.PID, &w.Kinds, &w.Queues, &w.Slots, &w.StartedAt, &w.LastSeen, &w.Live,
-			&w.Claims, &p50, &p95, &p99); err != nil {
+			&w.Claims, &p50, &p95, &p99, &w.NotifyError); err != nil {
 			return err
 		}
 		w.ClaimP50, w.ClaimP95, w.ClaimP99 = millis(p50), millis(p95), millis(p99)
@@ -567,15 +574,30 @@ func (s *Status) check(th Thresholds) []Warning {
 		if w.Live && w.ClaimP99 > th.ClaimP99 {
 			add(WarnClaimLatency, w.ID.String(), "worker %s on %s pid %d: claim p99 %s (threshold %s): check dead tuples and the vacuum horizon", w.ID, w.Host, w.PID, w.ClaimP99.Round(time.Microsecond), th.ClaimP99)
 		}
+		if w.Live && w.NotifyError != "" {
+			add(WarnNotifyLost, w.ID.String(), "worker %s on %s pid %d: its LISTEN connection does not hear NOTIFY, so it finds jobs only by polling: give it a ListenURL straight to PostgreSQL (docs/compatibility.md#pgbouncer)", w.ID, w.Host, w.PID)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return severity[out[i].Code] < severity[out[j].Code] })
 	return out
 }
 
-var severity = map[string]int{
-	WarnStuckLeases: 0, WarnUnservedKind: 1, WarnUnservedSchedule: 2, WarnLag: 3, WarnHorizon: 4, WarnVacuumLag: 5,
-	WarnClaimLatency: 6, WarnDLQGrowing: 7, WarnPaused: 8,
-}
+// warningCodes are the Warn constants, most severe first: Status lists its
+// warnings in this order.
+var warningCodes = []string{WarnStuckLeases, WarnUnservedKind, WarnUnservedSchedule, WarnLag, WarnHorizon,
+	WarnVacuumLag, WarnClaimLatency, WarnNotifyLost, WarnDLQGrowing, WarnPaused}
+
+var severity = func() map[string]int {
+	m := make(map[string]int, len(warningCodes))
+	for i, c := range warningCodes {
+		m[c] = i
+	}
+	return m
+}()
+
+// WarningCodes returns every warning code Status may report, most severe
+// first, e.g. to export a gauge per code that is zero while all is well.
+func WarningCodes() []string { return slices.Clone(warningCodes) }
 
 // each runs a query on db and calls fn for every row.
 func (c *Client) each(ctx context.Context, db Pgx, sql string, args []any, fn func(scan func(...any) error) error) error {

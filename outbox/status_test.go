@@ -2,6 +2,8 @@ package outbox_test
 
 import (
 	"context"
+	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -689,5 +691,23 @@ func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
 	}
 	if _, ok := warning(b.status(t, outbox.Thresholds{}), outbox.WarnUnservedSchedule, "report"); !ok {
 		t.Error("no warning once the worker serving report left")
+	}
+}
+
+// WarningCodes lists every Warn constant of the package, once.
+func TestWarningCodesListsEveryCode(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("status.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := regexp.MustCompile(`(?m)^\s+Warn\w+\s+= "(\w+)"`).FindAllStringSubmatch(string(src), -1)
+	var want []string
+	for _, m := range declared {
+		want = append(want, m[1])
+	}
+	got := outbox.WarningCodes()
+	if len(want) < 10 || !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("WarningCodes() = %v, the constants are %v", got, want)
 	}
 }

@@ -293,6 +293,8 @@ type workerJSON struct {
 	ClaimP50  time.Duration `json:"claim_p50"`
 	ClaimP95  time.Duration `json:"claim_p95"`
 	ClaimP99  time.Duration `json:"claim_p99"`
+	// NotifyError: its LISTEN does not hear NOTIFY, so it only polls.
+	NotifyError string `json:"notify_error,omitzero"`
 }
 
 // tableJSON is one of Docket's tables as the statistics collector sees
@@ -417,7 +419,7 @@ func statusFrom(s *outbox.Status) statusJSON {
 	for _, w := range s.Workers {
 		out.Workers = append(out.Workers, workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Kinds: w.Kinds, Queues: w.Queues,
 			Slots: w.Slots, StartedAt: w.StartedAt, LastSeen: w.LastSeen, Live: w.Live,
-			Claims: w.Claims, ClaimP50: w.ClaimP50, ClaimP95: w.ClaimP95, ClaimP99: w.ClaimP99})
+			Claims: w.Claims, ClaimP50: w.ClaimP50, ClaimP95: w.ClaimP95, ClaimP99: w.ClaimP99, NotifyError: w.NotifyError})
 	}
 	for _, h := range s.Horizon {
 		out.Horizon = append(out.Horizon, horizonJSON{Holder: h.Holder, PID: h.PID, Application: h.Application,

@@ -9,10 +9,11 @@ import (
 
 const (
 	sqlUpsertWorker = `INSERT INTO {{schema}}.docket_workers
-	(id, host, pid, kinds, queues, expires_at, claims, claim_p50_ms, claim_p95_ms, claim_p99_ms, slots)
-VALUES ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond', $7, $8, $9, $10, $11)
+	(id, host, pid, kinds, queues, expires_at, claims, claim_p50_ms, claim_p95_ms, claim_p99_ms, slots, notify_error)
+VALUES ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond', $7, $8, $9, $10, $11, $12)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, kinds = EXCLUDED.kinds,
 	queues = EXCLUDED.queues, slots = EXCLUDED.slots, last_seen = now(), expires_at = EXCLUDED.expires_at,
+	notify_error = EXCLUDED.notify_error,
 	claims = EXCLUDED.claims, claim_p50_ms = EXCLUDED.claim_p50_ms,
 	claim_p95_ms = EXCLUDED.claim_p95_ms, claim_p99_ms = EXCLUDED.claim_p99_ms`
 
@@ -41,6 +42,9 @@ type WorkerInfo struct {
 	// recent ones, zero when unknown.
 	Claims                       int64
 	ClaimP50, ClaimP95, ClaimP99 time.Duration
+	// NotifyError says why the process's LISTEN connection does not hear
+	// the NOTIFYs it sends itself; empty when it does, or is not known yet.
+	NotifyError string
 }
 
 // RegisterWorker upserts the process's row in docket_workers. Worker
@@ -53,8 +57,16 @@ func (q *Queue) RegisterWorker(ctx context.Context, db DB, w WorkerInfo) error {
 		return float64(d) / float64(time.Millisecond)
 	}
 	_, err := db.Exec(ctx, q.sql.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
-		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots)
+		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots, nullable(w.NotifyError))
 	return q.wrapErr(err)
+}
+
+// nullable is s, or NULL when it is empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // DeregisterWorker deletes the process's row, on a clean stop, and forgets

@@ -1,0 +1,1 @@
+ALTER TABLE {{schema}}.docket_workers DROP COLUMN IF EXISTS notify_error;
