@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/docketq/docket/outbox/relay"
 )
 
 // connRecorder is a loopback listener that counts the connections made to
@@ -129,6 +131,8 @@ var malformedText = map[string][]string{
 	"role":               {strings.Repeat("r", 64)}, // PostgreSQL names are at most 63 bytes
 	"limits set --queue": {"bad name"},
 	"limits set --kind":  {"bad name"},
+	"id":                 {"relay\x01one", strings.Repeat("r", relay.MaxIDLen+1)}, // a control character; too long
+	"allowed-hosts":      {"dash.internal:8443"},                                  // a host, not host:port
 }
 
 // freeText are text flags any value of which is well-formed: filters,
