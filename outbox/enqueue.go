@@ -45,7 +45,9 @@ type Opts struct {
 	// bytes, no spaces or control characters.
 	Queue string
 	// Priority orders jobs inside a queue: higher runs first. Range -10..10;
-	// zero means the kind's registered priority, else 0.
+	// zero means unset: the args' own Opts' priority, else the kind's
+	// registered priority, else 0. So an explicit 0 cannot lower a kind
+	// registered with a higher priority; give such jobs -1 instead.
 	Priority int
 	// RunAt schedules the job; zero means now. Takes precedence over Delay.
 	// It must fall in the years 1 to 9999 (UTC), inside what PostgreSQL's

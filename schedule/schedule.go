@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -64,16 +65,19 @@ type Schedule struct {
 	// Args is the payload of every run; its Kind() is the run's kind.
 	// Required. It is encoded to JSON at registration.
 	Args docket.Args
-	// Queue of the runs; empty means the queue the kind was registered
-	// with (handlers.KindOpts), else "default", as for any enqueue.
+	// Queue of the runs; empty means the args' own Opts' queue (when Args
+	// implements outbox.OptsProvider), else the queue the kind was
+	// registered with (handlers.KindOpts), else "default", as for any
+	// enqueue.
 	Queue string
-	// Priority of the runs, -10..10; zero means the kind's registered
-	// priority, if any.
+	// Priority of the runs, -10..10; zero means the args' own Opts', else
+	// the kind's registered priority, if any.
 	Priority int
-	// Tenant and SerialKey of the runs (see outbox.Opts); empty means none.
+	// Tenant and SerialKey of the runs (see outbox.Opts); empty means the
+	// args' own Opts', else none.
 	Tenant, SerialKey string
-	// MaxAttempts of each run; zero means the kind's registered max
-	// attempts, else the outbox default (25).
+	// MaxAttempts of each run; zero means the args' own Opts', else the
+	// kind's registered max attempts, else the outbox default (25).
 	MaxAttempts int
 	// Window spreads the runs of many schedules with the same spec: each
 	// run is enqueued at its fire time plus an offset in [0, Window) taken
@@ -119,6 +123,7 @@ func compile(s Schedule) (compiled, error) {
 	if s.Args == nil {
 		return bad("nil Args")
 	}
+	s = withArgsOpts(s)
 	if s.Window < 0 {
 		return bad("negative Window")
 	}
@@ -149,6 +154,26 @@ func compile(s Schedule) (compiled, error) {
 		return compiled{}, fmt.Errorf("%w: schedule %q: %w", ErrInvalidSchedule, s.Name, err)
 	}
 	return compiled{s: s, spec: spec, kind: s.Args.Kind(), payload: payload, misfire: m}, nil
+}
+
+// withArgsOpts fills the fields s leaves zero from the args' own options
+// (outbox.OptsProvider), as an enqueue would: the schedule's fields win
+// over the args' Opts, which win over the kind's registered defaults. The
+// runs re-enqueue the stored payload, which has no Opts method, so they
+// are taken here, once. A run's unique key, time and meta are the
+// schedule's own.
+func withArgsOpts(s Schedule) Schedule {
+	p, ok := s.Args.(outbox.OptsProvider)
+	if !ok {
+		return s
+	}
+	o := p.Opts()
+	s.Queue = cmp.Or(s.Queue, o.Queue)
+	s.Priority = cmp.Or(s.Priority, o.Priority)
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, o.MaxAttempts)
+	s.Tenant = cmp.Or(s.Tenant, o.Tenant)
+	s.SerialKey = cmp.Or(s.SerialKey, o.SerialKey)
+	return s
 }
 
 // Offset returns the spread offset of a schedule: a stable hash of name

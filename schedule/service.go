@@ -154,6 +154,7 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 			return fmt.Errorf("%w: schedule %q: registered twice in one call", ErrInvalidSchedule, sc.Name)
 		}
 		seen[sc.Name] = true
+		sc := c.s // with the args' own options
 		row := map[string]any{
 			"name": sc.Name, "spec": sc.Spec, "time_zone": sc.TimeZone, "kind": c.kind,
 			"queue": sc.Queue, "priority": sc.Priority,

@@ -75,3 +75,55 @@ func TestRunOptionsStoredAtRegister(t *testing.T) {
 	stored(nil)
 	triggered(schedule.RunOptions{Queue: "urgent", Priority: 7, MaxAttempts: outbox.DefaultMaxAttempts})
 }
+
+// digest carries its own options, as an enqueue's args may.
+type digest struct{}
+
+func (digest) Kind() string { return "digest" }
+func (digest) Opts() outbox.Opts {
+	return outbox.Opts{Queue: "digests", Priority: 6, MaxAttempts: 2, Tenant: "acme"}
+}
+
+// A schedule's args' own Opts apply to its runs as to any enqueue: under
+// the schedule's fields, over the kind's registered defaults; fired and
+// triggered runs alike.
+func TestScheduleRunsTakeTheArgsOwnOpts(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4, time.Now())
+	ctx := t.Context()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[digest]) error { return nil },
+		handlers.KindOpts{Queue: "mail", Priority: 1, MaxAttempts: 9})
+	wired := e.service(schedule.Config{})
+	if err := wired.Attach(reg, "digest"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wired.Register(ctx, schedule.Schedule{Name: "d", Spec: "@hourly", Args: digest{}, MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := [4]any{"digests", 6, 3, "acme"} // the schedule's attempts, the args' others
+	check := func(what string, id int64) {
+		t.Helper()
+		var q, tenant string
+		var prio, attempts int
+		if err := e.pool.QueryRow(ctx, e.sql(`SELECT queue, priority, max_attempts, coalesce(tenant, '') FROM {{schema}}.docket_jobs WHERE id = $1`), id).
+			Scan(&q, &prio, &attempts, &tenant); err != nil {
+			t.Fatal(err)
+		}
+		if got := [4]any{q, prio, attempts, tenant}; got != want {
+			t.Errorf("%s run: queue, priority, attempts, tenant = %v, want %v", what, got, want)
+		}
+	}
+	var pending int64
+	if err := e.pool.QueryRow(ctx, e.sql(`SELECT id FROM {{schema}}.docket_jobs WHERE unique_key = 'schedule:d'`)).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	check("pending", pending)
+	for what, svc := range map[string]*schedule.Service{"triggered by the wired service": wired, "triggered without a registry": e.svc} {
+		id, err := svc.Trigger(ctx, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(what, id)
+	}
+}
