@@ -506,3 +506,30 @@ func TestReconcileRacingLastRun(t *testing.T) {
 		t.Errorf("%d runs left for the paused schedule, want 0", n)
 	}
 }
+
+// A stored spec that no longer parses (a zone a newer zone database
+// dropped) plans no run, but neither hides its schedule from List nor
+// ends a reconcile pass early: the schedules after it, on the same page
+// and the next, get their runs.
+func TestUnparsableSpecDoesNotEndReconcile(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4, time.Now())
+	ctx := t.Context()
+	// More schedules than one reconcile page, the first of them broken, all
+	// without a pending run.
+	e.exec(`INSERT INTO {{schema}}.docket_schedules (name, spec, kind, queue, payload)
+		SELECT 's-' || lpad(i::text, 4, '0'), '@hourly', 'report', '', '{}' FROM generate_series(1, 600) i`)
+	e.exec(`INSERT INTO {{schema}}.docket_schedules (name, spec, time_zone, kind, queue, payload)
+		VALUES ('a-broken', '0 2 * * *', 'Mars/Olympus_Mons', 'report', '', '{}')`)
+	n, err := e.svc.Reconcile(ctx)
+	if err != nil || n != 600 {
+		t.Errorf("Reconcile created %d runs (%v), want 600", n, err)
+	}
+	if got := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE unique_key LIKE 'schedule:%'`); got != 600 {
+		t.Errorf("%d pending runs, want 600", got)
+	}
+	list, err := e.svc.List(ctx)
+	if err != nil || len(list) != 601 || list[0].Name != "a-broken" {
+		t.Errorf("List: %d schedules (%v), want 601 starting with a-broken", len(list), err)
+	}
+}

@@ -278,9 +278,11 @@ func (s *Service) reconcile(ctx context.Context, names []string, onlyNew bool) (
 			after = rs[len(rs)-1].Name
 			var mine []*row
 			for _, r := range rs {
-				if s.runs(r.Kind) {
+				switch {
+				case r.spec == nil: // logged by scanRows
+				case s.runs(r.Kind):
 					mine = append(mine, r)
-				} else {
+				default:
 					others[r.Kind]++
 				}
 			}
@@ -469,7 +471,7 @@ func (s *Service) advance(ctx context.Context, tx pgx.Tx, name string, fire time
 		return nil // another run already advanced it, or the run is stale
 	}
 	var next *time.Time
-	if !r.Paused {
+	if !r.Paused && r.spec != nil { // an unparsable spec plans no run
 		if n := s.successor(r, fire); !n.IsZero() {
 			n = fireTime(n)
 			it := r.item(n, "")
@@ -723,9 +725,9 @@ func (s *Service) scanRows(rows pgx.Rows, err error) ([]*row, error) {
 		spec, err := ParseSpec(r.Spec, r.TimeZone)
 		if err != nil {
 			// Only valid specs are written; a newer zone database might
-			// differ. Skip the schedule rather than fail the batch.
-			s.log.Error("stored schedule spec no longer parses; skipping it", slog.String("schedule", r.Name), slog.String("error", err.Error()))
-			continue
+			// differ. The row is still listed, and still counts in a page,
+			// but no run of it is planned (spec stays nil).
+			s.log.Error("stored schedule spec no longer parses; no run of it is planned", slog.String("schedule", r.Name), slog.String("error", err.Error()))
 		}
 		r.spec = spec
 		out = append(out, r)
