@@ -236,20 +236,49 @@ func prepare(ctx context.Context, kinds Kinds, prop propagation.TextMapPropagato
 		return job{}, fmt.Errorf("%w: kind %s: encode payload: %w", ErrInvalidJob, j.kind, err)
 	}
 	// json.Marshal checks neither the UTF-8 nor the escapes of what a
-	// json.RawMessage or a MarshalJSON method returns.
+	// json.RawMessage or a MarshalJSON method returns, nor any limit of
+	// PostgreSQL's.
 	if !utf8.Valid(payload) {
 		return job{}, fmt.Errorf("%w: kind %s: payload is not valid UTF-8", ErrInvalidJob, j.kind)
 	}
-	if p := badJSONEscape(payload); p != "" {
-		return job{}, fmt.Errorf("%w: kind %s: payload holds %s, which PostgreSQL jsonb cannot store", ErrInvalidJob, j.kind, p)
+	size, p := checkJSONB(payload)
+	if p != "" {
+		return job{}, fmt.Errorf("%w: kind %s: payload %s", ErrInvalidJob, j.kind, p)
 	}
 	j.payload = payload
+	text, rendered := int64(len(payload)), size.rendered
 	if len(opts.Meta) > 0 {
 		if j.meta, err = json.Marshal(opts.Meta); err != nil {
 			return job{}, fmt.Errorf("%w: kind %s: encode meta: %w", ErrInvalidJob, j.kind, err)
 		}
+		size, p := checkJSONB(j.meta)
+		if p != "" {
+			return job{}, fmt.Errorf("%w: kind %s: meta %s (its largest value is under key %q)", ErrInvalidJob, j.kind, p, largestKey(opts.Meta))
+		}
+		text, rendered = text+int64(len(j.meta)), rendered+size.rendered
+	}
+	if text > maxRowBytes {
+		return job{}, fmt.Errorf("%w: kind %s: payload and meta are %d bytes of JSON text, over the limit of %d one statement can send",
+			ErrInvalidJob, j.kind, text, maxRowBytes)
+	}
+	if rendered > maxRowBytes {
+		return job{}, fmt.Errorf("%w: kind %s: PostgreSQL would write payload and meta back as up to %d bytes of JSON text (numbers in full), over the limit of %d one row can be read with",
+			ErrInvalidJob, j.kind, rendered, maxRowBytes)
 	}
 	return j, nil
+}
+
+// largestKey returns the key of meta's longest value, to name it in an
+// error.
+func largestKey(meta map[string]string) string {
+	var key string
+	n := -1
+	for k, v := range meta {
+		if len(k)+len(v) > n || len(k)+len(v) == n && k < key {
+			key, n = k, len(k)+len(v)
+		}
+	}
+	return key
 }
 
 // Validate returns the ErrInvalidJob error Enqueue would return for args and
@@ -372,6 +401,19 @@ func (c *Client) wrapErr(err error) error {
 //     method may return): jsonb can store neither. A string holding a
 //     backslash followed by u0000, such as C:\u0000dir, holds no NUL and is
 //     stored as it is;
+//   - a payload or meta PostgreSQL's jsonb cannot store: a number outside
+//     numeric's range (more than 131072 digits before the decimal point,
+//     as 1e131072, or more than 16383 after it, as 1e-16384 or 1.00e-16382,
+//     trailing zeros counted; a json.Number field writes any of these), an
+//     array of more than 16777216 elements, an object of more than 8388608
+//     members, a jsonb encoding over 268435455 bytes (256 MiB; inside
+//     objects Docket counts the up to 3 bytes of alignment jsonb may add
+//     before a number or a nested array or object), or arrays and objects
+//     nested more than 10000 deep (the most encoding/json decodes);
+//   - a payload and meta that together make more than 1 GiB - 1 MiB
+//     (1072693248 bytes) of JSON text, as sent or as PostgreSQL would write
+//     them back, which spells numbers out in full (1e131071 is 131072
+//     digits): one protocol message, each way, carries at most 1 GiB;
 //   - an empty kind; a kind, queue or tenant name longer than MaxNameLen,
 //     not valid UTF-8, or with spaces or control characters;
 //   - a unique or serial key longer than MaxKeyLen; a unique or serial key,
