@@ -553,7 +553,8 @@ func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 
 // EnqueueMany writes many jobs in one call and returns one result per item,
 // in order. Jobs without unique key or schedule go in with one COPY; the
-// rest with one set-based insert. A taken unique key never fails the batch:
+// rest with one set-based insert per 64 MiB of their JSON text (a job over
+// that goes alone). A taken unique key never fails the batch:
 // that item reports the existing job's id as a Duplicate (also when two
 // items of the batch share a key: the first wins). Pass the caller's pgx.Tx
 // to commit the jobs with the caller's writes; with a pool or connection
@@ -583,7 +584,7 @@ type sqlTxBeginner interface {
 }
 
 // EnqueueManySQL is EnqueueMany through database/sql: the jobs go in with
-// one set-based insert (COPY is pgx-only). Pass the caller's *sql.Tx to
+// set-based inserts (COPY is pgx-only). Pass the caller's *sql.Tx to
 // commit them with the caller's writes; with a *sql.DB or *sql.Conn the
 // batch is written in a transaction of its own.
 func (c *Client) EnqueueManySQL(ctx context.Context, db SQLDB, items []Item) ([]Enqueued, error) {
@@ -673,27 +674,25 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 		}
 	}
 	if len(setRows) > 0 {
-		doc, err := json.Marshal(setRows)
-		if err != nil {
-			return nil, err
-		}
 		index := make(map[int64]int, len(setAt))
 		for _, i := range setAt {
 			index[ids[i]] = i
 		}
 		inserted := map[int64]bool{}
-		err = cn.query(ctx, c.sql.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
-			var id int64
-			var state string
-			if err := scan(&id, &state); err != nil {
-				return err
-			}
-			inserted[id] = true
-			out[index[id]] = Enqueued{ID: id, State: docket.State(state)}
-			if state == string(docket.StateReady) {
-				readyQueues[jobs[index[id]].queue] = true
-			}
-			return nil
+		err := jsonRows(setRows, func(doc string) error {
+			return cn.query(ctx, c.sql.enqueueSet, []any{doc}, func(scan func(...any) error) error {
+				var id int64
+				var state string
+				if err := scan(&id, &state); err != nil {
+					return err
+				}
+				inserted[id] = true
+				out[index[id]] = Enqueued{ID: id, State: docket.State(state)}
+				if state == string(docket.StateReady) {
+					readyQueues[jobs[index[id]].queue] = true
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return nil, err
@@ -850,14 +849,14 @@ WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
 
 	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
 
-	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids; rows
-	// whose unique key is taken (also by an earlier row of the same array)
-	// are skipped and missing from the result.
+	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids (see
+	// jsonRows); rows whose unique key is taken (also by an earlier row of
+	// the batch) are skipped and missing from the result.
 	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
 	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
 SELECT r.id, r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
-FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
+FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 	serial_key text, payload jsonb, meta jsonb)
 CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
