@@ -55,7 +55,7 @@ func Enqueue(ctx context.Context, c Enqueuer, tx Tx, args docket.Args, opts outb
 // EnqueueMany writes many jobs inside the Ent transaction tx and returns one
 // result per item, in order, as outbox.Client.EnqueueMany does (a taken
 // unique key makes that item a Duplicate and never fails the batch). Over
-// database/sql the jobs go in with one set-based insert; COPY is pgx-only.
+// database/sql the jobs go in with set-based inserts; COPY is pgx-only.
 func EnqueueMany(ctx context.Context, c Enqueuer, tx Tx, items []outbox.Item) ([]outbox.Enqueued, error) {
 	if tx == nil {
 		return nil, ErrNilTx

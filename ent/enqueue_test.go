@@ -277,6 +277,7 @@ func TestEnqueueInvalidKeepsTx(t *testing.T) {
 	ctx := t.Context()
 	bad := []outbox.Item{
 		{Args: rawPayload{P: json.RawMessage(`"\ud800"`)}},
+		{Args: rawPayload{P: json.RawMessage(`{"total":1e131072}`)}},
 		{Args: trackShipment{}, Opts: outbox.Opts{Meta: map[string]string{"trace": "a\x00"}}},
 		{Args: trackShipment{}, Opts: outbox.Opts{SerialKey: "s\xff"}},
 	}

@@ -54,7 +54,8 @@ type Config struct {
 
 	// MaxEventPayload is the largest event payload Publish accepts, in
 	// bytes. Zero means DefaultMaxEventPayload (1 MiB, a NATS server's
-	// default max_payload); -1 means no limit but PostgreSQL's own (1 GB).
+	// default max_payload); -1 means no limit but PostgreSQL's own
+	// (1 GiB - 1 MiB, see Message.Payload).
 	// Set it to your broker's limit so that an oversized event is refused
 	// in the producer's transaction instead of dead-lettered by the relay.
 	MaxEventPayload int

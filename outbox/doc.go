@@ -30,7 +30,7 @@
 // A unique key makes enqueue idempotent: while a job with that key is in
 // flight, a second enqueue inserts nothing and reports the existing job with
 // Duplicate set (MoveOnDuplicate moves its run_at instead). EnqueueMany
-// writes a batch with one COPY or one set-based insert; a taken key makes
+// writes a batch with one COPY or set-based inserts; a taken key makes
 // that item a Duplicate, never fails the batch. Due jobs are announced with
 // NOTIFY on Client.NotifyChannel, at most once per queue per debounce window.
 //

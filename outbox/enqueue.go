@@ -256,20 +256,49 @@ func prepare(ctx context.Context, kinds Kinds, prop propagation.TextMapPropagato
 		return job{}, fmt.Errorf("%w: kind %s: encode payload: %w", ErrInvalidJob, j.kind, err)
 	}
 	// json.Marshal checks neither the UTF-8 nor the escapes of what a
-	// json.RawMessage or a MarshalJSON method returns.
+	// json.RawMessage or a MarshalJSON method returns, nor any limit of
+	// PostgreSQL's.
 	if !utf8.Valid(payload) {
 		return job{}, fmt.Errorf("%w: kind %s: payload is not valid UTF-8", ErrInvalidJob, j.kind)
 	}
-	if p := badJSONEscape(payload); p != "" {
-		return job{}, fmt.Errorf("%w: kind %s: payload holds %s, which PostgreSQL jsonb cannot store", ErrInvalidJob, j.kind, p)
+	size, p := checkJSONB(payload)
+	if p != "" {
+		return job{}, fmt.Errorf("%w: kind %s: payload %s", ErrInvalidJob, j.kind, p)
 	}
 	j.payload = payload
+	text, rendered := int64(len(payload)), size.rendered
 	if len(opts.Meta) > 0 {
 		if j.meta, err = json.Marshal(opts.Meta); err != nil {
 			return job{}, fmt.Errorf("%w: kind %s: encode meta: %w", ErrInvalidJob, j.kind, err)
 		}
+		size, p := checkJSONB(j.meta)
+		if p != "" {
+			return job{}, fmt.Errorf("%w: kind %s: meta %s (its largest value is under key %q)", ErrInvalidJob, j.kind, p, largestKey(opts.Meta))
+		}
+		text, rendered = text+int64(len(j.meta)), rendered+size.rendered
+	}
+	if text > maxRowBytes {
+		return job{}, fmt.Errorf("%w: kind %s: payload and meta are %d bytes of JSON text, over the limit of %d one statement can send",
+			ErrInvalidJob, j.kind, text, maxRowBytes)
+	}
+	if rendered > maxRowBytes {
+		return job{}, fmt.Errorf("%w: kind %s: PostgreSQL would write payload and meta back as up to %d bytes of JSON text (numbers in full), over the limit of %d one row can be read with",
+			ErrInvalidJob, j.kind, rendered, maxRowBytes)
 	}
 	return j, nil
+}
+
+// largestKey returns the key of meta's longest value, to name it in an
+// error.
+func largestKey(meta map[string]string) string {
+	var key string
+	n := -1
+	for k, v := range meta {
+		if len(k)+len(v) > n || len(k)+len(v) == n && k < key {
+			key, n = k, len(k)+len(v)
+		}
+	}
+	return key
 }
 
 // Validate returns the ErrInvalidJob error Enqueue would return for args and
@@ -393,6 +422,19 @@ func (c *Client) wrapErr(err error) error {
 //     method may return): jsonb can store neither. A string holding a
 //     backslash followed by u0000, such as C:\u0000dir, holds no NUL and is
 //     stored as it is;
+//   - a payload or meta PostgreSQL's jsonb cannot store: a number outside
+//     numeric's range (more than 131072 digits before the decimal point,
+//     as 1e131072, or more than 16383 after it, as 1e-16384 or 1.00e-16382,
+//     trailing zeros counted; a json.Number field writes any of these), an
+//     array of more than 16777216 elements, an object of more than 8388608
+//     members, a jsonb encoding over 268435455 bytes (256 MiB; inside
+//     objects Docket counts the up to 3 bytes of alignment jsonb may add
+//     before a number or a nested array or object), or arrays and objects
+//     nested more than 10000 deep (the most encoding/json decodes);
+//   - a payload and meta that together make more than 1 GiB - 1 MiB
+//     (1072693248 bytes) of JSON text, as sent or as PostgreSQL would write
+//     them back, which spells numbers out in full (1e131071 is 131072
+//     digits): one protocol message, each way, carries at most 1 GiB;
 //   - an empty kind; a kind, queue or tenant name longer than MaxNameLen,
 //     not valid UTF-8, or with spaces or control characters;
 //   - a unique or serial key longer than MaxKeyLen; a unique or serial key,
@@ -532,7 +574,8 @@ func (c *Client) notify(ctx context.Context, cn conn, queues []string) error {
 
 // EnqueueMany writes many jobs in one call and returns one result per item,
 // in order. Jobs without unique key or schedule go in with one COPY; the
-// rest with one set-based insert. A taken unique key never fails the batch:
+// rest with one set-based insert per 64 MiB of their JSON text (a job over
+// that goes alone). A taken unique key never fails the batch:
 // that item reports the existing job's id as a Duplicate (also when two
 // items of the batch share a key: the first wins). Pass the caller's pgx.Tx
 // to commit the jobs with the caller's writes; with a pool or connection
@@ -562,7 +605,7 @@ type sqlTxBeginner interface {
 }
 
 // EnqueueManySQL is EnqueueMany through database/sql: the jobs go in with
-// one set-based insert (COPY is pgx-only). Pass the caller's *sql.Tx to
+// set-based inserts (COPY is pgx-only). Pass the caller's *sql.Tx to
 // commit them with the caller's writes; with a *sql.DB or *sql.Conn the
 // batch is written in a transaction of its own.
 func (c *Client) EnqueueManySQL(ctx context.Context, db SQLDB, items []Item) ([]Enqueued, error) {
@@ -652,27 +695,25 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 		}
 	}
 	if len(setRows) > 0 {
-		doc, err := json.Marshal(setRows)
-		if err != nil {
-			return nil, err
-		}
 		index := make(map[int64]int, len(setAt))
 		for _, i := range setAt {
 			index[ids[i]] = i
 		}
 		inserted := map[int64]bool{}
-		err = cn.query(ctx, c.sql.enqueueSet, []any{string(doc)}, func(scan func(...any) error) error {
-			var id int64
-			var state string
-			if err := scan(&id, &state); err != nil {
-				return err
-			}
-			inserted[id] = true
-			out[index[id]] = Enqueued{ID: id, State: docket.State(state)}
-			if state == string(docket.StateReady) {
-				readyQueues[jobs[index[id]].queue] = true
-			}
-			return nil
+		err := jsonRows(setRows, func(doc string) error {
+			return cn.query(ctx, c.sql.enqueueSet, []any{doc}, func(scan func(...any) error) error {
+				var id int64
+				var state string
+				if err := scan(&id, &state); err != nil {
+					return err
+				}
+				inserted[id] = true
+				out[index[id]] = Enqueued{ID: id, State: docket.State(state)}
+				if state == string(docket.StateReady) {
+					readyQueues[jobs[index[id]].queue] = true
+				}
+				return nil
+			})
 		})
 		if err != nil {
 			return nil, err
@@ -830,14 +871,14 @@ WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
 
 	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
 
-	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids; rows
-	// whose unique key is taken (also by an earlier row of the same array)
-	// are skipped and missing from the result.
+	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids (see
+	// jsonRows); rows whose unique key is taken (also by an earlier row of
+	// the batch) are skipped and missing from the result.
 	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
 	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
 SELECT r.id, r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
-FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
+FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 	serial_key text, payload jsonb, meta jsonb)
 CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t

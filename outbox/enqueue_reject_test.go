@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -127,8 +128,9 @@ func enqueueManyVia(ctx context.Context, c *outbox.Client, db handle, items []ou
 	panic(fmt.Sprintf("not a database handle: %T", db))
 }
 
-// enqueuers are the two ways in; EnqueueMany gets a valid item first, so
-// that a batch fails as a whole.
+// enqueuers are the ways in; EnqueueMany gets a valid item first, so that
+// a batch fails as a whole. A delayed job takes EnqueueMany's set-based
+// insert over pgx too, not COPY.
 var enqueuers = []struct {
 	name string
 	call func(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) error
@@ -141,7 +143,37 @@ var enqueuers = []struct {
 		_, err := enqueueManyVia(ctx, c, db, []outbox.Item{{Args: noop{}}, {Args: args, Opts: opts}})
 		return err
 	}},
+	{"EnqueueMany delayed", func(ctx context.Context, c *outbox.Client, db handle, args docket.Args, opts outbox.Opts) error {
+		opts.Delay = time.Hour
+		_, err := enqueueManyVia(ctx, c, db, []outbox.Item{{Args: noop{}, Opts: opts}, {Args: args, Opts: opts}})
+		return err
+	}},
 }
+
+// number is a job with a json.Number field, which json.Marshal writes as
+// it is.
+type number struct {
+	N json.Number `json:"n"`
+}
+
+func (number) Kind() string { return "number" }
+
+// deep nests Go values depth deep: json.Marshal has no depth limit of its
+// own for them, unlike for the text a MarshalJSON method returns.
+func deep(depth int) any {
+	var v any = "secret"
+	for range depth {
+		v = []any{v}
+	}
+	return v
+}
+
+// anyArgs is a job whose payload is any value.
+type anyArgs struct {
+	V any `json:"v"`
+}
+
+func (anyArgs) Kind() string { return "any" }
 
 // Values PostgreSQL cannot store are rejected before anything is sent: the
 // caller's transaction commits its own row, and no job is written.
@@ -182,6 +214,19 @@ func TestEnqueueRejectsUnstorableInCallersTx(t *testing.T) {
 		{"RunAt in 4714 BC", noop{}, outbox.Opts{RunAt: at(-4713)}, "run at"},
 		{"RunAt in 1 BC", noop{}, outbox.Opts{RunAt: at(0)}, "run at"},
 		{"max attempts beyond integer", noop{}, outbox.Opts{MaxAttempts: math.MaxInt32 + 1}, "max attempts"},
+
+		// Numbers numeric cannot hold (SQLSTATE 22003 from the server).
+		{"json.Number over numeric's range", number{N: "1e131072"}, outbox.Opts{}, "numeric's range"},
+		{"number over numeric's range", raw{P: json.RawMessage(`{"secret":1e131072}`)}, outbox.Opts{}, "numeric's range"},
+		{"number below numeric's scale", raw{P: json.RawMessage(`["secret",1e-16384]`)}, outbox.Opts{}, "numeric's range"},
+		{"too many digits after the point", raw{P: json.RawMessage(`[0.` + strings.Repeat("0", 16384) + `]`)}, outbox.Opts{}, "numeric's range"},
+		{"too many digits before the point", raw{P: json.RawMessage(`[` + strings.Repeat("9", 131073) + `]`)}, outbox.Opts{}, "numeric's range"},
+		// Past jsonb's limits (54000 or 54001 from the server).
+		{"jsonb over 256 MiB", raw{P: outbox.JSONBOver()}, outbox.Opts{}, "over its limit of 268435455"},
+		{"nesting beyond the stack", anyArgs{V: deep(20000)}, outbox.Opts{}, "more than 10000 deep"},
+		// Stored, but never read back: 8,200 numbers of 131,072 digits.
+		{"text too long to read back", raw{P: json.RawMessage("[" + strings.Repeat("1e131071,", 8199) + "1e131071]")}, outbox.Opts{},
+			"PostgreSQL would write payload and meta back as up to 1074806807 bytes"},
 	}
 	id := 0
 	for _, tc := range cases {
@@ -210,6 +255,19 @@ func TestEnqueueRejectsUnstorableInCallersTx(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")); n != 0 {
 		t.Fatalf("%d jobs written by bad input", n)
+	}
+}
+
+// Meta jsonb cannot hold is refused naming its largest value's key: one
+// value of 268,435,441 bytes makes the object {"big": ...} one byte over
+// jsonb's limit (4 bytes of header, 8 of entries, 3 of key).
+func TestValidateMetaOverJSONB(t *testing.T) {
+	t.Parallel()
+	meta := map[string]string{"big": strings.Repeat("v", 268435441)}
+	err := outbox.Validate(noop{}, outbox.Opts{Meta: meta})
+	const want = `kind noop: meta needs up to 268435456 bytes in jsonb, over its limit of 268435455 (its largest value is under key "big")`
+	if !errors.Is(err, outbox.ErrInvalidJob) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %.300v, want ErrInvalidJob saying %s", err, want)
 	}
 }
 
@@ -354,6 +412,74 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 		if err := json.Unmarshal(payload, &got); err != nil || got.S != path || got.R != wantR {
 			t.Errorf("job %d payload %s decodes to %+v (%v)", id, payload, got, err)
 		}
+	}
+}
+
+// What validation accepts at its edges PostgreSQL stores, by every path: a
+// payload nested 10,000 deep (inside the JSON array of a set-based insert,
+// 10,002), and numbers at the ends of numeric's range.
+func TestEnqueueStoresPayloadsAtTheLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := newCaller(t, b.pool, b.schema)
+	edge := []docket.Args{
+		anyArgs{V: deep(9999)}, // the object around it is the 10,000th level
+		raw{P: json.RawMessage(`[1e131071,-9.9999e131071,1e-16383,0e1073741822,1.0e-16382,` + strings.Repeat("9", 131072) + `]`)},
+	}
+	id := 1000
+	for _, args := range edge {
+		if err := outbox.Validate(args, outbox.Opts{}); err != nil {
+			t.Fatalf("%T: %v", args, err)
+		}
+		for _, e := range enqueuers {
+			for _, driver := range drivers {
+				id++
+				db, commit := c.begin(t, driver, id)
+				if err := e.call(c.ctx, b.client, db, args, outbox.Opts{}); err != nil {
+					t.Fatalf("%T by %s over %s: %v", args, e.name, driver, err)
+				}
+				c.commitKeeps(t, commit, id)
+			}
+		}
+		tx, err := b.pool.Begin(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.client.EnqueueWorkflow(b.ctx, tx, outbox.Workflow{Name: "edge", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: args}}}); err != nil {
+			t.Fatalf("%T by EnqueueWorkflow: %v", args, err)
+		}
+		if err := tx.Commit(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each payload reads back as it went in.
+	want := map[string]int{"any": 0, "raw": 0}
+	rows, err := b.pool.Query(b.ctx, `SELECT kind, payload FROM `+b.table("docket_jobs")+` WHERE kind IN ('any', 'raw')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var payload []byte
+		if err := rows.Scan(&kind, &payload); err != nil {
+			t.Fatal(err)
+		}
+		var a anyArgs
+		var r raw
+		switch {
+		case kind == "any" && json.Unmarshal(payload, &a) == nil && bytes.Count(payload, []byte("[")) == 9999,
+			kind == "raw" && json.Unmarshal(payload, &r) == nil && bytes.Contains(r.P, []byte("1"+strings.Repeat("0", 131071))):
+			want[kind]++
+		default:
+			t.Errorf("%s payload of %d bytes does not read back", kind, len(payload))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(enqueuers)*len(drivers) + 1; want["any"] != n || want["raw"] != n {
+		t.Fatalf("%v payloads read back, want %d of each", want, n)
 	}
 }
 

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -260,6 +261,28 @@ func TestEnqueueManyCopyAndUnique(t *testing.T) {
 	}
 	if got := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND (payload->>'n')::int = 500 AND priority = 2 AND tenant = 't1'`, out[500].ID); got != 1 {
 		t.Fatal("item 500 not stored under its id")
+	}
+}
+
+// A batch whose payloads each fit jsonb but together would not (six arrays
+// of 4,194,304 zeros, 48 MiB of jsonb each from 8 MiB of text) goes in by
+// the set-based insert: the batch travels as json, and only each payload
+// becomes jsonb.
+func TestEnqueueManyOverJSONBInTotal(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	zeros := raw{P: json.RawMessage("[" + strings.Repeat("0,", 1<<22-1) + "0]")}
+	items := make([]outbox.Item, 6)
+	for i := range items {
+		items[i] = outbox.Item{Args: zeros}
+	}
+	db := stdlib.OpenDBFromPool(b.pool)
+	defer db.Close()
+	if _, err := b.client.EnqueueManySQL(b.ctx, db, items); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE kind = 'raw'`); n != len(items) {
+		t.Fatalf("%d jobs stored, want %d", n, len(items))
 	}
 }
 

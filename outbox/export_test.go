@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/docketq/docket/internal/pgtest"
@@ -50,3 +51,13 @@ func (c *Client) OverviewSQL() map[string][]any {
 		c.sql.deadGroups:        {100, DeadGroupsScope},
 	}
 }
+
+// JSONBOver returns a JSON document whose jsonb encoding is just over
+// PostgreSQL's limit of 268,435,455 bytes while its text is 45 MB: two
+// arrays of zeros, 16,777,216 and 5,592,404 of them, 12 bytes each in
+// jsonb. With one zero fewer psql gives pg_column_size 268,435,450: 4 bytes
+// of header and 268,435,446 of jsonb; the last zero makes 268,435,458.
+// Built once: several tests share it; do not modify it.
+var JSONBOver = sync.OnceValue(func() []byte {
+	return append(append(repeatJSON("[[", "0", 1<<24, "],"), repeatJSON("[", "0", 5592404, "]")...), ']')
+})

@@ -67,7 +67,9 @@ type Message struct {
 	// At most MaxKeyLen bytes of valid UTF-8 without NUL.
 	Key string
 	// Payload is the body, passed to the broker unchanged. At most
-	// Config.MaxEventPayload bytes; nil is an empty body.
+	// Config.MaxEventPayload bytes, and never more than 1 GiB - 1 MiB
+	// (1,072,693,248 bytes: PostgreSQL's 1 GiB limit on one protocol
+	// message, less room for the other columns); nil is an empty body.
 	Payload []byte
 	// Headers are passed to the broker as message headers. Names are
 	// printable ASCII without spaces or ':' and must not start with
@@ -114,6 +116,9 @@ func (c *Client) prepareEvent(ctx context.Context, m Message) (event, error) {
 	}
 	if c.maxPayload > 0 && len(m.Payload) > c.maxPayload {
 		return event{}, fmt.Errorf("%w: topic %s: payload of %d bytes over the limit of %d", ErrInvalidEvent, m.Topic, len(m.Payload), c.maxPayload)
+	}
+	if len(m.Payload) > maxRowBytes {
+		return event{}, fmt.Errorf("%w: topic %s: payload of %d bytes over the limit of %d one PostgreSQL row can carry", ErrInvalidEvent, m.Topic, len(m.Payload), maxRowBytes)
 	}
 	headers := traceMeta(ctx, c.prop, m.Headers)
 	size := 0

@@ -67,6 +67,60 @@ func TestPublishRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestPublishRefusesPayloadOverRowLimit: with MaxEventPayload -1, a payload
+// of 1 GiB, more than PostgreSQL takes in the one protocol message that
+// carries a statement's parameters (1 GiB - 2 bytes; a bigger one closes
+// the connection), is refused before anything is sent, over pgx and
+// database/sql, so the caller's transaction stays usable. Docket's limit
+// leaves 1 MiB of that message to the other columns.
+func TestPublishRefusesPayloadOverRowLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, outbox.Config{MaxEventPayload: -1})
+	db := sql.OpenDB(stdlib.GetPoolConnector(b.pool))
+	defer db.Close()
+	// Zeroed pages validation never touches: no gigabyte is written.
+	m := outbox.Message{Topic: "t", Payload: make([]byte, 1<<30)}
+	const want = "topic t: payload of 1073741824 bytes over the limit of 1072693248 one PostgreSQL row can carry"
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, outbox.ErrInvalidEvent) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want ErrInvalidEvent saying %q", what, err, want)
+		}
+	}
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx)
+	_, err = b.client.Publish(b.ctx, tx, m)
+	check("Publish", err)
+	_, err = b.client.PublishMany(b.ctx, tx, []outbox.Message{{Topic: "ok"}, m})
+	check("PublishMany", err)
+	stx, err := db.BeginTx(b.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stx.Rollback()
+	_, err = b.client.PublishSQL(b.ctx, stx, m)
+	check("PublishSQL", err)
+	// Both transactions are still usable, and nothing else was written.
+	if _, err := b.client.Publish(b.ctx, tx, outbox.Message{Topic: "ok"}); err != nil {
+		t.Fatalf("Publish after the refusals: %v", err)
+	}
+	if _, err := b.client.PublishSQL(b.ctx, stx, outbox.Message{Topic: "ok"}); err != nil {
+		t.Fatalf("PublishSQL after the refusal: %v", err)
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := stx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM "`+b.schema+`".docket_events`); n != 2 {
+		t.Fatalf("%d events written, want 2", n)
+	}
+}
+
 // TestPublishRollback: a rolled-back publish leaves no event and no gap in
 // its key's sequence.
 func TestPublishRollback(t *testing.T) {

@@ -136,7 +136,7 @@ const (
 	sqlInsertWorkflow = `INSERT INTO {{schema}}.docket_workflows (name, jobs) VALUES ($1, $2) RETURNING id`
 
 	// sqlWorkflowJobs inserts a workflow's jobs (a JSON array, preallocated
-	// ids) in one statement: those with parents waiting, the others ready
+	// ids; see jsonRows): those with parents waiting, the others ready
 	// or scheduled as any enqueue makes them. A taken unique key fails the
 	// statement. It returns the queues that received ready jobs.
 	sqlWorkflowJobs = `WITH ins AS (
@@ -145,7 +145,7 @@ const (
 	SELECT r.id, r.id,
 		CASE WHEN r.waiting THEN 'waiting' WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 		r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.payload, r.meta, $2
-	FROM jsonb_to_recordset($1::jsonb) AS r(id bigint, queue text, kind text, priority smallint,
+	FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 		run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 		payload jsonb, meta jsonb, waiting boolean)
 	CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
@@ -401,16 +401,14 @@ func (c *Client) insertWorkflow(ctx context.Context, cn conn, p *workflowPlan) (
 			deps = append(deps, dep{P: ids[pi], C: ids[i], A: p.anyway[i][k]})
 		}
 	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return WorkflowEnqueued{}, err
-	}
-	var queues []string
-	err = cn.query(ctx, pgsql.Render(sqlWorkflowJobs, c.schema), []any{string(doc), out.ID}, func(scan func(...any) error) error {
-		var q string
-		err := scan(&q)
-		queues = append(queues, q)
-		return err
+	ready := map[string]bool{}
+	err = jsonRows(rows, func(doc string) error {
+		return cn.query(ctx, pgsql.Render(sqlWorkflowJobs, c.schema), []any{doc, out.ID}, func(scan func(...any) error) error {
+			var q string
+			err := scan(&q)
+			ready[q] = true
+			return err
+		})
 	})
 	if err != nil {
 		if pgsql.SQLState(err) == "23505" {
@@ -426,6 +424,10 @@ func (c *Client) insertWorkflow(ctx context.Context, cn conn, p *workflowPlan) (
 		if _, err := cn.exec(ctx, pgsql.Render(sqlWorkflowDeps, c.schema), out.ID, string(doc)); err != nil {
 			return WorkflowEnqueued{}, err
 		}
+	}
+	queues := make([]string, 0, len(ready))
+	for q := range ready {
+		queues = append(queues, q)
 	}
 	return out, c.notify(ctx, cn, queues)
 }

@@ -205,6 +205,10 @@ func TestWorkflowRejectedWritesNothing(t *testing.T) {
 		{"twice after", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), wfJob("b", "a", "a")}}, outbox.ErrInvalidWorkflow, "twice"},
 		{"serial key", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: noop{}, Opts: outbox.Opts{SerialKey: "k"}}}}, outbox.ErrInvalidWorkflow, "serial keys"},
 		{"bad job", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: noop{}, Opts: outbox.Opts{Priority: 99}}}}, outbox.ErrInvalidJob, `job "a"`},
+		{"number numeric cannot hold", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{wfJob("a"), {Ref: "b", Args: number{N: "1e131072"}, After: outbox.After("a")}}},
+			outbox.ErrInvalidJob, `job "b": docket: invalid job: kind number: payload holds a number outside PostgreSQL numeric's range`},
+		{"payload over jsonb's limit", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{{Ref: "a", Args: raw{P: outbox.JSONBOver()}}}},
+			outbox.ErrInvalidJob, "over its limit of 268435455"},
 		{"same key twice", outbox.Workflow{Name: "x", Jobs: []outbox.WorkflowJob{
 			{Ref: "a", Args: noop{}, Opts: outbox.Opts{UniqueKey: "k"}}, {Ref: "b", Args: noop{}, Opts: outbox.Opts{UniqueKey: "k"}}}},
 			outbox.ErrInvalidWorkflow, "same unique key"},

@@ -41,13 +41,16 @@ type rawReport struct {
 func (rawReport) Kind() string { return "report" }
 
 // Register checks the job of the schedule's runs as Enqueue would, so a
-// schedule whose runs could never be enqueued is refused at once, and
-// text that only looks like a NUL escape is stored as it is.
+// schedule whose runs could never be enqueued (or that PostgreSQL could not
+// store: a number numeric cannot hold) is refused at once, and text that
+// only looks like a NUL escape is stored as it is.
 func TestRegisterChecksRunJob(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4, time.Now())
 	for _, s := range []schedule.Schedule{
 		{Name: "lone-surrogate", Spec: "@hourly", Args: rawReport{P: json.RawMessage(`"\ud800"`)}},
+		{Name: "number-over-numeric", Spec: "@hourly", Args: rawReport{P: json.RawMessage(`1e131072`)}},
+		{Name: "number-under-numeric", Spec: "@hourly", Args: rawReport{P: json.RawMessage(`[1e-16384]`)}},
 		{Name: "nul", Spec: "@hourly", Args: report{Tenant: "a\x00"}},
 		{Name: "tenant", Spec: "@hourly", Args: report{}, Tenant: "t\xff"},
 		{Name: "serial", Spec: "@hourly", Args: report{}, SerialKey: "s\x00"},
