@@ -700,7 +700,7 @@ func (c *Client) insertMany(ctx context.Context, cn conn, jobs []job) ([]Enqueue
 			index[ids[i]] = i
 		}
 		inserted := map[int64]bool{}
-		err := jsonRows(setRows, func(doc string) error {
+		err := pgsql.JSONRows(setRows, func(doc string) error {
 			return cn.query(ctx, c.sql.enqueueSet, []any{doc}, func(scan func(...any) error) error {
 				var id int64
 				var state string
@@ -872,7 +872,7 @@ WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`
 	sqlNextIDs = `SELECT nextval('{{schema}}.docket_jobs_id_seq') FROM generate_series(1, $1::int)`
 
 	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids (see
-	// jsonRows); rows whose unique key is taken (also by an earlier row of
+	// pgsql.JSONRows); rows whose unique key is taken (also by an earlier row of
 	// the batch) are skipped and missing from the result.
 	sqlEnqueueSet = `INSERT INTO {{schema}}.docket_jobs
 	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)

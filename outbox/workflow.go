@@ -136,7 +136,7 @@ const (
 	sqlInsertWorkflow = `INSERT INTO {{schema}}.docket_workflows (name, jobs) VALUES ($1, $2) RETURNING id`
 
 	// sqlWorkflowJobs inserts a workflow's jobs (a JSON array, preallocated
-	// ids; see jsonRows): those with parents waiting, the others ready
+	// ids; see pgsql.JSONRows): those with parents waiting, the others ready
 	// or scheduled as any enqueue makes them. A taken unique key fails the
 	// statement. It returns the queues that received ready jobs.
 	sqlWorkflowJobs = `WITH ins AS (
@@ -402,7 +402,7 @@ func (c *Client) insertWorkflow(ctx context.Context, cn conn, p *workflowPlan) (
 		}
 	}
 	ready := map[string]bool{}
-	err = jsonRows(rows, func(doc string) error {
+	err = pgsql.JSONRows(rows, func(doc string) error {
 		return cn.query(ctx, pgsql.Render(sqlWorkflowJobs, c.schema), []any{doc, out.ID}, func(scan func(...any) error) error {
 			var q string
 			err := scan(&q)

@@ -21,7 +21,7 @@ const (
 	 run_queue, run_priority, run_max_attempts)
 SELECT r.name, r.spec, r.time_zone, r.kind, r.queue, r.priority, r.tenant, r.serial_key,
 	r.max_attempts, r.payload, r.spread_ms, r.misfire, r.paused, r.run_queue, r.run_priority, r.run_max_attempts
-FROM jsonb_to_recordset($1::jsonb) AS r(name text, spec text, time_zone text, kind text, queue text,
+FROM json_to_recordset($1::json) AS r(name text, spec text, time_zone text, kind text, queue text,
 	priority smallint, tenant text, serial_key text, max_attempts integer, payload jsonb,
 	spread_ms bigint, misfire text, paused boolean, run_queue text, run_priority smallint, run_max_attempts integer)
 ORDER BY r.name

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,33 @@ func TestRegisterChecksRunJob(t *testing.T) {
 	}
 	if got != path {
 		t.Fatalf("run payload holds %q, want %q", got, path)
+	}
+}
+
+// zeros is a payload small as text but large as jsonb: each of its 4 Mi
+// numbers takes a jsonb entry and a numeric.
+type zeros struct {
+	Z json.RawMessage `json:"z"`
+}
+
+func (zeros) Kind() string { return "zeros" }
+
+// Schedules whose payloads each fit jsonb are registered whatever their
+// total: the batch goes to PostgreSQL as json, not as one jsonb document
+// (six of these are over jsonb's 256 MiB together).
+func TestRegisterOverJSONBInTotal(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4, time.Now())
+	z := zeros{Z: json.RawMessage("[" + strings.Repeat("0,", 1<<22-1) + "0]")}
+	var list []schedule.Schedule
+	for i := range 6 {
+		// Paused: no runs to enqueue, only the registration is tested.
+		list = append(list, schedule.Schedule{Name: fmt.Sprintf("z%d", i), Spec: "@daily", Args: z, Paused: true})
+	}
+	if err := e.svc.Register(t.Context(), list...); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_schedules WHERE kind = 'zeros'`); n != len(list) {
+		t.Fatalf("%d schedules stored, want %d", n, len(list))
 	}
 }

@@ -173,11 +173,13 @@ func (s *Service) Register(ctx context.Context, schedules ...Schedule) error {
 	names := make([]string, 0, len(rows))
 	for start := 0; start < len(rows); start += batchSize {
 		chunk := rows[start:min(start+batchSize, len(rows))]
-		doc, err := json.Marshal(chunk)
-		if err != nil {
+		// As json, in statements of bounded size: only each payload becomes
+		// jsonb, within jsonb's limits on its own (outbox.Validate).
+		err := pgsql.JSONRows(chunk, func(doc string) error {
+			_, err := s.db.Exec(ctx, s.q.upsert, doc)
 			return err
-		}
-		if _, err := s.db.Exec(ctx, s.q.upsert, string(doc)); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("docket: register schedules: %w", s.wrap(err))
 		}
 		for _, r := range chunk {

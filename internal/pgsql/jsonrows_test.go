@@ -1,4 +1,4 @@
-package outbox
+package pgsql
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// jsonRows splits rows into JSON arrays of at most maxRowsDoc bytes, in
+// JSONRows splits rows into JSON arrays of at most MaxRowsDoc bytes, in
 // order, a row over that alone in its array.
 func TestJSONRowsSplitsAtTheBudget(t *testing.T) {
 	t.Parallel()
@@ -18,15 +18,15 @@ func TestJSONRowsSplitsAtTheBudget(t *testing.T) {
 		rows = append(rows, map[string]any{"id": id, "s": kilo})
 	}
 	big := len(rows)
-	rows = append(rows, map[string]any{"id": big, "s": strings.Repeat("b", maxRowsDoc)})
+	rows = append(rows, map[string]any{"id": big, "s": strings.Repeat("b", MaxRowsDoc)})
 	rows = append(rows, map[string]any{"id": big + 1, "s": "after"})
 	var arrays [][]int
-	err := jsonRows(rows, func(doc string) error {
+	err := JSONRows(rows, func(doc string) error {
 		var got []struct{ ID int }
 		if err := json.Unmarshal([]byte(doc), &got); err != nil {
 			t.Fatalf("array %d: %v", len(arrays), err)
 		}
-		if len(doc) > maxRowsDoc && len(got) > 1 {
+		if len(doc) > MaxRowsDoc && len(got) > 1 {
 			t.Errorf("array %d: %d bytes, %d rows", len(arrays), len(doc), len(got))
 		}
 		ids := make([]int, len(got))
@@ -47,7 +47,7 @@ func TestJSONRowsSplitsAtTheBudget(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	calls := 0
-	if err := jsonRows(rows, func(string) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
-		t.Fatalf("jsonRows went on after send failed: %v after %d calls", err, calls)
+	if err := JSONRows(rows, func(string) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("JSONRows went on after send failed: %v after %d calls", err, calls)
 	}
 }
