@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/docketq/docket"
-	"github.com/docketq/docket/internal/freshmod"
+	"github.com/docketq/docket/internal/testkit/freshmod"
 )
 
 // snippet is one fenced Go block of a Markdown page.

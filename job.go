@@ -1,6 +1,6 @@
 package docket
 
-import "github.com/docketq/docket/internal/core"
+import "github.com/docketq/docket/internal/engine/core"
 
 // Args is the payload of a job. Kind names the job type; it is stored with
 // every job and selects the handler, so it must stay stable across deploys.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/internal/plural"
+	"github.com/docketq/docket/internal/engine/plural"
 	"github.com/docketq/docket/outbox"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 )

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/docketq/docket/dashboard"
-	"github.com/docketq/docket/internal/jobfill"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/jobfill"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 // BenchmarkPages renders each page against 1,000,000 live jobs, 100,000

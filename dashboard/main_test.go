@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/dashboard"
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/dashboard"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 

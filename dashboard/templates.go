@@ -5,7 +5,7 @@ import (
 	"html/template"
 	"time"
 
-	"github.com/docketq/docket/internal/plural"
+	"github.com/docketq/docket/internal/engine/plural"
 )
 
 // pageNames are the templates/<name>.html files; each is parsed with

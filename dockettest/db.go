@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgsrv"
+	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/outbox"
 )
 

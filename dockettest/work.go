@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/runone"
 	"github.com/docketq/docket/outbox"
 )

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 )
 

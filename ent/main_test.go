@@ -13,7 +13,7 @@ import (
 
 	"github.com/docketq/docket/ent/entgen"
 	"github.com/docketq/docket/ent/internal/testent"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 

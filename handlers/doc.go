@@ -174,12 +174,12 @@
 //
 //   - expired leases are reaped at start and every PollInterval, less often
 //     when rounds grow slow (a round waits 25 times its own duration)
-//     (internal/queue's Reap): back to ready, or dead when that was their
+//     (internal/engine/queue's Reap): back to ready, or dead when that was their
 //     last attempt; the pools are woken when jobs came back;
 //   - scheduled jobs (future run_at, retries with backoff, snoozes) become
-//     claimable only when promoted (internal/queue's Promote). Promotion runs
+//     claimable only when promoted (internal/engine/queue's Promote). Promotion runs
 //     every PollInterval and also when the earliest scheduled job is due, as
-//     reported by internal/queue's NextScheduled or as set by this process's
+//     reported by internal/engine/queue's NextScheduled or as set by this process's
 //     own retries and snoozes; pools of the promoted queues are woken, here
 //     and, through NOTIFY, in other processes;
 //   - history partitions exist for today and the next three days, and those

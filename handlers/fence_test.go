@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/faultproxy"
-	"github.com/docketq/docket/internal/pgtest"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/testkit/faultproxy"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/queue"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 )
 
 // decodeArgs has a field of every JSON shape a typed handler's args use.

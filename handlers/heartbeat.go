@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
 )
 
 // heartbeat extends the leases of all of this process's in-flight runs with

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 )
 

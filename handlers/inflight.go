@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"go.opentelemetry.io/otel/trace"
 )
 

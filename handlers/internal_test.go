@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 )
 
 func newTask(id int64) *task {

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 )
 
 // Work is one run of a job as middleware sees it: the job (with its raw

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/docketq/docket/internal/pgsql"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 

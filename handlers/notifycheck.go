@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket/internal/pgsql"
+	"github.com/docketq/docket/internal/engine/pgsql"
 )
 
 // DefaultNotifyCheckTimeout is Config.NotifyCheckTimeout's default.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/pgsrv"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgsrv"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/queue"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/queue"
 )
 
 // maxClaim bounds one claim batch.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
 )
 
 // A worker process makes itself known in docket_workers — which kinds and

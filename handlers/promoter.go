@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/runone"
 	"github.com/jackc/pgx/v5"
 )

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/docketq/docket/internal/pgsql"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"go.opentelemetry.io/otel/propagation"
 )
 
@@ -25,7 +25,7 @@ type Config struct {
 
 	// ClaimCursorLag is how far behind its cursor a worker's claim looks
 	// for jobs whose enqueuing transaction committed after later jobs were
-	// claimed (see internal/queue). Zero means 1s; -1 turns cursors off, so
+	// claimed (see internal/engine/queue). Zero means 1s; -1 turns cursors off, so
 	// every claim scans the claim index from its start.
 	ClaimCursorLag time.Duration
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/internal/freshmod"
+	"github.com/docketq/docket/internal/testkit/freshmod"
 )
 
 // Enqueue takes database handles by type: a value that is not one does not

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/internal/pgsql"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/pgsql"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/propagation"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 // MigratedClient returns a client of cfg on a fresh schema, migrated, and

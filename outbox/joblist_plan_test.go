@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/docketq/docket/internal/jobfill"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/jobfill"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

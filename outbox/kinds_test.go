@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 )
 

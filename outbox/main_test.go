@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/queue"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"

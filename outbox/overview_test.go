@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )

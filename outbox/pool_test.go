@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/docketq/docket/internal/faultproxy"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/faultproxy"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 )
 

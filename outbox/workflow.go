@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/pgsql"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 

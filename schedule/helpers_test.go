@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"

@@ -7,7 +7,7 @@ import (
 	"hash/fnv"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 )
 

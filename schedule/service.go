@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/core"
-	"github.com/docketq/docket/internal/pgsql"
+	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

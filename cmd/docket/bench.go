@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/internal/bench"
-	"github.com/docketq/docket/internal/pgsrv"
+	"github.com/docketq/docket/internal/testkit/pgsrv"
+	"github.com/docketq/docket/internal/tools/bench"
 )
 
 // benchScenarios describes each scenario for bench's help.
@@ -33,7 +33,7 @@ var benchScenarios = []struct{ name, about string }{
 
 // benchCommand measures Docket against a real database and prints one JSON
 // object per scenario on out; progress and diagnostics go to errOut. See
-// package internal/bench for what each scenario measures.
+// package internal/tools/bench for what each scenario measures.
 func benchCommand() *command {
 	var names []string
 	about := "Scenarios:\n"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 // TestBenchAll runs every scenario with small counts and checks the shape

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 // leaf is a runnable command of the table and its path ("dlq list").
@@ -118,5 +119,20 @@ func TestMigrateStatusExitCodeAndEnvironment(t *testing.T) {
 	// The flag wins over the environment.
 	if code, out, _ = docket(t, "migrate", "status", "--schema", pgtest.Schema(t)); code != exitPending {
 		t.Fatalf("migrate status of another schema: %d %q", code, out)
+	}
+}
+
+// The command users deploy links no fault injection: the fault suite, its
+// proxy and the soak are tools of the repository.
+func TestBinaryLinksNoFaultInjection(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.Contains(pkg, "/faultsuite") || strings.Contains(pkg, "/faultproxy") || strings.Contains(pkg, "/tools/soak") {
+			t.Errorf("docket links %s", pkg)
+		}
 	}
 }

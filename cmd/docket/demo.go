@@ -17,7 +17,7 @@ import (
 
 	docketq "github.com/docketq/docket" // the CLI's tests have a docket func
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgsrv"
+	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"

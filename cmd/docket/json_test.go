@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 func TestLimitsCommands(t *testing.T) {

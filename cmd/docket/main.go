@@ -1,5 +1,5 @@
 // Command docket operates Docket's tables: migrations, status, dead-letter
-// triage, jobs, queues, schedules, workflows, metrics, the demo, benchmarks and the soak.
+// triage, jobs, queues, schedules, workflows, metrics, the demo and benchmarks.
 //
 // Usage:
 //
@@ -41,7 +41,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/docketq/docket/internal/pgsql"
+	"github.com/docketq/docket/internal/engine/pgsql"
 )
 
 func main() {
@@ -92,7 +92,6 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 migrations pending (migrate s
 			metricsCommand(),
 			demoCommand(),
 			benchCommand(),
-			soakCommand(),
 			versionCommand(),
 		},
 	}

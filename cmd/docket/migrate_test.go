@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"

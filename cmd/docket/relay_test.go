@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 )

@@ -9,7 +9,7 @@ import (
 
 	docketq "github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 )

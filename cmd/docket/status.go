@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docketq/docket/internal/plural"
+	"github.com/docketq/docket/internal/engine/plural"
 	"github.com/docketq/docket/outbox"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/queue"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )

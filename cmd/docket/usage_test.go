@@ -101,12 +101,9 @@ var validArgs = map[string]leafArgs{
 	"metrics serve":     {flags: []string{"--addr", "127.0.0.1:0"}},
 	"demo":              {flags: []string{"--orders", "1"}},
 	"bench":             {flags: []string{"--scenario", "insert", "--jobs", "10"}},
-	"soak":              {flags: []string{"--duration", "1s"}},
 	"version":           {},
 }
 
-// notRunValid are the leaves whose valid arguments the test does not run.
-var notRunValid = map[string]string{"soak": "it starts a private PostgreSQL cluster"}
 
 // malformedText are wrong values of the text flags: by name, or by leaf
 // and name where one name means different things. Numbers, durations and
@@ -330,13 +327,6 @@ func TestUsageErrorsBeforeConnecting(t *testing.T) {
 		{[]string{"version", "--schema", "x"}, "not defined: -schema"},
 		{[]string{"demo", "--orders", "0"}, "--orders must be at least 1"},
 		{[]string{"bench", "--scenario", "all", "--rate", "-1"}, "--rate must be positive"},
-		{[]string{"soak", "--rate", "0"}, "--rate must be at least 1"},
-		{[]string{"soak", "--workers", "0"}, "--workers must be at least 1"},
-		{[]string{"soak", "--duration", "0s"}, "--duration must be positive"},
-		{[]string{"soak", "--schedule-every", "7s"}, "--schedule-every 7s: want 1m or whole seconds that divide a minute"},
-		{[]string{"soak", "--schedules", "-1"}, "--schedules must be 0 or more"},
-		{[]string{"soak", "extra"}, `unexpected argument "extra"`},
-		{[]string{"soak", "--serve-worker"}, "--serve-worker is for the soak's own worker processes"},
 	}
 	leaves := 0
 	for _, l := range walk(commands(), "") {
@@ -362,10 +352,6 @@ func TestUsageErrorsBeforeConnecting(t *testing.T) {
 		}
 		cases = append(cases, misuses(t, l, base)...)
 
-		if why, skip := notRunValid[l.path]; skip {
-			t.Logf("%s: valid arguments not run: %s", l.path, why)
-			continue
-		}
 		args := slices.Concat(path, base, validArgs[l.path].flags, validArgs[l.path].pos)
 		code, _, errOut, rec := try(args)
 		if code == exitUsage {

@@ -10,7 +10,7 @@ import (
 	"context"
 	"time"
 
-	docket "github.com/docketq/docket/internal/core"
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -6,7 +6,7 @@
 -- the caller creates can shadow a name they use. A deployment where one
 -- role owns everything calls them too: the result is the same.
 --
--- Callers (internal/queue/partitions.go) hold the schema's partition
+-- Callers (internal/engine/queue/partitions.go) hold the schema's partition
 -- advisory lock and a short lock_timeout around each call.
 
 -- docket_create_history_partition creates and attaches the partition for

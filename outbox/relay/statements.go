@@ -1,6 +1,6 @@
 package relay
 
-import "github.com/docketq/docket/internal/pgsql"
+import "github.com/docketq/docket/internal/engine/pgsql"
 
 // statements holds the relay's SQL rendered for its schema; each statement
 // is written beside the code that runs it.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/natssrv"
-	"github.com/docketq/docket/internal/pgtest"
+	"github.com/docketq/docket/internal/testkit/natssrv"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"

@@ -10,8 +10,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/docketq/docket/internal/pgtest"
-	"github.com/docketq/docket/internal/rabbitsrv"
+	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/internal/testkit/rabbitsrv"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
@@ -20,7 +20,7 @@ import (
 // brokerURL is the RabbitMQ the tests use: $DOCKET_RABBITMQ_URL, else the
 // machine's on 127.0.0.1:5672 (guest/guest) when it answers, else a
 // private node started for the test from the installed rabbitmq-server
-// (internal/rabbitsrv).
+// (internal/testkit/rabbitsrv).
 func brokerURL(t *testing.T) string {
 	t.Helper()
 	srv, err := rabbitsrv.Discover()

@@ -1,0 +1,217 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Every outcome below is fenced by the claim it speaks for: a job's id, the
+// claim id of its run and locked_by = worker must all match (see the
+// package doc). A run that lost its lease (reaped, maybe claimed again, even
+// by the same worker) changes nothing, and the job is missing from the
+// returned ids.
+
+const (
+	// sqlCompleteHistory moves runs ($1 ids, $3 their claims, see
+	// runClaims) of worker $2 to history, finished at $4, or when the
+	// statement runs if $4 is null (not at the start of its transaction: a
+	// transactional handler's transaction began before its handler ran).
+	sqlCompleteHistory = `WITH d AS (
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+	RETURNING j.*
+)
+INSERT INTO {{schema}}.docket_jobs_done
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id)
+SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id
+FROM d
+RETURNING id`
+
+	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs j
+WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+RETURNING j.id`
+
+	// sqlFail records failed attempts: jobs with attempts left go back to
+	// ready/scheduled after their delay; exhausted ones move to dead.
+	sqlFail = `WITH i AS (
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS i(id, err, delay_ms, claim_id)
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs j USING i
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
+	RETURNING j.*, 'exhausted'::text AS reason, i.err
+), dead AS (` + pgsql.DeadInsert + `
+), retried AS (
+	UPDATE {{schema}}.docket_jobs j
+	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
+		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + pgsql.NextReadySeq + `,
+		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	FROM i
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts < j.max_attempts
+	RETURNING j.id
+)
+SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
+
+	// sqlSnooze reschedules jobs without spending the attempt their claim counted.
+	sqlSnooze = `UPDATE {{schema}}.docket_jobs j
+SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
+	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + pgsql.NextReadySeq + `,
+	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+FROM unnest($1::bigint[], $3::bigint[], $4::bigint[]) AS i(id, delay_ms, claim_id)
+WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
+RETURNING j.id`
+
+	sqlDeadLetter = `WITH i AS (
+	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[], $5::bigint[]) AS i(id, reason, err, claim_id)
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs j USING i
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
+	RETURNING j.*, i.reason, i.err
+)
+` + pgsql.DeadInsert
+
+	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
+	// attempt is not counted.
+	sqlRelease = `UPDATE {{schema}}.docket_jobs j
+SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
+WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+RETURNING j.id`
+)
+
+// Complete finishes the worker's runs: their jobs move to history, or are
+// deleted when history is off. finishedAt is recorded as the finish time;
+// zero means the database's clock when the statement runs. It returns the
+// ids it finished.
+//
+// Outside a transaction, a missing history partition is created and the
+// statement run again. In a caller's transaction the failed statement has
+// aborted the transaction: the error is returned (see RepairHistory).
+func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Run, finishedAt time.Time) ([]int64, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids, claims := runClaims(runs)
+	if !q.history {
+		return q.ids(ctx, db, q.sql.completeDelete, ids, worker, claims)
+	}
+	var at *time.Time
+	if !finishedAt.IsZero() {
+		at = &finishedAt
+	}
+	done, err := q.ids(ctx, db, q.sql.completeHistory, ids, worker, claims, at)
+	if !pgsql.IsTx(db) {
+		if missing, perr := q.RepairHistory(ctx, db, err, finishedAt); missing && perr == nil {
+			return q.ids(ctx, db, q.sql.completeHistory, ids, worker, claims, at)
+		}
+	}
+	return done, err
+}
+
+// Failure is one failed attempt of a job.
+type Failure struct {
+	Run
+	// Error is recorded as the job's last error. It must not contain payload data.
+	Error string
+	// Delay is how long to wait before the next attempt (see outbox.Backoff).
+	Delay time.Duration
+}
+
+// FailResult says what Fail did with each job it still owned.
+type FailResult struct {
+	Retried []int64 // back to ready or scheduled after their delay
+	Dead    []int64 // attempts exhausted: moved to the dead-letter table
+}
+
+// Fail records failed attempts. Jobs with attempts left are retried after
+// their Delay; jobs on their last attempt move to the dead-letter table.
+func (q *Queue) Fail(ctx context.Context, db DB, worker uuid.UUID, failures []Failure) (FailResult, error) {
+	var res FailResult
+	if len(failures) == 0 {
+		return res, nil
+	}
+	ids := make([]int64, len(failures))
+	claims := make([]int64, len(failures))
+	errs := make([]string, len(failures))
+	delays := make([]int64, len(failures))
+	for i, f := range failures {
+		ids[i], claims[i], errs[i], delays[i] = f.ID, f.ClaimID, f.Error, f.Delay.Milliseconds()
+	}
+	err := q.run(ctx, db, pgsql.IndexSettings, q.sql.fail, []any{ids, worker, errs, delays, claims}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id int64
+			var dead bool
+			if err := rows.Scan(&id, &dead); err != nil {
+				return err
+			}
+			if dead {
+				res.Dead = append(res.Dead, id)
+			} else {
+				res.Retried = append(res.Retried, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return FailResult{}, err
+	}
+	return res, nil
+}
+
+// Snoozed is one job to run again later without spending an attempt.
+type Snoozed struct {
+	Run
+	Delay time.Duration
+}
+
+// Snooze puts the worker's jobs back for another run after their delay; the
+// attempt the claim counted is given back.
+func (q *Queue) Snooze(ctx context.Context, db DB, worker uuid.UUID, jobs []Snoozed) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(jobs))
+	claims := make([]int64, len(jobs))
+	delays := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i], claims[i], delays[i] = j.ID, j.ClaimID, j.Delay.Milliseconds()
+	}
+	return q.ids(ctx, db, q.sql.snooze, ids, worker, delays, claims)
+}
+
+// Dead is one job to move to the dead-letter table at once.
+type Dead struct {
+	Run
+	Reason string // one of outbox's Reason constants
+	Error  string
+}
+
+// DeadLetter moves the worker's jobs straight to the dead-letter table,
+// whatever attempts they have left (cancelled or undecodable jobs).
+func (q *Queue) DeadLetter(ctx context.Context, db DB, worker uuid.UUID, jobs []Dead) ([]int64, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(jobs))
+	claims := make([]int64, len(jobs))
+	reasons := make([]string, len(jobs))
+	errs := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i], claims[i], reasons[i], errs[i] = j.ID, j.ClaimID, j.Reason, j.Error
+	}
+	return q.ids(ctx, db, q.sql.deadLetter, ids, worker, reasons, errs, claims)
+}
+
+// Release hands the worker's unfinished runs back to ready at once (at
+// shutdown), without counting the interrupted attempt.
+func (q *Queue) Release(ctx context.Context, db DB, worker uuid.UUID, runs []Run) ([]int64, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids, claims := runClaims(runs)
+	return q.ids(ctx, db, q.sql.release, ids, worker, claims)
+}

@@ -1,0 +1,139 @@
+package queue_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+)
+
+func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max int, perTenant bool) queue.LimitedClaim {
+	t.Helper()
+	res, err := b.q.ClaimLimited(b.ctx, b.pool, queue.LimitedClaimParams{
+		Limit: limit, Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Max: max, Lease: time.Minute,
+		PerTenant: perTenant,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func (b *bundle) setLimit(t *testing.T, l outbox.Limit) {
+	t.Helper()
+	if err := b.client.SetLimit(b.ctx, b.pool, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A concurrency limit grants a key as many jobs as it has free places; a
+// job's place is free again once it leaves the running state, by an
+// outcome or by the reaper.
+func TestClaimLimitedConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, outbox.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
+	for _, tenant := range []string{"a", "b", ""} {
+		b.enqueueN(t, 5, outbox.Opts{Tenant: tenant})
+	}
+	w := uuid.New()
+	first := b.claimLimited(t, "noop_tenants", w, 100, true)
+	per := map[string]int{}
+	for _, j := range first.Jobs {
+		per[j.Tenant]++
+	}
+	if fmt.Sprint(per) != "map[:2 a:2 b:2]" {
+		t.Fatalf("first claim took %v per tenant, want 2 of each", per)
+	}
+	if !first.Held || first.Wait != 0 {
+		t.Fatalf("first claim: held %v wait %s, want held until a job ends", first.Held, first.Wait)
+	}
+	if again := b.claimLimited(t, "noop_tenants", w, 100, true); len(again.Jobs) != 0 || !again.Held {
+		t.Fatalf("a full limit granted %d jobs (held %v)", len(again.Jobs), again.Held)
+	}
+
+	// One of tenant a's jobs completes, one of b's is lost and reaped.
+	var a, bj []queue.Run
+	for _, j := range first.Jobs {
+		switch j.Tenant {
+		case "a":
+			a = append(a, queue.RunOf(j))
+		case "b":
+			bj = append(bj, queue.RunOf(j))
+		}
+	}
+	if done, err := b.q.Complete(b.ctx, b.pool, w, a[:1], time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_jobs")+` SET lease_until = now() - interval '1 second' WHERE id = $1`, bj[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.q.Reap(b.ctx, b.pool, 100); err != nil {
+		t.Fatal(err)
+	}
+	next := b.claimLimited(t, "noop_tenants", w, 100, true)
+	per = map[string]int{}
+	for _, j := range next.Jobs {
+		per[j.Tenant]++
+	}
+	if fmt.Sprint(per) != "map[a:1 b:1]" {
+		t.Fatalf("after one end per tenant a and b the claim took %v, want one each", per)
+	}
+}
+
+// A rate limit grants its bucket's whole tokens, and says when the next
+// is due.
+func TestClaimLimitedRate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, outbox.Limit{Name: "noop_rate", Kind: "noop", Rate: 10, Per: time.Second, Burst: 3})
+	b.enqueueN(t, 20, outbox.Opts{})
+	w := uuid.New()
+	first := b.claimLimited(t, "noop_rate", w, 100, false)
+	if len(first.Jobs) != 3 || !first.Held || first.Wait <= 0 || first.Wait > 100*time.Millisecond {
+		t.Fatalf("first claim took %d jobs, held %v, wait %s: want the burst of 3 and a wait of at most 100ms",
+			len(first.Jobs), first.Held, first.Wait)
+	}
+	time.Sleep(first.Wait + 150*time.Millisecond)
+	next := b.claimLimited(t, "noop_rate", w, 100, false)
+	if len(next.Jobs) < 1 || len(next.Jobs) > 3 {
+		t.Fatalf("after %s the claim took %d jobs, want 1 to 3 at 10/s", first.Wait+150*time.Millisecond, len(next.Jobs))
+	}
+	// Budget or not, a claim never takes more than it asks for, nor
+	// jobs of kinds it was not given.
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE state = 'running'`); n != len(first.Jobs)+len(next.Jobs) {
+		t.Fatalf("%d jobs running, claims returned %d", n, len(first.Jobs)+len(next.Jobs))
+	}
+}
+
+// Limits are validated before anything is written, and one scope has one
+// limit.
+func TestSetLimitRejects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, l := range []outbox.Limit{
+		{Name: "", Kind: "noop", MaxRunning: 1},
+		{Name: "both", Queue: "q", Kind: "noop", MaxRunning: 1},
+		{Name: "none", Kind: "noop"},
+		{Name: "per", Kind: "noop", Per: time.Second, MaxRunning: 1},
+		{Name: "short", Kind: "noop", Rate: 5, Per: time.Microsecond},
+		{Name: "neg", Kind: "noop", MaxRunning: -1},
+		{Name: "bad name", Kind: "noop", MaxRunning: 1},
+	} {
+		if err := b.client.SetLimit(b.ctx, b.pool, l); err == nil {
+			t.Errorf("SetLimit(%+v) accepted", l)
+		}
+	}
+	b.setLimit(t, outbox.Limit{Name: "one", Kind: "noop", MaxRunning: 1})
+	if err := b.client.SetLimit(b.ctx, b.pool, outbox.Limit{Name: "two", Kind: "noop", MaxRunning: 2}); err == nil {
+		t.Error("a second limit on kind noop was accepted")
+	}
+	b.setLimit(t, outbox.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second})
+	got, err := b.client.Limits(b.ctx, b.pool)
+	if err != nil || len(got) != 1 || got[0] != (outbox.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second, Burst: 5}) {
+		t.Fatalf("limits %+v (%v), want the replaced limit with burst 5", got, err)
+	}
+}

@@ -1,0 +1,515 @@
+package queue_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+)
+
+func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const total = 20000
+	b.enqueueN(t, total, outbox.Opts{})
+	var mu sync.Mutex
+	seen := make(map[int64]int, total)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker := uuid.New()
+			for {
+				jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
+					Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute,
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					seen[j.ID]++
+					if j.Attempt != 1 {
+						t.Errorf("job %d attempt %d", j.ID, j.Attempt)
+					}
+				}
+				mu.Unlock()
+				if done, err := b.q.Complete(b.ctx, b.pool, worker, runsOf(jobs), time.Time{}); err != nil || len(done) != len(jobs) {
+					t.Errorf("complete: %d of %d, %v", len(done), len(jobs), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != total {
+		t.Fatalf("claimed %d distinct jobs, want %d", len(seen), total)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("job %d claimed %d times", id, n)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != total {
+		t.Fatalf("%d in history, want %d", n, total)
+	}
+}
+
+func TestClaimOrderAndFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	low := b.enqueueN(t, 2, outbox.Opts{Priority: -1})
+	high := b.enqueueN(t, 2, outbox.Opts{Priority: 5})
+	mid := b.enqueueN(t, 2, outbox.Opts{})
+	if _, err := b.client.Enqueue(b.ctx, b.pool, other{}, outbox.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{Queue: "elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs := b.claim(t, uuid.New(), 100, time.Minute)
+	var got []int64
+	for _, j := range jobs {
+		got = append(got, j.ID)
+	}
+	want := append(append(append([]int64{}, high...), mid...), low...)
+	if len(got) != len(want) {
+		t.Fatalf("claimed %v, want %v (other kinds and queues left alone)", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("claim order %v, want %v", got, want)
+		}
+	}
+}
+
+func TestHeartbeatAndLostJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 3, outbox.Opts{})
+	owner, stranger := uuid.New(), uuid.New()
+	jobs := b.claim(t, owner, 3, time.Minute)
+	runs := runsOf(jobs)
+	kept, err := b.q.Heartbeat(b.ctx, b.pool, stranger, runs, time.Hour)
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("stranger heartbeat kept %v (%v)", kept, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE lease_until > now() + interval '5 minutes'`); n != 0 {
+		t.Fatal("stranger's heartbeat extended a lease")
+	}
+	kept, err = b.q.Heartbeat(b.ctx, b.pool, owner, runs, time.Hour)
+	if err != nil || len(kept) != 3 {
+		t.Fatalf("owner heartbeat kept %v (%v)", kept, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE lease_until > now() + interval '50 minutes'`); n != 3 {
+		t.Fatal("owner's heartbeat did not extend the leases")
+	}
+}
+
+func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 1})
+	b.enqueueN(t, 1, outbox.Opts{}) // stays ready, untouched by the reaper
+	old := uuid.New()
+	jobs := b.claim(t, old, 2, time.Millisecond)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d", len(jobs))
+	}
+	// Give one job attempts to spare, so the reaper requeues it, and leave
+	// the other on its last attempt, so the reaper dead-letters it.
+	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_jobs")+` SET max_attempts = 5 WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	res, err := b.q.Reap(b.ctx, b.pool, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requeued != 1 || res.Dead != 1 {
+		t.Fatalf("reap %+v, want 1 requeued and 1 dead", res)
+	}
+	if r, _ := b.q.Reap(b.ctx, b.pool, 100); r != (queue.ReapResult{}) {
+		t.Fatalf("second reap %+v, want nothing", r)
+	}
+	// A new worker claims the requeued job.
+	fresh := uuid.New()
+	again := b.claim(t, fresh, 10, time.Minute)
+	if len(again) != 2 {
+		t.Fatalf("reclaimed %d jobs, want the requeued one and the untouched one", len(again))
+	}
+	// A requeued job goes to the back of its priority: it became ready last.
+	if j := again[1]; j.ID != ids[0] || j.Attempt != 2 || j.LastError == "" {
+		t.Fatalf("requeued job reclaimed as %+v", j)
+	}
+	// The old worker's late statements change nothing.
+	b.requireStale(t, old, runsOf(jobs))
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND locked_by = $2 AND state = 'running'`, ids[0], fresh); n != 1 {
+		t.Fatal("new owner's state was overwritten")
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'lease_expired'`, ids[1]); n != 1 {
+		t.Fatal("job on its last attempt was not dead-lettered by the reaper")
+	}
+}
+
+// requireStale checks that every statement on a running job, for worker's
+// runs stale, changes nothing.
+func (b *bundle) requireStale(t *testing.T, worker uuid.UUID, stale []queue.Run) {
+	t.Helper()
+	if kept, _ := b.q.Heartbeat(b.ctx, b.pool, worker, stale, time.Hour); len(kept) != 0 {
+		t.Fatalf("stale heartbeat kept %v", kept)
+	}
+	if done, _ := b.q.Complete(b.ctx, b.pool, worker, stale, time.Time{}); len(done) != 0 {
+		t.Fatalf("stale complete finished %v", done)
+	}
+	if r, _ := b.q.Fail(b.ctx, b.pool, worker, []queue.Failure{{Run: stale[0], Error: "late"}}); len(r.Dead)+len(r.Retried) != 0 {
+		t.Fatalf("stale fail did %+v", r)
+	}
+	if got, _ := b.q.Snooze(b.ctx, b.pool, worker, []queue.Snoozed{{Run: stale[0]}}); len(got) != 0 {
+		t.Fatal("stale snooze applied")
+	}
+	if got, _ := b.q.Release(b.ctx, b.pool, worker, stale); len(got) != 0 {
+		t.Fatal("stale release applied")
+	}
+	if got, _ := b.q.DeadLetter(b.ctx, b.pool, worker, []queue.Dead{{Run: stale[0], Reason: outbox.ReasonCancelled}}); len(got) != 0 {
+		t.Fatal("stale dead-letter applied")
+	}
+}
+
+// TestSameWorkerReclaimFencesStaleRun: a worker whose run was reaped claims
+// the job again; every statement on behalf of the first run then changes
+// nothing, though locked_by is the same, and the second run's own
+// statements still land.
+func TestSameWorkerReclaimFencesStaleRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 3, outbox.Opts{})
+	w := uuid.New()
+	first := b.claim(t, w, 3, time.Millisecond)
+	if len(first) != 3 {
+		t.Fatalf("claimed %d", len(first))
+	}
+	for _, j := range first[1:] {
+		if j.ClaimID == 0 || j.ClaimID != first[0].ClaimID {
+			t.Fatalf("jobs of one claim have claim ids %d and %d, want one non-zero id", first[0].ClaimID, j.ClaimID)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	if r, err := b.q.Reap(b.ctx, b.pool, 100); err != nil || r.Requeued != 3 {
+		t.Fatalf("reap %+v %v", r, err)
+	}
+	second := b.claim(t, w, 3, time.Minute)
+	if len(second) != 3 || second[0].ClaimID == first[0].ClaimID {
+		t.Fatalf("reclaimed %d jobs under claim %d, want 3 under a new claim", len(second), second[0].ClaimID)
+	}
+	stale := runsOf(first)
+	b.requireStale(t, w, stale)
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE state = 'running' AND attempts = 2 AND claim_id = $1`, second[0].ClaimID); n != 3 {
+		t.Fatalf("%d jobs still running under the second claim, want 3", n)
+	}
+	// Both runs' outcomes in one statement: only the current one lands.
+	current := runsOf(second)
+	if kept, err := b.q.Heartbeat(b.ctx, b.pool, w, append(stale, current...), time.Hour); err != nil || len(kept) != 3 {
+		t.Fatalf("heartbeat of both runs kept %v (%v), want the 3 current", kept, err)
+	}
+	done, err := b.q.Complete(b.ctx, b.pool, w, append(stale, current...), time.Time{})
+	if err != nil || len(done) != 3 {
+		t.Fatalf("complete of both runs finished %v (%v), want the 3 current", done, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")+` WHERE attempts = 2`); n != 3 {
+		t.Fatalf("%d jobs in history with attempt 2, want 3", n)
+	}
+}
+
+// TestCompleteRecordsFinishTime: finished_at is when the completion ran (or
+// the time given), not when its transaction began.
+func TestCompleteRecordsFinishTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 2, outbox.Opts{})
+	w := uuid.New()
+	jobs := b.claim(t, w, 2, time.Minute)
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(b.ctx)
+	var began time.Time
+	if err := tx.QueryRow(b.ctx, `SELECT now()`).Scan(&began); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if done, err := b.q.Complete(b.ctx, tx, w, runsOf(jobs[:1]), time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete in tx: %v %v", done, err)
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	if err := b.q.EnsurePartitions(b.ctx, b.pool, at, 0); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs[1:]), at); err != nil || len(done) != 1 {
+		t.Fatalf("complete at a given time: %v %v", done, err)
+	}
+	var first, second time.Time
+	q := `SELECT finished_at FROM ` + b.table("docket_jobs_done") + ` WHERE id = $1`
+	if err := b.pool.QueryRow(b.ctx, q, jobs[0].ID).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.pool.QueryRow(b.ctx, q, jobs[1].ID).Scan(&second); err != nil {
+		t.Fatal(err)
+	}
+	if first.Sub(began) < 40*time.Millisecond {
+		t.Fatalf("finished_at %v is the transaction's start %v, not the completion's time", first, began)
+	}
+	if !second.Equal(at) {
+		t.Fatalf("finished_at %v, want the given %v", second, at)
+	}
+}
+
+func TestFailRetryAndExhaust(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 2})
+	w := uuid.New()
+	first := byID(b.claim(t, w, 2, time.Minute))
+	res, err := b.q.Fail(b.ctx, b.pool, w, []queue.Failure{
+		{Run: first[ids[0]], Error: "boom", Delay: time.Hour},
+		{Run: first[ids[1]], Error: "boom", Delay: 0},
+	})
+	if err != nil || len(res.Retried) != 2 || len(res.Dead) != 0 {
+		t.Fatalf("first failure: %+v %v", res, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'scheduled' AND run_at > now() + interval '59 minutes' AND last_error = 'boom' AND locked_by IS NULL`, ids[0]); n != 1 {
+		t.Fatal("delayed retry not scheduled")
+	}
+	jobs := b.claim(t, w, 2, time.Minute)
+	if len(jobs) != 1 || jobs[0].ID != ids[1] || jobs[0].Attempt != 2 {
+		t.Fatalf("retry claim: %+v", jobs)
+	}
+	res, err = b.q.Fail(b.ctx, b.pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "boom again"}})
+	if err != nil || len(res.Dead) != 1 {
+		t.Fatalf("exhausting failure: %+v %v", res, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'exhausted' AND last_error = 'boom again' AND attempts = 2`, ids[1]); n != 1 {
+		t.Fatal("exhausted job not in dead-letter table")
+	}
+}
+
+func TestSnoozeCancelReleasePromote(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.enqueueN(t, 3, outbox.Opts{})
+	w := uuid.New()
+	runs := byID(b.claim(t, w, 3, time.Minute))
+	if got, err := b.q.Snooze(b.ctx, b.pool, w, []queue.Snoozed{{Run: runs[ids[0]], Delay: 50 * time.Millisecond}}); err != nil || len(got) != 1 {
+		t.Fatalf("snooze %v %v", got, err)
+	}
+	if got, err := b.q.DeadLetter(b.ctx, b.pool, w, []queue.Dead{{Run: runs[ids[1]], Reason: outbox.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
+		t.Fatalf("cancel %v %v", got, err)
+	}
+	if got, err := b.q.Release(b.ctx, b.pool, w, []queue.Run{runs[ids[2]]}); err != nil || len(got) != 1 {
+		t.Fatalf("release %v %v", got, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND attempts = 0`, ids[2]); n != 1 {
+		t.Fatal("released job not ready with its attempt given back")
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE id = $1 AND reason = 'cancelled'`, ids[1]); n != 1 {
+		t.Fatal("cancelled job not dead-lettered")
+	}
+	// The snoozed job is scheduled, not claimable, until promoted.
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'scheduled' AND attempts = 0`, ids[0]); n != 1 {
+		t.Fatal("snoozed job not scheduled with its attempt given back")
+	}
+	next, ok, err := b.q.NextScheduled(b.ctx, b.pool)
+	if err != nil || !ok || next.Before(time.Now().Add(-time.Minute)) {
+		t.Fatalf("next scheduled %v %v %v", next, ok, err)
+	}
+	waitFor(t, func() bool {
+		qs, err := b.q.Promote(b.ctx, b.pool, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(qs) == 1 && qs[0] == "default"
+	})
+	jobs := b.claim(t, w, 10, time.Minute)
+	if len(jobs) != 2 {
+		t.Fatalf("after promote claimed %d jobs, want 2", len(jobs))
+	}
+	if _, ok, _ := b.q.NextScheduled(b.ctx, b.pool); ok {
+		t.Fatal("no job should be scheduled any more")
+	}
+}
+
+func TestTenantCapClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 6, outbox.Opts{}) // no tenant: one more tenant, "", found among the queue's first 4×20 jobs
+	b.enqueueN(t, 500, outbox.Opts{Tenant: "a"})
+	b.enqueueN(t, 5, outbox.Opts{Tenant: "b"})
+	b.enqueueN(t, 1, outbox.Opts{Tenant: "c"})
+	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
+		Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 20, Lease: time.Minute, TenantCap: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, j := range jobs {
+		per[j.Tenant]++
+	}
+	if per["a"] != 4 || per["b"] != 4 || per["c"] != 1 || per[""] != 4 {
+		t.Fatalf("capped batch per tenant %v, want a:4 b:4 c:1 and 4 without a tenant", per)
+	}
+	// Uncapped, the oldest jobs take the whole batch: the two left without
+	// a tenant, then a's.
+	jobs = b.claim(t, uuid.New(), 20, time.Minute)
+	for i, j := range jobs {
+		if want := map[bool]string{true: "", false: "a"}[i < 2]; j.Tenant != want {
+			t.Fatalf("uncapped claim took job %d of tenant %q, want %q", i, j.Tenant, want)
+		}
+	}
+}
+
+// TestTenantCapUntenantedBehindFlood pins down the documented limit of the
+// capped claim: jobs without a tenant are looked for among the queue's
+// first 4×limit ready jobs only, so behind a deeper flood they wait for it
+// to drain as in an uncapped queue.
+func TestTenantCapUntenantedBehindFlood(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 60, outbox.Opts{Tenant: "a"})
+	b.enqueueN(t, 3, outbox.Opts{})
+	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"},
+		Limit: 10, Lease: time.Minute, TenantCap: 2}
+	untenanted := 0
+	for claim := 1; claim <= 40 && untenanted == 0; claim++ {
+		jobs, err := b.q.Claim(b.ctx, b.pool, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Tenant == "" {
+				untenanted++
+			}
+		}
+		// Each claim takes 2 of a's jobs. Claims 1 to 11 see only a's jobs in
+		// their window of 40; claim 12, with 38 of a's left, sees the
+		// untenanted jobs too and takes 2 of them (the cap).
+		if claim <= 11 && untenanted > 0 {
+			t.Fatalf("claim %d found an untenanted job behind %d jobs of a's flood", claim, 60-2*(claim-1))
+		}
+		if claim == 12 && untenanted != 2 {
+			t.Fatalf("claim 12 took %d untenanted jobs, want 2 (the cap)", untenanted)
+		}
+	}
+	if untenanted != 2 {
+		t.Fatalf("untenanted jobs never claimed")
+	}
+}
+
+func TestRetentionDropsOldPartitionsOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
+		t.Fatalf("second ensure is not idempotent: %v", err)
+	}
+	// An old finished job, a recent one and live jobs.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_jobs_done")+` (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, finished_at, payload)
+		VALUES (1, 'default', 'noop', 0, '', 1, 1, now(), now(), now() - interval '9 days', '{}'), (2, 'default', 'noop', 0, '', 1, 1, now(), now(), now(), '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	live := b.enqueueN(t, 10, outbox.Opts{})
+	dropped, err := b.q.DropPartitions(b.ctx, b.pool, now.AddDate(0, 0, -7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 3 {
+		t.Fatalf("dropped %v, want the 3 days ended before the cutoff", dropped)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != 1 {
+		t.Fatalf("%d history rows, want only the recent one", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = ANY($1)`, live); n != 10 {
+		t.Fatal("retention touched live jobs")
+	}
+	parts, _ := b.q.Partitions(b.ctx, b.pool)
+	if len(parts) != 13-3 {
+		t.Fatalf("%d partitions left: %v", len(parts), parts)
+	}
+}
+
+// TestEnsurePartitionsConcurrently runs the maintenance of several worker
+// processes at once: each must succeed, whoever creates a day first.
+func TestEnsurePartitionsConcurrently(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for round := range 3 {
+		day := time.Now().UTC().AddDate(0, 0, 40+10*round)
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				c, err := queue.New(b.schema, queue.Config{})
+				if err == nil {
+					err = c.EnsurePartitions(b.ctx, b.pool, day, 2)
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+	parts, err := b.q.Partitions(b.ctx, b.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2+3*3 { // setup's today and tomorrow, and three days per round
+		t.Fatalf("%d partitions: %v", len(parts), parts)
+	}
+}
+
+func TestCompleteCreatesMissingPartition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	parts, _ := b.q.Partitions(b.ctx, b.pool)
+	for _, p := range parts {
+		if _, err := b.pool.Exec(b.ctx, `DROP TABLE `+b.table(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := b.enqueueN(t, 1, outbox.Opts{})
+	w := uuid.New()
+	done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 1, time.Minute)), time.Time{})
+	if err != nil || len(done) != 1 || done[0] != ids[0] {
+		t.Fatalf("complete without partition: %v %v", done, err)
+	}
+}
+
+func TestHistoryOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, outbox.Config{DisableHistory: true})
+	b.enqueueN(t, 5, outbox.Opts{})
+	w := uuid.New()
+	if done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 5, time.Minute)), time.Time{}); err != nil || len(done) != 5 {
+		t.Fatalf("%v %v", done, err)
+	}
+	if n := b.count(t, `SELECT (SELECT count(*) FROM `+b.table("docket_jobs")+`) + (SELECT count(*) FROM `+b.table("docket_jobs_done")+`)`); n != 0 {
+		t.Fatalf("%d rows left with history off", n)
+	}
+}

@@ -1,0 +1,71 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/outbox"
+	"github.com/google/uuid"
+)
+
+func benchSetup(b *testing.B, cfg outbox.Config) *bundle {
+	b.Helper()
+	return newBundle(b, pgtest.PoolN(b, 4), cfg)
+}
+
+// BenchmarkClaimComplete100 runs the worker runtime's hot cycle, a claim of
+// 100 jobs and the completion of that batch, timing one half at a time:
+// "claim" times the claims, "complete" the completions with history on and
+// off.
+func BenchmarkClaimComplete100(b *testing.B) {
+	b.Run("claim", func(b *testing.B) { claimCompleteCycle(b, true, true) })
+	b.Run("complete/history=on", func(b *testing.B) { claimCompleteCycle(b, true, false) })
+	b.Run("complete/history=off", func(b *testing.B) { claimCompleteCycle(b, false, false) })
+}
+
+func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
+	s := benchSetup(b, outbox.Config{DisableHistory: !history})
+	items := make([]outbox.Item, 1000)
+	for i := range items {
+		items[i] = outbox.Item{Args: noop{N: i}}
+	}
+	w := uuid.New()
+	params := queue.ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute}
+	runs := make([]queue.Run, 0, 100)
+	// timed runs fn with the timer on only for the half being measured.
+	timed := func(on bool, fn func()) {
+		if !on {
+			b.StopTimer()
+			defer b.StartTimer()
+		}
+		fn()
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%10 == 0 {
+			timed(false, func() {
+				if _, err := s.client.EnqueueMany(s.ctx, s.pool, items); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		timed(timeClaim, func() {
+			jobs, err := s.q.Claim(s.ctx, s.pool, params)
+			if err != nil || len(jobs) != 100 {
+				b.Fatalf("claimed %d: %v", len(jobs), err)
+			}
+			runs = runs[:0]
+			for _, j := range jobs {
+				runs = append(runs, queue.RunOf(j))
+			}
+		})
+		timed(!timeClaim, func() {
+			if _, err := s.q.Complete(s.ctx, s.pool, w, runs, time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+}

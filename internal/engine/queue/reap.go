@@ -1,0 +1,52 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/jackc/pgx/v5"
+)
+
+// ReapResult counts what one Reap did.
+type ReapResult struct {
+	Requeued int64 // expired leases put back to ready
+	Dead     int64 // expired on their last attempt: dead-lettered
+}
+
+// leaseExpiredError is recorded on jobs whose worker stopped heartbeating.
+const leaseExpiredError = "lease expired: the worker stopped heartbeating (crashed, frozen or cut off)"
+
+const (
+	// sqlReap returns running jobs whose lease expired to ready, or moves
+	// them to dead when that was their last attempt. The lost attempt counts:
+	// a job that kills its worker must not be retried forever.
+	sqlReap = `WITH x AS (
+	SELECT id FROM {{schema}}.docket_jobs
+	WHERE state = 'running' AND lease_until < now()
+	ORDER BY id
+	LIMIT $1
+	FOR NO KEY UPDATE SKIP LOCKED
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts >= max_attempts
+	RETURNING *, 'lease_expired'::text AS reason, $2::text AS err
+), dead AS (` + pgsql.DeadInsert + `
+), back AS (
+	UPDATE {{schema}}.docket_jobs
+	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
+	RETURNING id
+)
+SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
+)
+
+// Reap returns up to limit running jobs whose lease expired to ready, or to
+// the dead-letter table when that was their last attempt. It is cheap and
+// idempotent, and safe to run from every process at once.
+func (q *Queue) Reap(ctx context.Context, db DB, limit int) (ReapResult, error) {
+	var r ReapResult
+	err := q.run(ctx, db, pgsql.IndexSettings, q.sql.reap, []any{limit, leaseExpiredError}, func(rows pgx.Rows) error {
+		return pgsql.ScanOne(rows, &r.Requeued, &r.Dead)
+	})
+	return r, err
+}

@@ -1,0 +1,68 @@
+package queue
+
+import (
+	"context"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+)
+
+// Workflows are jobs with dependencies (migration 014). A job waiting for
+// its parents becomes ready, or is cancelled, in the transaction that
+// removes its last parent from the jobs table: a trigger does it on every
+// path a job leaves by, so the claim and the outcomes here know nothing of
+// workflows. Two transactions that remove a child's last two parents at
+// once can each still see the other's parent and leave the child waiting;
+// the sweep below finishes what they left.
+
+// sqlSweepWorkflows walks up to $1 waiting workflow jobs that need a
+// decision: those of a cancelled workflow or with a dead parent they do
+// not run anyway after (cancelled, as the trigger would have), and those
+// with no parent left in the jobs table (made ready, or scheduled when
+// their run_at is ahead). It returns the queues of the jobs it made ready,
+// one entry per job. Jobs locked by another transaction are skipped: that
+// transaction is the one deciding about them.
+const sqlSweepWorkflows = `WITH w AS (
+	SELECT j.id, f.stopped, f.failed_parent
+	FROM {{schema}}.docket_jobs j
+	JOIN {{schema}}.docket_workflows wf ON wf.id = j.workflow_id
+	CROSS JOIN LATERAL (
+		SELECT wf.cancelled_at IS NOT NULL AS stopped,
+			(SELECT d.parent_id FROM {{schema}}.docket_workflow_deps d
+			 JOIN {{schema}}.docket_jobs_dead x ON x.id = d.parent_id
+			 WHERE d.child_id = j.id AND NOT d.run_anyway
+			 LIMIT 1) AS failed_parent
+	) f
+	WHERE j.state = 'waiting' AND j.workflow_id IS NOT NULL
+		AND (f.stopped OR f.failed_parent IS NOT NULL
+			OR (SELECT p.parent_id FROM {{schema}}.docket_workflow_deps p
+				JOIN {{schema}}.docket_jobs pj ON pj.id = p.parent_id
+				WHERE p.child_id = j.id
+				ORDER BY p.parent_id DESC LIMIT 1) IS NULL)
+	ORDER BY j.id
+	LIMIT $1
+	FOR UPDATE OF j SKIP LOCKED
+), gone AS (
+	DELETE FROM {{schema}}.docket_jobs j USING w
+	WHERE j.id = w.id AND (w.stopped OR w.failed_parent IS NOT NULL)
+	RETURNING j.*, 'cancelled'::text AS reason,
+		CASE WHEN w.stopped THEN format('workflow %s cancelled', j.workflow_id)
+			ELSE format('parent job %s failed', w.failed_parent) END AS err
+), dead AS (` + pgsql.DeadInsert + `
+), ready AS (
+	UPDATE {{schema}}.docket_jobs j
+	SET state = CASE WHEN j.run_at > now() THEN 'scheduled' ELSE 'ready' END,
+		ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(j.run_at, now())
+	FROM w
+	WHERE j.id = w.id AND NOT w.stopped AND w.failed_parent IS NULL
+	RETURNING j.queue, j.state
+)
+SELECT queue FROM ready WHERE state = 'ready'`
+
+// SweepWorkflows decides about up to limit workflow jobs left waiting
+// although their parents are gone (see sqlSweepWorkflows), and returns the
+// queues of the jobs it made ready, one entry per job. db should run it at
+// READ COMMITTED, where it sees every parent departure committed before it;
+// cheap when no job needs it.
+func (q *Queue) SweepWorkflows(ctx context.Context, db DB, limit int) ([]string, error) {
+	return column[string](ctx, q, db, q.sql.sweepWorkflows, limit)
+}
