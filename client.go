@@ -8,10 +8,12 @@ import (
 	"sync"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/internal/schedwire"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,13 +32,10 @@ type Config struct {
 	// Start and Stop do nothing.
 	Registry *handlers.Registry
 
-	// Worker tunes the worker runtime (pools, poll interval, lease,
-	// shutdown timeout, middleware, logger, metrics). Its DB, Outbox and
-	// Registry must be nil: NewClient sets them. Empty Pools means one pool
-	// of handlers.DefaultConcurrency slots serving "default" and every
-	// queue the registered kinds and Schedules name. Ignored without a
-	// Registry.
-	Worker handlers.Config
+	// Worker tunes the worker that runs Registry's handlers (pools, poll
+	// interval, lease, shutdown timeout, middleware, logger, metrics).
+	// Ignored without a Registry.
+	Worker WorkerConfig
 
 	// Schedules are the recurring jobs this process keeps: Start registers
 	// them (an idempotent upsert; every process may give the same list),
@@ -64,6 +63,15 @@ type Config struct {
 // ErrInvalidConfig wraps every error of NewClient about its Config.
 var ErrInvalidConfig = errors.New("docket: invalid client config")
 
+// ErrStarted is returned by Start on a client that was started before.
+var ErrStarted = worker.ErrStarted
+
+// ErrNotifyLost is what Client.NotifyCheck reports when the worker's LISTEN
+// connection did not hear the NOTIFY it sent itself: notifications do not
+// reach it (a transaction pooler in the way), and it finds jobs only by
+// polling. Give it WorkerConfig.ListenURL straight to PostgreSQL.
+var ErrNotifyLost = worker.ErrNotifyLost
+
 // Client is Docket's front door: one handle to enqueue jobs, run their
 // handlers and keep recurring schedules, built from one pool and one
 // Config. Start and Stop run the worker and the schedules together.
@@ -74,7 +82,7 @@ var ErrInvalidConfig = errors.New("docket: invalid client config")
 // Schedules() (list, pause, trigger). A Client is safe for concurrent use.
 type Client struct {
 	ob     *outbox.Client
-	worker *handlers.Worker // nil: enqueue-only
+	worker *worker.Worker // nil: enqueue-only
 	sched  *schedule.Service
 	wire   schedwire.Engine
 	cfg    []schedule.Schedule
@@ -86,22 +94,17 @@ type Client struct {
 
 // NewClient returns a client that works through pool; it does not touch
 // the database. It returns an error wrapping ErrInvalidConfig for fields
-// NewClient sets itself (Outbox.Kinds, Worker.DB/Outbox/Registry,
-// Scheduler.DB/Outbox) or a nil pool; schedule.ErrNoHandler, naming the
+// NewClient sets itself (Outbox.Kinds, Scheduler.DB/Outbox), an invalid
+// WorkerConfig or a nil pool; schedule.ErrNoHandler, naming the
 // schedule, for a schedule whose kind has no handler in Registry (or
 // Schedules without a Registry); and the errors of outbox.New,
-// handlers.NewWorker and schedule.New, wrapped.
-//
-// NewClient sets the schedules' outcome hook on their kinds in Registry
-// (handlers.SetOutcomeHook), so a registry serves at most one client with
-// schedules.
+// the worker and schedule.New, wrapped.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidConfig)
 	}
-	if cfg.Outbox.Kinds != nil || cfg.Worker.DB != nil || cfg.Worker.Outbox != nil || cfg.Worker.Registry != nil ||
-		cfg.Scheduler.DB != nil || cfg.Scheduler.Outbox != nil {
-		return nil, fmt.Errorf("%w: leave Outbox.Kinds, Worker.DB, Worker.Outbox, Worker.Registry, Scheduler.DB and Scheduler.Outbox unset: NewClient sets them", ErrInvalidConfig)
+	if cfg.Outbox.Kinds != nil || cfg.Scheduler.DB != nil || cfg.Scheduler.Outbox != nil {
+		return nil, fmt.Errorf("%w: leave Outbox.Kinds, Scheduler.DB and Scheduler.Outbox unset: NewClient sets them", ErrInvalidConfig)
 	}
 	kinds := scheduleKinds(cfg.Schedules)
 	for _, s := range cfg.Schedules {
@@ -111,7 +114,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		if cfg.Registry == nil {
 			return nil, fmt.Errorf("%w: schedule %q: kind %s: a client without a Registry runs no schedules", schedule.ErrNoHandler, s.Name, s.Args.Kind())
 		}
-		if _, ok := cfg.Registry.EnqueueDefaults(s.Args.Kind()); !ok {
+		if _, ok := cfg.Registry.KindOpts(s.Args.Kind()); !ok {
 			return nil, fmt.Errorf("%w: schedule %q: kind %s is not registered", schedule.ErrNoHandler, s.Name, s.Args.Kind())
 		}
 	}
@@ -149,22 +152,31 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	}
 	// Also with no kinds: then Schedules().Register rejects every schedule
 	// instead of registering one no worker of this client would advance.
-	if err := c.wire.Attach(cfg.Registry, kinds); err != nil {
-		return nil, fmt.Errorf("docket: new client: schedules: %w", err)
+	var kindsReg outbox.Kinds
+	if cfg.Registry != nil {
+		kindsReg = cfg.Registry
 	}
+	c.wire.Attach(kindsReg, kinds)
 	if cfg.Registry == nil {
 		return c, nil
 	}
-	wcfg := cfg.Worker
-	wcfg.DB, wcfg.Outbox, wcfg.Registry = pool, ob, cfg.Registry
+	wcfg := workerConfig(cfg.Worker)
+	wcfg.DB, wcfg.Outbox, wcfg.Handlers, wcfg.Propagator = pool, ob, cfg.Registry, cfg.Outbox.Propagator
 	if len(wcfg.Pools) == 0 {
-		wcfg.Pools = []handlers.PoolConfig{{Name: "default", Queues: servedQueues(cfg.Registry, cfg.Schedules)}}
+		wcfg.Pools = []worker.PoolConfig{{Name: "default", Queues: servedQueues(cfg.Registry, cfg.Schedules)}}
 	}
 	if len(kinds) > 0 {
+		wcfg.Hooks = map[string]worker.OutcomeHook{}
+		for _, k := range kinds {
+			wcfg.Hooks[k] = c.wire.Hook
+		}
 		// Outermost, so that a skipped run reaches no other middleware.
 		wcfg.Middleware = append([]handlers.Middleware{c.wire.Middleware}, wcfg.Middleware...)
 	}
-	if c.worker, err = handlers.NewWorker(wcfg); err != nil {
+	if c.worker, err = worker.New(wcfg); err != nil {
+		if errors.Is(err, worker.ErrInvalidConfig) {
+			return nil, fmt.Errorf("%w: Worker: %w", ErrInvalidConfig, err)
+		}
 		return nil, fmt.Errorf("docket: new client: %w", err)
 	}
 	return c, nil
@@ -199,13 +211,13 @@ func servedQueues(reg *handlers.Registry, schedules []schedule.Schedule) []strin
 // reconciler and the relay (Config.Relay), and returns; they run until Stop or until ctx ends. It fails
 // with outbox.ErrNotMigrated before `docket migrate up`, with the
 // errors of schedule.Service.Register for invalid schedules (nothing of
-// them is written), and with handlers.ErrStarted when called twice. On an
+// them is written), and with ErrStarted when called twice. On an
 // enqueue-only client it starts only the relay, if any. A failed Start may be retried.
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		return handlers.ErrStarted
+		return ErrStarted
 	}
 	if c.worker == nil {
 		if c.relay != nil {
@@ -243,7 +255,7 @@ func (c *Client) Start(ctx context.Context) error {
 
 // Stop stops the relay (finishing its round in flight and giving its
 // partitions back), the schedules' reconciler, then shuts the worker down
-// gracefully (see handlers.Worker.Stop): in-flight jobs get until
+// gracefully: in-flight jobs get until
 // Worker.ShutdownTimeout or ctx's deadline to finish. It is idempotent and
 // does nothing on a client never started.
 func (c *Client) Stop(ctx context.Context) error {
@@ -287,6 +299,32 @@ func (c *Client) Outbox() *outbox.Client { return c.ob }
 // (of the kinds of Config.Schedules).
 func (c *Client) Schedules() *schedule.Service { return c.sched }
 
-// Worker returns the worker runtime (its ID, metrics address), or nil for
-// an enqueue-only client.
-func (c *Client) Worker() *handlers.Worker { return c.worker }
+// WorkerID returns the id of the client's worker, the value of locked_by
+// on the jobs it runs, or the zero UUID for an enqueue-only client.
+func (c *Client) WorkerID() uuid.UUID {
+	if c.worker == nil {
+		return uuid.Nil
+	}
+	return c.worker.ID()
+}
+
+// MetricsAddr returns the address the worker's metrics endpoint listens on
+// (useful with WorkerConfig.MetricsAddr ":0"), or "" when it serves none.
+func (c *Client) MetricsAddr() string {
+	if c.worker == nil {
+		return ""
+	}
+	return c.worker.MetricsAddr()
+}
+
+// NotifyCheck reports what the worker found the last time it checked that
+// notifications reach it (WorkerConfig.NotifyCheckTimeout): done is false
+// until a check has ended, err is nil when its LISTEN connection heard the
+// NOTIFY it sent itself and wraps ErrNotifyLost when it did not. With no
+// worker, notifications off or the check off it returns true, nil.
+func (c *Client) NotifyCheck() (done bool, err error) {
+	if c.worker == nil {
+		return true, nil
+	}
+	return c.worker.NotifyCheck()
+}

@@ -90,7 +90,7 @@ func TestSchedulesOfOtherServicesDoNotStopReconcile(t *testing.T) {
 			Outbox:    outbox.Config{Schema: schema},
 			Registry:  reg,
 			Schedules: []schedule.Schedule{{Name: svc.name, Spec: "@every 1h", Args: args}},
-			Worker:    handlers.Config{Logger: slog.New(slog.DiscardHandler)},
+			Worker:    docket.WorkerConfig{Logger: slog.New(slog.DiscardHandler)},
 			Scheduler: schedule.Config{ReconcileInterval: 200 * time.Millisecond, Logger: slog.New(svc.logs)},
 		})
 		if err != nil {
@@ -153,8 +153,8 @@ func TestTriggerUsesKindOptions(t *testing.T) {
 		Outbox:    outbox.Config{Schema: schema},
 		Registry:  reg,
 		Schedules: []schedule.Schedule{sched},
-		Worker: handlers.Config{
-			Pools:        []handlers.PoolConfig{{Name: "billing", Queues: []string{"billing"}}},
+		Worker: docket.WorkerConfig{
+			Pools:        []docket.PoolConfig{{Name: "billing", Queues: []string{"billing"}}},
 			PollInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 		},
 	})

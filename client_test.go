@@ -12,6 +12,7 @@ import (
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -61,13 +62,12 @@ func TestNewClientRejects(t *testing.T) {
 		want error
 	}{
 		{"nil pool", nil, docket.Config{}, docket.ErrInvalidConfig},
-		{"Worker.DB set", pool, docket.Config{Registry: reportRegistry(t), Worker: handlers.Config{DB: pool}}, docket.ErrInvalidConfig},
 		{"Outbox.Kinds set", pool, docket.Config{Outbox: outbox.Config{Kinds: reportRegistry(t)}}, docket.ErrInvalidConfig},
 		{"Scheduler.DB set", pool, docket.Config{Scheduler: schedule.Config{DB: pool}}, docket.ErrInvalidConfig},
 		{"schedule of an unregistered kind", pool, docket.Config{Outbox: ob, Registry: reportRegistry(t), Schedules: sched}, schedule.ErrNoHandler},
 		{"schedules without a registry", pool, docket.Config{Outbox: ob, Schedules: sched}, schedule.ErrNoHandler},
 		{"invalid schema", pool, docket.Config{Outbox: outbox.Config{Schema: "Not Valid"}}, outbox.ErrInvalidSchema},
-		{"invalid worker config", pool, docket.Config{Registry: reportRegistry(t), Worker: handlers.Config{Lease: -time.Second}}, handlers.ErrInvalidConfig},
+		{"invalid worker config", pool, docket.Config{Registry: reportRegistry(t), Worker: docket.WorkerConfig{Lease: -time.Second}}, docket.ErrInvalidConfig},
 	} {
 		c, err := docket.NewClient(tc.pool, tc.cfg)
 		if !errors.Is(err, tc.want) || c != nil {
@@ -95,7 +95,7 @@ func TestEnqueueOnlyClient(t *testing.T) {
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if c.Worker() != nil {
+	if c.WorkerID() != uuid.Nil || c.MetricsAddr() != "" {
 		t.Error("an enqueue-only client has a worker")
 	}
 	res, err := c.Enqueue(t.Context(), pool, unhandled{}, outbox.Opts{})
@@ -167,7 +167,7 @@ func TestClientRunsConfiguredSchedules(t *testing.T) {
 		Outbox:    outbox.Config{Schema: schema},
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: DailyReport{Tenant: "t"}}},
-		Worker:    handlers.Config{PollInterval: 100 * time.Millisecond},
+		Worker:    docket.WorkerConfig{PollInterval: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestClientRunsConfiguredSchedules(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if err := c.Start(t.Context()); !errors.Is(err, handlers.ErrStarted) {
+	if err := c.Start(t.Context()); !errors.Is(err, docket.ErrStarted) {
 		t.Errorf("second Start: %v, want ErrStarted", err)
 	}
 	seen := map[string]bool{}

@@ -49,8 +49,10 @@
 //   - outbox: schema and migrations, enqueue inside the caller's
 //     transaction, and the operator operations (status, queues, dead
 //     letters); [Client.Outbox] returns the client's.
-//   - handlers: the typed handler registry and the worker runtime, for
-//     tuning through Config.Worker.
+//   - handlers: what handler authors use: the typed handler registry,
+//     per-kind options, the errors that steer a job, middleware. The
+//     worker that runs them is tuned through Config.Worker
+//     ([WorkerConfig]; docs/worker.md).
 //   - schedule: schedule definitions, cron spec parsing and the schedule
 //     operations (list, pause, resume, trigger, remove); [Client.Schedules]
 //     returns the client's.

@@ -66,7 +66,7 @@ func goSnippets(t *testing.T, path string) []snippet {
 var importPaths = map[string]string{
 	"context": "context", "errors": "errors", "fmt": "fmt", "log": "log", "os": "os",
 	"time": "time", "http": "net/http", "slog": "log/slog", "json": "encoding/json",
-	"sql": "database/sql",
+	"sql": "database/sql", "signal": "os/signal", "syscall": "syscall",
 
 	"docket":      "github.com/docketq/docket",
 	"handlers":    "github.com/docketq/docket/handlers",

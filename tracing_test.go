@@ -51,7 +51,7 @@ func TestTracing(t *testing.T) {
 	c, err := docket.NewClient(pool, docket.Config{
 		Outbox:   outbox.Config{Schema: schema},
 		Registry: reg,
-		Worker:   handlers.Config{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
+		Worker:   docket.WorkerConfig{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestTracingScheduleRuns(t *testing.T) {
 		Outbox:    outbox.Config{Schema: schema},
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: tracedJob{}}},
-		Worker:    handlers.Config{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
+		Worker:    docket.WorkerConfig{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
 	})
 	if err != nil {
 		t.Fatal(err)

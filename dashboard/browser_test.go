@@ -115,7 +115,7 @@ func TestBrowser(t *testing.T) {
 	cl, err := docket.NewClient(pool, docket.Config{
 		Outbox:   outbox.Config{Schema: schema},
 		Registry: reg,
-		Worker:   handlers.Config{PollInterval: 100 * time.Millisecond, Logger: quiet},
+		Worker:   docket.WorkerConfig{PollInterval: 100 * time.Millisecond, Logger: quiet},
 		Schedules: []schedule.Schedule{
 			{Name: "nightly-report", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: report{Tenant: "acme"}},
 			{Name: "hourly-digest", Spec: "@hourly", Args: mail{To: "digest"}},

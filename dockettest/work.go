@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/docketq/docket/handlers"
 	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/internal/runone"
+	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
 )
 
 // Outcome is what a worker does with a job after one run.
@@ -74,7 +73,7 @@ type WorkOpts struct {
 	// Queue, a zero Priority or MaxAttempts get the kind's registered
 	// ones, as on enqueue.
 	Job *docket.Job
-	// Middleware wraps the run as handlers.Config.Middleware does.
+	// Middleware wraps the run as docket.WorkerConfig.Middleware does.
 	Middleware []handlers.Middleware
 	// DB gives a transactional handler (handlers.RegisterTx) its
 	// transaction, committed when the run completes and rolled back
@@ -146,7 +145,10 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	if job.MaxAttempts < 1 {
 		job.MaxAttempts = outbox.DefaultMaxAttempts
 	}
-	res, err := runone.Run(context.Background(), runone.Request{Registry: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
+	if reg == nil {
+		t.Fatalf("dockettest: no registry")
+	}
+	res, err := worker.RunOne(context.Background(), worker.OneRun{Handlers: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}
@@ -158,11 +160,11 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	return r
 }
 
-func kindDefaults(reg *handlers.Registry, kind string) (outbox.Opts, bool) {
+func kindDefaults(reg *handlers.Registry, kind string) (handlers.KindOpts, bool) {
 	if reg == nil {
-		return outbox.Opts{}, false
+		return handlers.KindOpts{}, false
 	}
-	return reg.EnqueueDefaults(kind)
+	return reg.KindOpts(kind)
 }
 
 // String summarises the result: "retried in 5s: boom".

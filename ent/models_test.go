@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/ent/entgen/deadjob"
 	"github.com/docketq/docket/ent/entgen/donejob"
@@ -56,10 +57,13 @@ func TestSharedPoolAndModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: b.pool, Outbox: b.ob, Registry: reg, PollInterval: 50 * time.Millisecond,
-		Pools:  []handlers.PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	w, err := docket.NewClient(b.pool, docket.Config{
+		Outbox: outbox.Config{Schema: b.ob.Schema()}, Registry: reg,
+		Worker: docket.WorkerConfig{
+			PollInterval: 50 * time.Millisecond,
+			Pools:        []docket.PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
+			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

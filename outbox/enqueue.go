@@ -20,12 +20,12 @@ import (
 // Limits on names and keys, so a bad value is rejected before it reaches the
 // database rather than bloating indexes.
 const (
-	MaxNameLen         = 128                // queue, kind and tenant names
-	MaxKeyLen          = 512                // unique and serial keys
+	MaxNameLen         = docket.MaxNameLen  // queue, kind and tenant names
+	MaxKeyLen          = docket.MaxKeyLen   // unique and serial keys
 	MinPriority        = docket.MinPriority // lowest priority
 	MaxPriority        = docket.MaxPriority // highest priority
-	DefaultMaxAttempts = 25
-	DefaultQueue       = "default"
+	DefaultMaxAttempts = docket.DefaultMaxAttempts
+	DefaultQueue       = docket.DefaultQueue
 )
 
 // Opts are the per-job enqueue options. The zero value means: queue
@@ -105,11 +105,12 @@ type OptsProvider interface {
 // enqueue path of the Client apply a kind's defaults and reject kinds it
 // does not know.
 type Kinds interface {
-	// EnqueueDefaults returns the queue, priority and max attempts that
-	// jobs of kind get when neither the enqueue options nor the args' own
-	// Opts set them (other fields are ignored; zero fields mean the
-	// built-in defaults), and false when kind is not registered.
-	EnqueueDefaults(kind string) (Opts, bool)
+	// KindOpts returns the options kind was registered with, of which
+	// Queue, Priority and MaxAttempts are what jobs of kind get when
+	// neither the enqueue options nor the args' own Opts set them (zero
+	// fields mean the built-in defaults), and false when kind is not
+	// registered.
+	KindOpts(kind string) (docket.KindOpts, bool)
 }
 
 // ErrUnknownKind is returned, wrapped with the kind's name, by every enqueue
@@ -183,7 +184,7 @@ func prepare(ctx context.Context, kinds Kinds, prop propagation.TextMapPropagato
 	}
 	var base Opts
 	if kinds != nil {
-		def, ok := kinds.EnqueueDefaults(args.Kind())
+		def, ok := kinds.KindOpts(args.Kind())
 		if !ok {
 			return job{}, fmt.Errorf("%w: %q (register a handler for it, or enqueue through a client without a registry)", ErrUnknownKind, args.Kind())
 		}
@@ -311,19 +312,8 @@ func Validate(args docket.Args, opts Opts) error {
 }
 
 func checkName(what, v string, emptyOK bool) error {
-	if v == "" && !emptyOK {
-		return fmt.Errorf("%w: empty %s name", ErrInvalidJob, what)
-	}
-	if len(v) > MaxNameLen {
-		return fmt.Errorf("%w: %s name longer than %d bytes", ErrInvalidJob, what, MaxNameLen)
-	}
-	if !utf8.ValidString(v) {
-		return fmt.Errorf("%w: %s name %q is not valid UTF-8", ErrInvalidJob, what, v)
-	}
-	for _, r := range v {
-		if r < 0x21 || r == 0x7f {
-			return fmt.Errorf("%w: %s name %q contains spaces or control characters", ErrInvalidJob, what, v)
-		}
+	if err := docket.CheckName(what, v, emptyOK); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidJob, err)
 	}
 	return nil
 }

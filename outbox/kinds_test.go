@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket/internal/engine/core"
 	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/outbox"
 )
@@ -12,9 +13,9 @@ import (
 // kindTable is an outbox.Kinds for tests: what *handlers.Registry gives.
 type kindTable map[string]outbox.Opts
 
-func (k kindTable) EnqueueDefaults(kind string) (outbox.Opts, bool) {
+func (k kindTable) KindOpts(kind string) (core.KindOpts, bool) {
 	o, ok := k[kind]
-	return o, ok
+	return core.KindOpts{Queue: o.Queue, Priority: o.Priority, MaxAttempts: o.MaxAttempts}, ok
 }
 
 var registered = kindTable{

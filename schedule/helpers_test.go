@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
@@ -91,10 +92,14 @@ func (e *env) service(cfg schedule.Config) *schedule.Service {
 
 // worker starts a worker running reg with the service's middleware; it is
 // stopped when the test ends.
-func (e *env) worker(reg *handlers.Registry) *handlers.Worker {
+func (e *env) worker(reg *handlers.Registry) *worker.Worker {
 	e.t.Helper()
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: e.pool, Outbox: e.ob, Registry: reg, PollInterval: 50 * time.Millisecond,
+	hooks := map[string]worker.OutcomeHook{}
+	for _, k := range reg.Kinds() {
+		hooks[k] = e.svc.Hook()
+	}
+	w, err := worker.New(worker.Config{
+		DB: e.pool, Outbox: e.ob, Handlers: reg, Hooks: hooks, PollInterval: 50 * time.Millisecond,
 		Lease: 5 * time.Second, ShutdownTimeout: 5 * time.Second, Logger: quiet(),
 		Middleware: []handlers.Middleware{e.svc.Middleware()},
 	})

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docketq/docket/handlers"
 	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -432,7 +432,7 @@ func fireTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC()
 // schedule:<name> at fire time plus the schedule's spread offset; and
 // records F as last_fire and the new time as next_fire. A paused schedule
 // gets no next run.
-func (s *Service) hook() handlers.OutcomeHook {
+func (s *Service) hook() worker.OutcomeHook {
 	return func(ctx context.Context, tx pgx.Tx, done, dead []*docket.Job) error {
 		for _, jobs := range [][]*docket.Job{done, dead} {
 			for _, j := range jobs {
@@ -510,15 +510,11 @@ func (s *Service) successor(r *row, fire time.Time) time.Time {
 	return n
 }
 
-// attach sets the service's hook for each kind in reg (see
-// handlers.SetOutcomeHook), and from then on Register accepts schedules of
-// these kinds only.
-func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
-	for _, k := range kinds {
-		if err := handlers.SetOutcomeHook(reg, k, s.hook()); err != nil {
-			return err
-		}
-	}
+// attach records the kinds whose runs the client's worker passes through
+// the service's hook (which docket.NewClient gives the worker), and the
+// registry that resolves their runs' options; from then on Register
+// accepts schedules of these kinds only.
+func (s *Service) attach(reg outbox.Kinds, kinds []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if reg != nil {
@@ -530,7 +526,6 @@ func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
 	for _, k := range kinds {
 		s.kinds[k] = true
 	}
-	return nil
 }
 
 // middleware returns worker middleware that skips (completes without
@@ -540,8 +535,8 @@ func (s *Service) attach(reg *handlers.Registry, kinds []string) error {
 // through the hook, which schedules the next run (none when paused or
 // removed). Other jobs, retries and runs enqueued by Trigger run as usual.
 // It costs one primary-key lookup per schedule run.
-func (s *Service) middleware() handlers.Middleware {
-	return func(next handlers.Work) handlers.Work {
+func (s *Service) middleware() docket.Middleware {
+	return func(next docket.Work) docket.Work {
 		return func(ctx context.Context, job *docket.Job) error {
 			name, fire, ok := runOf(job)
 			if !ok || job.Attempt > 1 {
@@ -563,7 +558,7 @@ func (s *Service) middleware() handlers.Middleware {
 			if why == "" {
 				return next(ctx, job)
 			}
-			s.log.Info("schedule run skipped", append(handlers.JobAttrs(job),
+			s.log.Info("schedule run skipped", append(docket.JobAttrs(job),
 				slog.String("schedule", name), slog.String("reason", why))...)
 			return nil
 		}
@@ -851,12 +846,12 @@ func (s *Service) Trigger(ctx context.Context, name string) (int64, error) {
 // kindDefaults returns the options kind is registered with in the worker
 // the service is wired to, and false when it is not wired or the worker
 // does not know kind.
-func (s *Service) kindDefaults(kind string) (outbox.Opts, bool) {
+func (s *Service) kindDefaults(kind string) (docket.KindOpts, bool) {
 	s.mu.Lock()
 	reg := s.reg
 	s.mu.Unlock()
 	if reg == nil {
-		return outbox.Opts{}, false
+		return docket.KindOpts{}, false
 	}
-	return reg.EnqueueDefaults(kind)
+	return reg.KindOpts(kind)
 }

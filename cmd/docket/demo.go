@@ -201,8 +201,8 @@ func (d *demo) run(ctx context.Context) error {
 	if d.client, err = docketq.NewClient(d.pool, docketq.Config{
 		Outbox:   outbox.Config{Schema: demoSchema},
 		Registry: reg,
-		Worker: handlers.Config{
-			Pools:  []handlers.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
+		Worker: docketq.WorkerConfig{
+			Pools:  []docketq.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		},
 	}); err != nil {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/worker"
 )
 
 func metricsCommand() *command {
@@ -46,13 +46,13 @@ func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr strin
 		return err
 	}
 	defer pool.Close()
-	reg := handlers.NewMetricsRegistry()
-	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
-	ready, err := handlers.SchemaReadiness(pool, client.Schema())
+	reg := worker.NewMetricsRegistry()
+	reg.MustRegister(worker.NewStatusCollector(pool, client, th.th))
+	ready, err := worker.SchemaReadiness(pool, client.Schema())
 	if err != nil {
 		return err
 	}
-	srv, err := handlers.ServeMetrics(addr, reg, ready)
+	srv, err := worker.ServeMetrics(addr, reg, ready)
 	if err != nil {
 		return err
 	}

@@ -245,9 +245,9 @@ func TestLeastPrivilege(t *testing.T) {
 		Outbox:    outbox.Config{Schema: r.schema},
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: privTick{}}},
-		Worker: handlers.Config{
+		Worker: docketq.WorkerConfig{
 			PollInterval: 50 * time.Millisecond,
-			Pools:        []handlers.PoolConfig{{Name: "all", Queues: []string{"default", "held"}, Concurrency: 8}},
+			Pools:        []docketq.PoolConfig{{Name: "all", Queues: []string{"default", "held"}, Concurrency: 8}},
 		},
 	})
 	if err != nil {

@@ -126,9 +126,9 @@ func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration
 		Registry:  reg,
 		Schedules: all,
 		Scheduler: schedule.Config{ReconcileInterval: time.Second},
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			Logger:       logger,
-			Pools:        []handlers.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
+			Pools:        []docket.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
 			PollInterval: 100 * time.Millisecond,
 		},
 	})

@@ -11,15 +11,14 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/examples/shipments/ent/shipment"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 var (
@@ -72,9 +71,9 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 	dc, err := docket.NewClient(pool, docket.Config{
 		Outbox:   outbox.Config{Schema: schema},
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			PollInterval: 100 * time.Millisecond,
-			Pools: []handlers.PoolConfig{
+			Pools: []docket.PoolConfig{
 				{Name: "tracking", Queues: []string{"tracking"}, Concurrency: 8, TenantCap: carrierCap},
 				{Name: "notifications", Queues: []string{"notifications"}, Concurrency: 4},
 			},

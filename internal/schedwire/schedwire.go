@@ -1,6 +1,6 @@
 // Package schedwire hands the root package docket the steps that wire a
-// schedule service into a worker process: attaching its outcome hook,
-// adding its middleware, running its reconciler. Users never take these
+// schedule service into a worker process: attaching its kinds, its outcome
+// hook and middleware, running its reconciler. Users never take these
 // steps themselves (docket.NewClient takes them from its configuration), so
 // they are not part of package schedule's API; package schedule fills Of
 // in when it is initialised.
@@ -9,22 +9,24 @@ package schedwire
 import (
 	"context"
 
-	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/worker"
+	"github.com/docketq/docket/outbox"
 )
 
 // Engine is the wiring of one *schedule.Service.
 type Engine struct {
-	// Attach sets the service's outcome hook (the next run, written with
-	// each run's outcome) for kinds in reg, and from then on makes the
-	// service's Register reject schedules of any other kind.
-	Attach func(reg *handlers.Registry, kinds []string) error
-	// Hook is the outcome hook Attach sets: it writes a run's successor in
-	// the transaction of the run's outcome. dockettest.CompleteRun calls it
-	// to stand in for a worker.
-	Hook handlers.OutcomeHook
+	// Attach records the kinds the worker runs the hook for, and the
+	// registry that resolves their runs' options; from then on the
+	// service's Register rejects schedules of any other kind.
+	Attach func(reg outbox.Kinds, kinds []string)
+	// Hook is the outcome hook: it writes a run's successor in the
+	// transaction of the run's outcome. dockettest.CompleteRun calls it to
+	// stand in for a worker.
+	Hook worker.OutcomeHook
 	// Middleware skips runs that are paused, removed or late under the
 	// Skip misfire policy.
-	Middleware handlers.Middleware
+	Middleware core.Middleware
 	// Start and Stop run the periodic reconciler that restores lost runs.
 	Start, Stop func(ctx context.Context) error
 }

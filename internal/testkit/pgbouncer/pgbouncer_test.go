@@ -247,14 +247,14 @@ func TestRecipeThroughBouncer(t *testing.T) {
 	c, err := docket.NewClient(db, docket.Config{
 		Outbox:   outbox.Config{Schema: schema},
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			ListenURL: pgtest.URL(t),
 			// Polling alone would find a job only after a minute: what runs
 			// sooner was announced by a notification.
 			PollInterval: time.Minute,
 			MetricsAddr:  "127.0.0.1:0",
 			Logger:       log.logger(),
-			Pools:        []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: 20}},
+			Pools:        []docket.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: 20}},
 		},
 		Schedules: []schedule.Schedule{{Name: "pgb-tick", Spec: "@every 1s", Args: tickJob{}}},
 	})
@@ -341,16 +341,16 @@ func TestRecipeThroughBouncer(t *testing.T) {
 
 	// Notifications: the worker's own check passed, quietly...
 	waitFor(t, 15*time.Second, "the notification check to end", func() bool {
-		done, _ := c.Worker().NotifyCheck()
+		done, _ := c.NotifyCheck()
 		return done
 	})
-	if _, err := c.Worker().NotifyCheck(); err != nil {
+	if _, err := c.NotifyCheck(); err != nil {
 		t.Errorf("notification check through ListenURL: %v", err)
 	}
 	if strings.Contains(log.String(), "notifications do not reach") {
 		t.Error("the worker warned that notifications do not reach it")
 	}
-	if code, body := readyz(t, c.Worker().MetricsAddr()); code != 200 || body != "ready\n" {
+	if code, body := readyz(t, c.MetricsAddr()); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q, want 200 \"ready\\n\"", code, body)
 	}
 	// ...and a job enqueued through the bouncer, on an idle worker that
@@ -567,10 +567,10 @@ func plainWorker(t *testing.T) {
 		s.add("plain", j.ID)
 		return nil
 	}, handlers.KindOpts{})
-	start := func(log *logs) (*handlers.Worker, error) {
-		w, err := handlers.NewWorker(handlers.Config{
-			DB: pool(t, b.URL(""), 1), Outbox: ob, Registry: reg, Logger: log.logger(),
-			PollInterval: 100 * time.Millisecond, NotifyCheckTimeout: time.Second,
+	start := func(log *logs) (*docket.Client, error) {
+		w, err := docket.NewClient(pool(t, b.URL(""), 1), docket.Config{
+			Outbox: outbox.Config{Schema: ob.Schema()}, Registry: reg,
+			Worker: docket.WorkerConfig{Logger: log.logger(), PollInterval: 100 * time.Millisecond, NotifyCheckTimeout: time.Second},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -599,7 +599,7 @@ func plainWorker(t *testing.T) {
 	}
 	const warn = "notifications do not reach this worker"
 	waitFor(t, 30*time.Second, "the WARN about notifications", func() bool { return strings.Contains(log.String(), warn) })
-	if _, err := w.NotifyCheck(); !errors.Is(err, handlers.ErrNotifyLost) || !strings.Contains(log.String(), "ListenURL") {
+	if _, err := w.NotifyCheck(); !errors.Is(err, docket.ErrNotifyLost) || !strings.Contains(log.String(), "ListenURL") {
 		t.Errorf("NotifyCheck = %v, want ErrNotifyLost; the WARN must name ListenURL", err)
 	}
 	first := enqueue(1)
@@ -632,7 +632,7 @@ func plainWorker(t *testing.T) {
 	}
 }
 
-// A ListenURL that does not parse is a config error, found by NewWorker.
+// A ListenURL that does not parse is a config error, found by NewClient.
 func TestBadListenURL(t *testing.T) {
 	db := pgtest.Pool(t)
 	ob, err := outbox.New(outbox.Config{Schema: pgtest.Schema(t)})
@@ -641,8 +641,9 @@ func TestBadListenURL(t *testing.T) {
 	}
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[plainJob]) error { return nil }, handlers.KindOpts{})
-	w, err := handlers.NewWorker(handlers.Config{DB: db, Outbox: ob, Registry: reg, ListenURL: "postgres://%zz"})
-	if !errors.Is(err, handlers.ErrInvalidConfig) || w != nil || !strings.Contains(err.Error(), "ListenURL") {
+	w, err := docket.NewClient(db, docket.Config{Outbox: outbox.Config{Schema: ob.Schema()}, Registry: reg,
+		Worker: docket.WorkerConfig{ListenURL: "postgres://%zz"}})
+	if !errors.Is(err, docket.ErrInvalidConfig) || w != nil || !strings.Contains(err.Error(), "ListenURL") {
 		t.Errorf("bad ListenURL: %v, want ErrInvalidConfig naming ListenURL", err)
 	}
 }
@@ -714,7 +715,7 @@ func TestRecipeIsDocumented(t *testing.T) {
 	if !strings.Contains(ops, "compatibility.md#pgbouncer") || strings.Contains(ops, "default_query_exec_mode") || strings.Contains(ops, "QueryExecMode") {
 		t.Error("docs/operations.md must link to the recipe in compatibility.md#pgbouncer, not give one of its own")
 	}
-	for name, text := range map[string]string{"outbox.ErrPgBouncer": fix, "handlers.ErrNotifyLost": handlers.ErrNotifyLost.Error()} {
+	for name, text := range map[string]string{"outbox.ErrPgBouncer": fix, "docket.ErrNotifyLost": docket.ErrNotifyLost.Error()} {
 		if !strings.Contains(text, "docs/compatibility.md#pgbouncer") || !strings.Contains(text, "ListenURL") {
 			t.Errorf("%s does not point at the recipe: %s", name, text)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -85,7 +86,7 @@ type Config struct {
 	// fill. Zero means DefaultBatch (1,000).
 	Batch int
 	// Workers is the worker's concurrency (its one pool's slots). Zero
-	// means the worker's default, handlers.DefaultConcurrency, or
+	// means the worker's default, worker.DefaultConcurrency, or
 	// DefaultHandlerSlots (32) for handlers.
 	Workers int
 	// HandlerMin and HandlerMax bound the random time each handler of
@@ -149,7 +150,7 @@ type Config struct {
 	DisableHistory bool
 	// PollOnly turns LISTEN/NOTIFY off everywhere: enqueues send no NOTIFY
 	// (outbox.Config.NotifyDebounce = -1) and the worker does not listen
-	// (handlers.Config.DisableNotify), so it finds jobs by polling only.
+	// (worker.Config.DisableNotify), so it finds jobs by polling only.
 	PollOnly bool
 	// CPUProfile, when set, is a file that receives a Go CPU profile of the
 	// timed part of the scenario. With ScenarioAll each scenario writes its
@@ -218,7 +219,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Scenario == ScenarioHandlers {
 		def(&cfg.Workers, DefaultHandlerSlots)
 	}
-	def(&cfg.Workers, handlers.DefaultConcurrency)
+	def(&cfg.Workers, worker.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
 	def(&cfg.Inserters, 1)
 	def(&cfg.Processes, 1)
@@ -328,7 +329,7 @@ type env struct {
 	schema string
 	ob     *outbox.Client
 	// onClaim, when set before worker is called, receives every claim's
-	// round-trip time (handlers.Config.OnClaim).
+	// round-trip time (worker.Config.OnClaim).
 	onClaim func(took time.Duration, jobs int)
 	// register, when set before worker is called, registers the kinds the
 	// worker runs besides noop.
@@ -459,9 +460,9 @@ func (e *env) workerWith(ctx context.Context, h handlers.HandlerFunc[noop], slot
 		wdb.Close()
 		return nil, err
 	}
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: wdb, Outbox: e.ob, Registry: reg,
-		Pools:         []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: slots}},
+	w, err := worker.New(worker.Config{
+		DB: wdb, Outbox: e.ob, Handlers: reg,
+		Pools:         []worker.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: slots}},
 		DisableNotify: cfg.PollOnly,
 		Logger:        cfg.Logger,
 		OnClaim:       e.onClaim,

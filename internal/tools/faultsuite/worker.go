@@ -12,13 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // envWorker holds a worker process's WorkerSpec as JSON. A program that
@@ -110,9 +109,9 @@ func RunWorker() int {
 	client, err := docket.NewClient(pool, docket.Config{
 		Outbox:   outbox.Config{Schema: spec.Schema},
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			ID:              spec.ID,
-			Pools:           []handlers.PoolConfig{{Queues: []string{"default"}, Concurrency: max(spec.Concurrency, 1)}},
+			Pools:           []docket.PoolConfig{{Queues: []string{"default"}, Concurrency: max(spec.Concurrency, 1)}},
 			PollInterval:    100 * time.Millisecond,
 			Lease:           time.Duration(spec.LeaseMS) * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
