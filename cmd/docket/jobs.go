@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/docketq/docket/outbox"
@@ -76,7 +77,7 @@ func jobsList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	var f outbox.JobFilter
-	fs.StringVar(&f.State, "state", "", "scheduled, ready, waiting, running, dead or completed (default: every live job)")
+	fs.StringVar(&f.State, "state", "", "one of "+strings.Join(outbox.JobStates(), ", ")+" (default: every live job)")
 	fs.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
 	fs.StringVar(&f.Tenant, "tenant", "", "only jobs of this tenant")
