@@ -21,7 +21,7 @@ func jobsCommand() *command {
 		verbs: []*command{
 			{name: "list", summary: "list jobs newest first, one page at a time (--after continues)", flags: jobsList},
 			{name: "show", summary: "show one job wherever it is; the payload only with --payload", args: "ID", flags: jobsShow},
-			{name: "cancel", summary: "move a scheduled or ready job to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
+			{name: "cancel", summary: "move a job that is not running to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
 			{name: "retry", summary: "run a dead job again (replayed) or a scheduled one now", args: "ID", flags: jobsRetry},
 		},
 	}
