@@ -455,8 +455,9 @@ func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
 
 // RetryJob runs a job again now: a dead job is replayed (as ReplayDead
 // does), a scheduled one (waiting for its backoff or run_at) becomes due now.
-// A ready job is left as it is; a running one is ErrJobRunning; an unknown
-// id is ErrJobNotFound.
+// A ready or waiting job is left as it is (a waiting one runs when its
+// serial key's line or its workflow parents let it); a running one is
+// ErrJobRunning; an unknown id is ErrJobNotFound.
 func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 	var queue string
 	err := db.QueryRow(ctx, c.sql.retryNow, id).Scan(&queue)
@@ -483,7 +484,7 @@ func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 	case StateRunning:
 		return fmt.Errorf("%w: job %d", ErrJobRunning, id)
 	}
-	return nil // ready: it runs as soon as a worker is free
+	return nil // ready or waiting: nothing to hurry
 }
 
 func (c *Client) jobState(ctx context.Context, db Pgx, id int64) (string, error) {
