@@ -36,9 +36,10 @@ type statePlace struct {
 // TestStatesAgree fails when the places that name the states of a job
 // disagree, naming the place and the state: the CHECK constraint on
 // docket_jobs.state of a freshly migrated schema, the Go list and
-// constants, the Ent schema and its generated code, the job list (ListJobs,
-// `docket jobs list --state`), the dashboard's jobs page and the tables of
-// docs/state-machine.md. Every state literal compared with or assigned to
+// constants, the Ent schema and its generated code, the job list (ListJobs
+// and outbox.JobStates, which `docket jobs list --state` offers:
+// TestJobsListOffersEveryState in cmd/docket), the dashboard's jobs page
+// and the tables of docs/state-machine.md. Every state literal compared with or assigned to
 // a job's state in the schema's functions, triggers, indexes, views and
 // constraints, and in Docket's Go SQL, must be one of those states, and
 // every state must be used by some of them. It also checks that the
