@@ -104,7 +104,6 @@ var validArgs = map[string]leafArgs{
 	"version":           {},
 }
 
-
 // malformedText are wrong values of the text flags: by name, or by leaf
 // and name where one name means different things. Numbers, durations and
 // booleans get theirs from their type.
