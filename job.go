@@ -37,7 +37,8 @@ type Job = core.Job
 // State is where a job is in its life inside the jobs table.
 type State = core.State
 
-// The states of a live job.
+// The states of a live job. docs/state-machine.md shows every move between
+// them, and where a job goes when it leaves the jobs table.
 const (
 	// StateScheduled is a job whose run_at is in the future (first run,
 	// retry backoff or snooze). It becomes ready when it is due.
@@ -46,7 +47,8 @@ const (
 	StateReady = core.StateReady
 	// StateRunning is a job claimed by a worker holding a lease on it.
 	StateRunning = core.StateRunning
-	// StateWaiting is a due job of a serial key waiting in the key's line
-	// for the jobs ahead of it to finish. It is never claimed in this state.
+	// StateWaiting is a job that may not run yet: a serial key's job in the
+	// key's line behind the job that holds the key, or a workflow job
+	// waiting for its parents. It is never claimed in this state.
 	StateWaiting = core.StateWaiting
 )

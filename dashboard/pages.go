@@ -114,7 +114,7 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := jobsData{Filter: f, Page: page, Self: r.URL.Path + "?" + r.URL.RawQuery,
-		States: []string{outbox.StateScheduled, outbox.StateReady, outbox.StateWaiting, outbox.StateRunning, outbox.StateDead, outbox.StateCompleted}}
+		States: outbox.JobStates()}
 	if page.Next != 0 {
 		q := r.URL.Query()
 		q.Set("after", strconv.FormatInt(page.Next, 10))

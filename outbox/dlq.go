@@ -406,11 +406,11 @@ func (c *Client) PurgeDead(ctx context.Context, db Pgx, cutoff time.Time) (int64
 // ErrJobRunning is returned when a command cannot act on a running job.
 var ErrJobRunning = errors.New("docket: job is running")
 
-// CancelJob moves a scheduled or ready job to the dead-letter table with
-// reason "cancelled" and the given note as its error. A running job cannot
-// be cancelled from outside its process (ErrJobRunning): its handler would
-// finish anyway. A dead job is left as it is (no error); an unknown id is
-// ErrJobNotFound.
+// CancelJob moves a scheduled, ready or waiting job to the dead-letter
+// table with reason "cancelled" and the given note as its error. A running
+// job cannot be cancelled from outside its process (ErrJobRunning): its
+// handler would finish anyway. A dead job is left as it is (no error); an
+// unknown id is ErrJobNotFound.
 func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) error {
 	got, err := c.ids(ctx, db, c.sql.cancelJob, id, note)
 	if err != nil || len(got) == 1 {
@@ -419,9 +419,9 @@ func (c *Client) CancelJob(ctx context.Context, db Pgx, id int64, note string) e
 	switch state, err := c.jobState(ctx, db, id); {
 	case err != nil:
 		return err
-	case state == "running":
+	case state == StateRunning:
 		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
-	case state == "dead":
+	case state == StateDead:
 		return nil
 	default:
 		return fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
@@ -446,7 +446,7 @@ func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
 	switch state, err := c.jobState(ctx, db, id); {
 	case err != nil:
 		return err
-	case state == "running":
+	case state == StateRunning:
 		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
 	default:
 		return fmt.Errorf("docket: job %d is %s: delete raced with its claim; try again", id, state)
@@ -455,8 +455,9 @@ func (c *Client) DeleteJob(ctx context.Context, db Pgx, id int64) error {
 
 // RetryJob runs a job again now: a dead job is replayed (as ReplayDead
 // does), a scheduled one (waiting for its backoff or run_at) becomes due now.
-// A ready job is left as it is; a running one is ErrJobRunning; an unknown
-// id is ErrJobNotFound.
+// A ready or waiting job is left as it is (a waiting one runs when its
+// serial key's line or its workflow parents let it); a running one is
+// ErrJobRunning; an unknown id is ErrJobNotFound.
 func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 	var queue string
 	err := db.QueryRow(ctx, c.sql.retryNow, id).Scan(&queue)
@@ -471,7 +472,7 @@ func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 		return err
 	}
 	switch state {
-	case "dead":
+	case StateDead:
 		res, err := c.replayIDs(ctx, db, []int64{id}, ReplayOptions{Rate: -1})
 		if err != nil {
 			return err
@@ -480,10 +481,10 @@ func (c *Client) RetryJob(ctx context.Context, db Pgx, id int64) error {
 			return fmt.Errorf("docket: dead job %d not replayed: its unique key is held by a live job", id)
 		}
 		return nil
-	case "running":
+	case StateRunning:
 		return fmt.Errorf("%w: job %d", ErrJobRunning, id)
 	}
-	return nil // ready: it runs as soon as a worker is free
+	return nil // ready or waiting: nothing to hurry
 }
 
 func (c *Client) jobState(ctx context.Context, db Pgx, id int64) (string, error) {

@@ -61,12 +61,13 @@ type Opts struct {
 	// attempts, else 25; otherwise it must be 1..math.MaxInt32.
 	MaxAttempts int
 	// UniqueKey, when set, makes the enqueue idempotent: while a job with
-	// the same key is in flight (scheduled, ready or running) no second one
-	// is inserted and the existing job's id is returned. At most MaxKeyLen
-	// bytes.
+	// the same key is in flight (in docket_jobs, whatever its state) no
+	// second one is inserted and the existing job's id is returned. At most
+	// MaxKeyLen bytes.
 	UniqueKey string
 	// MoveOnDuplicate makes a duplicate UniqueKey move the existing job's
-	// run_at to this job's instead of leaving it (not if it is running).
+	// run_at to this job's instead of leaving it (not if it is running, or
+	// waiting in its serial key's line or for its workflow parents).
 	// Not supported by EnqueueMany.
 	MoveOnDuplicate bool
 	// Tenant names who the job belongs to, for per-tenant claim caps.
@@ -800,9 +801,9 @@ func rawOrNil(b []byte) any {
 	return json.RawMessage(b)
 }
 
-// RemoveQueued deletes the scheduled or ready job that holds uniqueKey, so
-// it never runs, and returns its id; false when no such job waits (none
-// holds the key, or it is running). It writes nothing to history or the
+// RemoveQueued deletes the scheduled, ready or waiting job that holds
+// uniqueKey, so it never runs, and returns its id; false when no such job
+// waits (none holds the key, or it is running). It writes nothing to history or the
 // dead-letter table: the job is withdrawn, not finished. A workflow job's
 // dependents take the withdrawal as a failure, as for DeleteJob.
 func (c *Client) RemoveQueued(ctx context.Context, db Pgx, uniqueKey string) (int64, bool, error) {

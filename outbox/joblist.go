@@ -6,27 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-// Job states as ListJobs reports and selects them. Scheduled, ready,
-// waiting (a serial key's job behind the key's holder) and running jobs are
-// live (docket_jobs); dead ones are in the dead-letter
-// table, completed ones in history.
+// Job states as ListJobs reports and selects them: the states of a live
+// job in docket_jobs (docket.State), then dead for a job in the dead-letter
+// table and completed for one in history. docs/state-machine.md shows how a
+// job moves between them.
 const (
-	StateScheduled = "scheduled"
-	StateReady     = "ready"
-	StateRunning   = "running"
-	StateWaiting   = "waiting"
+	StateScheduled = string(docket.StateScheduled)
+	StateReady     = string(docket.StateReady)
+	StateRunning   = string(docket.StateRunning)
+	StateWaiting   = string(docket.StateWaiting)
 	StateDead      = "dead"
 	StateCompleted = "completed"
 )
+
+// JobStates returns the states JobFilter.State selects, in the order the
+// CLI and the dashboard offer them: every live state (docket.States), then
+// StateDead and StateCompleted. Each call returns a new slice.
+func JobStates() []string {
+	live := docket.States()
+	out := make([]string, 0, len(live)+2)
+	for _, s := range live {
+		out = append(out, string(s))
+	}
+	return append(out, StateDead, StateCompleted)
+}
 
 // The read statements of ListJobs and JobByID. Each table has one select
 // list giving the columns of JobInfo in the same order; {{schema}} is the
@@ -79,18 +93,21 @@ func listStatements(schema string) map[string]string {
 	live := func(pred string) string {
 		return pgsql.Render(strings.Replace(sqlJobColsLive+"\nFROM {{schema}}.docket_jobs j"+sqlJobFilter, "{{state}}", pred, 1), schema)
 	}
-	return map[string]string{
-		"":             live("true"),
-		StateScheduled: live("j.state = 'scheduled'"),
-		StateReady:     live("j.state = 'ready'"),
-		StateRunning:   live("j.state = 'running'"),
-		StateWaiting:   live("j.state = 'waiting'"),
+	out := map[string]string{
+		"": live("true"),
 		StateDead: pgsql.Render(strings.Replace(sqlJobColsDead+"\nFROM {{schema}}.docket_jobs_dead j"+sqlJobFilter,
 			"{{state}}", "true", 1), schema),
 		// History keeps no error: $5 must be empty (ListJobs checks).
 		StateCompleted: pgsql.Render(strings.Replace(strings.Replace(sqlJobColsDone+"\nFROM {{schema}}.docket_jobs_done j"+sqlJobFilter,
 			"{{state}}", "true", 1), "strpos(lower(j.last_error), lower($5)) > 0", "false", 1), schema),
 	}
+	// A state name is a bare lowercase word (docket.States), safe to quote
+	// into the predicate; each state's own statement is planned for its
+	// partial index.
+	for _, s := range docket.States() {
+		out[string(s)] = live("j.state = '" + string(s) + "'")
+	}
+	return out
 }
 
 // MaxJobPage is the largest page ListJobs returns.
@@ -103,8 +120,8 @@ var ErrInvalidFilter = errors.New("docket: invalid job filter")
 // JobFilter selects jobs for ListJobs. Zero fields match everything; the
 // fields that are set must all match.
 type JobFilter struct {
-	// State is one of the State constants; empty means every live job
-	// (scheduled, ready and running).
+	// State is one of JobStates; empty means every live job (every state
+	// but dead and completed).
 	State string
 	// Queue, Kind, Tenant and SerialKey match exactly.
 	Queue, Kind, Tenant, SerialKey string
@@ -123,7 +140,7 @@ type JobFilter struct {
 // holds the payload unless JobByID was asked for it.
 type JobInfo struct {
 	ID int64
-	// State is one of the State constants.
+	// State is one of JobStates.
 	State       string
 	Queue       string
 	Kind        string
@@ -167,10 +184,8 @@ type JobPage struct {
 // what is wrong. Callers that take a filter from people check it before
 // they connect.
 func (f JobFilter) Check() error {
-	switch f.State {
-	case "", StateScheduled, StateReady, StateWaiting, StateRunning, StateDead, StateCompleted:
-	default:
-		return fmt.Errorf("%w: unknown state %q (want scheduled, ready, waiting, running, dead or completed)", ErrInvalidFilter, f.State)
+	if states := JobStates(); f.State != "" && !slices.Contains(states, f.State) {
+		return fmt.Errorf("%w: unknown state %q (want one of %s)", ErrInvalidFilter, f.State, strings.Join(states, ", "))
 	}
 	if f.Limit < 0 || f.Limit > MaxJobPage {
 		return fmt.Errorf("%w: page size %d: want 1 to %d", ErrInvalidFilter, f.Limit, MaxJobPage)

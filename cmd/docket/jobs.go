@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/docketq/docket/outbox"
@@ -20,7 +21,7 @@ func jobsCommand() *command {
 		verbs: []*command{
 			{name: "list", summary: "list jobs newest first, one page at a time (--after continues)", flags: jobsList},
 			{name: "show", summary: "show one job wherever it is; the payload only with --payload", args: "ID", flags: jobsShow},
-			{name: "cancel", summary: "move a scheduled or ready job to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
+			{name: "cancel", summary: "move a job that is not running to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
 			{name: "retry", summary: "run a dead job again (replayed) or a scheduled one now", args: "ID", flags: jobsRetry},
 		},
 	}
@@ -76,7 +77,7 @@ func jobsList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	var f outbox.JobFilter
-	fs.StringVar(&f.State, "state", "", "scheduled, ready, waiting, running, dead or completed (default: every live job)")
+	fs.StringVar(&f.State, "state", "", "one of "+strings.Join(outbox.JobStates(), ", ")+" (default: every live job)")
 	fs.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
 	fs.StringVar(&f.Tenant, "tenant", "", "only jobs of this tenant")

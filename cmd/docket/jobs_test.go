@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/outbox"
 )
 
 func TestJobsListAndShow(t *testing.T) {
@@ -42,5 +45,37 @@ func TestJobsListAndShow(t *testing.T) {
 	}
 	if code, _, errOut := docket(t, append([]string{"jobs", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no job 99999999") {
 		t.Errorf("jobs show of an unknown id: %d %s", code, errOut)
+	}
+}
+
+// TestJobsListOffersEveryState checks that `docket jobs list --state` names
+// and lists every state of outbox.JobStates, the list that TestStatesAgree
+// (in the root package) holds against the migrations, the Ent schema, the
+// dashboard and docs/state-machine.md, and that it refuses another state
+// naming them all.
+func TestJobsListOffersEveryState(t *testing.T) {
+	t.Parallel()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	_, out, errOut := docket(t, "jobs", "list", "--help")
+	_, usage, ok := strings.Cut(out+errOut, "-state string\n")
+	usage, _, _ = strings.Cut(usage, "\n")
+	if !ok {
+		t.Fatalf("jobs list --help has no --state flag:\n%s%s", out, errOut)
+	}
+	states := outbox.JobStates()
+	for _, s := range states {
+		if !strings.Contains(usage, " "+s) {
+			t.Errorf("the usage of --state does not name state %q: %s", s, usage)
+		}
+		if code, _, errOut := docket(t, "jobs", "list", "--state", s, "--database-url", url, "--schema", schema); code != 0 {
+			t.Errorf("jobs list --state %s: %d %s", s, code, errOut)
+		}
+	}
+	code, _, errOut := docket(t, "jobs", "list", "--state", "finished")
+	if want := "want one of " + strings.Join(states, ", "); code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("jobs list --state finished: %d %q, want an error saying %q", code, errOut, want)
 	}
 }

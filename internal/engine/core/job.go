@@ -28,10 +28,20 @@ const (
 	StateReady State = "ready"
 	// StateRunning is a job claimed by a worker holding a lease on it.
 	StateRunning State = "running"
-	// StateWaiting is a due job of a serial key waiting in the key's line
-	// for the jobs ahead of it to finish. It is never claimed in this state.
+	// StateWaiting is a job that may not run yet: a serial key's job in the
+	// key's line behind the job that holds the key, or a workflow job
+	// waiting for its parents. It is never claimed in this state.
 	StateWaiting State = "waiting"
 )
+
+// States returns every state of a live job, each once, in the order the job
+// list and the dashboard offer them. It is the one list of them in Go: the
+// jobs table's CHECK constraint, the Ent schema and docs/state-machine.md
+// name the same states, and a test fails when they differ. Each call
+// returns a new slice.
+func States() []State {
+	return []State{StateScheduled, StateReady, StateWaiting, StateRunning}
+}
 
 // Job is a claimed job as the worker runtime and handlers see it. Payload is
 // the raw JSON of the job's Args; it may carry personal data and is never
