@@ -9,7 +9,6 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -28,7 +27,7 @@ func (ChargeOrder) Kind() string { return "charge_order" }
 func ExampleWorkerConfig() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, err := outbox.ParsePoolConfig(os.Getenv("DATABASE_URL"))
+	cfg, err := docket.ParsePoolConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func ExampleWorkerConfig() {
 // nest under that. A real program adds an exporter to the provider.
 func ExampleWorkerConfig_tracing() {
 	ctx := context.Background()
-	cfg, err := outbox.ParsePoolConfig(os.Getenv("DATABASE_URL"))
+	cfg, err := docket.ParsePoolConfig(os.Getenv("DATABASE_URL"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func ExampleWorkerConfig_tracing() {
 	// Enqueue writes the W3C trace context of its ctx into the job's meta.
 	ctx, span := tp.Tracer("api").Start(ctx, "POST /orders")
 	defer span.End()
-	if _, err := client.Enqueue(ctx, pool, SendReceipt{}, outbox.Opts{}); err != nil {
+	if _, err := client.Enqueue(ctx, pool, SendReceipt{}, docket.Opts{}); err != nil {
 		log.Fatal(err)
 	}
 }

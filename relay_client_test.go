@@ -40,11 +40,11 @@ func TestClientRunsRelay(t *testing.T) {
 	t.Parallel()
 	pool, schema := migrated(t)
 	rec := &recorder{}
-	if _, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema},
+	if _, err := docket.NewClient(pool, docket.Config{Schema: schema,
 		Relay: &relay.Config{Publisher: rec, Schema: "other"}}); err == nil {
 		t.Fatal("NewClient accepted a Relay.Schema")
 	}
-	c, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema},
+	c, err := docket.NewClient(pool, docket.Config{Schema: schema,
 		Relay: &relay.Config{Publisher: rec, PollInterval: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -152,6 +152,6 @@ func workerConfig(w WorkerConfig) worker.Config {
 		ClaimCursorLag: w.ClaimCursorLag, DisableNotify: w.DisableNotify, ListenURL: w.ListenURL,
 		NotifyCheckTimeout: w.NotifyCheckTimeout, Middleware: w.Middleware, Logger: w.Logger,
 		TracerProvider: w.TracerProvider, MeterProvider: w.MeterProvider, ID: w.ID,
-		Metrics: w.Metrics, MetricsAddr: w.MetricsAddr, MetricsStatus: w.MetricsStatus,
+		Metrics: w.Metrics, MetricsAddr: w.MetricsAddr,
 	}
 }

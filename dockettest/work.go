@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/worker"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,11 +27,11 @@ const (
 	// after Result.Delay without spending an attempt.
 	Snoozed Outcome = "snoozed"
 	// Cancelled: the handler returned handlers.Cancel; the job is
-	// dead-lettered with reason outbox.ReasonCancelled.
+	// dead-lettered with reason admin.ReasonCancelled.
 	Cancelled Outcome = "cancelled"
 	// Dead: the job is dead-lettered because its payload does not decode
-	// (Result.Reason outbox.ReasonUndecodable) or it failed on its last
-	// attempt (outbox.ReasonExhausted).
+	// (Result.Reason admin.ReasonUndecodable) or it failed on its last
+	// attempt (admin.ReasonExhausted).
 	Dead Outcome = "dead"
 )
 
@@ -41,7 +41,7 @@ type Result struct {
 	Outcome Outcome
 	// Delay is how long until the next run, for Retried and Snoozed.
 	Delay time.Duration
-	// Reason is the dead-letter reason (outbox.Reason...) for Cancelled
+	// Reason is the dead-letter reason (admin.Reason...) for Cancelled
 	// and Dead; empty otherwise.
 	Reason string
 	// Error is the error text the worker would record on the job; empty
@@ -65,7 +65,7 @@ type WorkOpts struct {
 	// MaxAttempts is the job's stored attempt limit, which alone decides
 	// whether a failure on Attempt is the last, as in a worker. Zero means
 	// Job's, else the kind's KindOpts.MaxAttempts, else
-	// outbox.DefaultMaxAttempts.
+	// docket.DefaultMaxAttempts.
 	MaxAttempts int
 	// Job, when set, supplies the rest of the job the handler sees (id,
 	// queue, tenant, meta...); its Kind and Payload are replaced by the
@@ -140,10 +140,10 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 		}
 	}
 	if job.Queue == "" {
-		job.Queue = outbox.DefaultQueue
+		job.Queue = docket.DefaultQueue
 	}
 	if job.MaxAttempts < 1 {
-		job.MaxAttempts = outbox.DefaultMaxAttempts
+		job.MaxAttempts = docket.DefaultMaxAttempts
 	}
 	if reg == nil {
 		t.Fatalf("dockettest: no registry")
@@ -154,7 +154,7 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	}
 	r := Result{Outcome: Outcome(res.Outcome), Delay: res.Delay, Reason: res.Reason,
 		Error: res.Error, Err: res.Err, TimedOut: res.TimedOut}
-	if r.Outcome == Dead && r.Reason == outbox.ReasonCancelled {
+	if r.Outcome == Dead && r.Reason == admin.ReasonCancelled {
 		r.Outcome = Cancelled
 	}
 	return r

@@ -5,14 +5,14 @@ import (
 	"log/slog"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 )
 
 // Work is one run of a job as middleware sees it, a
 // func(ctx context.Context, job *docket.Job) error: the job (with its raw
 // payload, which middleware must not log) and the error that decides the
 // outcome. The innermost Work decodes the payload and calls the handler.
-type Work = docket.Work
+type Work = core.Work
 
 // Middleware wraps every handler run, a func(next Work) Work: logging,
 // metrics, tracing, panics turned into errors. It may change ctx (add
@@ -20,11 +20,11 @@ type Work = docket.Work
 // outcome. The first of docket.WorkerConfig.Middleware is the outermost.
 // Middleware runs inside a transactional handler's transaction and inside a
 // serial key's lock.
-type Middleware = docket.Middleware
+type Middleware = core.Middleware
 
 // JobAttrs returns the attributes Docket logs for a job, for slog calls in
 // middleware and handlers: job_id, kind, attempt and queue. Never the payload.
-func JobAttrs(job *docket.Job) []any { return docket.JobAttrs(job) }
+func JobAttrs(job *core.Job) []any { return core.JobAttrs(job) }
 
 // Logging returns middleware that logs every run: at Debug when it
 // succeeds, at Warn when it returns an error, with the job's attributes
@@ -36,7 +36,7 @@ func Logging(logger *slog.Logger) Middleware {
 		logger = slog.Default()
 	}
 	return func(next Work) Work {
-		return func(ctx context.Context, job *docket.Job) error {
+		return func(ctx context.Context, job *core.Job) error {
 			start := time.Now()
 			err := next(ctx, job)
 			if err == nil {

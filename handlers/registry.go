@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,8 +21,8 @@ import (
 // receives it. The embedded *docket.Job carries the id, kind, attempt, max
 // attempts, meta and the raw payload (its fields are listed at
 // [github.com/docketq/docket.Job]); Args is that payload decoded into T.
-type Job[T docket.Args] struct {
-	*docket.Job
+type Job[T core.Args] struct {
+	*core.Job
 	Args T
 }
 
@@ -31,14 +31,14 @@ type Job[T docket.Args] struct {
 // steer it; any other error is a failed attempt. ctx is cancelled when the
 // kind's timeout elapses, when the worker loses the job's lease and when
 // shutdown's deadline passes (see context.Cause).
-type HandlerFunc[T docket.Args] func(ctx context.Context, job *Job[T]) error
+type HandlerFunc[T core.Args] func(ctx context.Context, job *Job[T]) error
 
 // TxHandlerFunc is a HandlerFunc that runs inside a transaction: the job's
 // completion is written in tx and commits together with the handler's own
 // writes, so its database effects happen exactly once. If the handler
 // returns an error (or panics), tx is rolled back and the failure recorded.
 // The handler must not commit or roll back tx itself.
-type TxHandlerFunc[T docket.Args] func(ctx context.Context, tx pgx.Tx, job *Job[T]) error
+type TxHandlerFunc[T core.Args] func(ctx context.Context, tx pgx.Tx, job *Job[T]) error
 
 // KindOpts are the per-kind options given at registration. The zero value
 // means: queue "default", priority 0, 25 attempts, no timeout, [Backoff].
@@ -73,14 +73,14 @@ type TxHandlerFunc[T docket.Args] func(ctx context.Context, tx pgx.Tx, job *Job[
 //
 // Timeout and Backoff are per kind only: jobs have no value of their own,
 // so every run of the kind gets the options of the worker that runs it.
-type KindOpts = docket.KindOpts
+type KindOpts = core.KindOpts
 
 // Backoff is the default retry delay after the given failed attempt (1 for
 // the first): capped exponential with jitter. The un-jittered delay is
 // 1s·2^(attempt-1), capped at 1 hour; the result is drawn uniformly from
 // [d/2, d], so retries of jobs that failed together spread out instead of
 // returning in lockstep, while each still waits at least half its step.
-func Backoff(attempt int) time.Duration { return docket.Backoff(attempt) }
+func Backoff(attempt int) time.Duration { return core.Backoff(attempt) }
 
 // kind is one registered handler, type-erased.
 type kind struct {
@@ -89,7 +89,7 @@ type kind struct {
 	tx   bool
 	// run decodes the payload and calls the handler; tx is nil unless the
 	// handler is transactional. It recovers the handler's panics.
-	run func(ctx context.Context, tx pgx.Tx, job *docket.Job) error
+	run func(ctx context.Context, tx pgx.Tx, job *core.Job) error
 }
 
 // Registry maps kinds to their handlers and options. Register everything
@@ -115,7 +115,7 @@ var (
 // zero value. It returns an error wrapping [ErrDuplicateKind] if the kind is
 // taken, or [ErrInvalidKind] for a nil handler, an invalid kind name or
 // invalid options.
-func Register[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error {
+func Register[T core.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %s", ErrInvalidKind, typeName[T]())
 	}
@@ -124,7 +124,7 @@ func Register[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error
 
 // MustRegister is [Register] that panics on error, for registrations that
 // are fixed in code.
-func MustRegister[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
+func MustRegister[T core.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
 	if err := Register(r, h, opts); err != nil {
 		panic(err)
 	}
@@ -132,7 +132,7 @@ func MustRegister[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
 
 // RegisterTx registers a transactional handler for the args type T; see
 // [TxHandlerFunc]. Errors are those of [Register].
-func RegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) error {
+func RegisterTx[T core.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %s", ErrInvalidKind, typeName[T]())
 	}
@@ -140,25 +140,25 @@ func RegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) e
 }
 
 // MustRegisterTx is [RegisterTx] that panics on error.
-func MustRegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) {
+func MustRegisterTx[T core.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) {
 	if err := RegisterTx(r, h, opts); err != nil {
 		panic(err)
 	}
 }
 
-func add[T docket.Args](r *Registry, opts KindOpts, tx bool, h func(context.Context, pgx.Tx, *Job[T]) error) error {
+func add[T core.Args](r *Registry, opts KindOpts, tx bool, h func(context.Context, pgx.Tx, *Job[T]) error) error {
 	name, err := kindOf[T]()
 	if err != nil {
 		return err
 	}
-	if err := docket.CheckName("kind", name, false); err != nil {
+	if err := core.CheckName("kind", name, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidKind, err)
 	}
-	if err := docket.CheckName("queue", opts.Queue, true); err != nil {
+	if err := core.CheckName("queue", opts.Queue, true); err != nil {
 		return fmt.Errorf("%w: kind %s: %w", ErrInvalidKind, name, err)
 	}
-	if opts.Priority < docket.MinPriority || opts.Priority > docket.MaxPriority {
-		return fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidKind, name, opts.Priority, docket.MinPriority, docket.MaxPriority)
+	if opts.Priority < core.MinPriority || opts.Priority > core.MaxPriority {
+		return fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidKind, name, opts.Priority, core.MinPriority, core.MaxPriority)
 	}
 	if opts.MaxAttempts < 0 {
 		return fmt.Errorf("%w: kind %s: negative MaxAttempts", ErrInvalidKind, name)
@@ -167,11 +167,11 @@ func add[T docket.Args](r *Registry, opts KindOpts, tx bool, h func(context.Cont
 		return fmt.Errorf("%w: kind %s: negative Timeout", ErrInvalidKind, name)
 	}
 	if opts.Backoff == nil {
-		opts.Backoff = docket.Backoff
+		opts.Backoff = core.Backoff
 	}
 	tname := typeName[T]()
 	k := &kind{name: name, opts: opts, tx: tx}
-	k.run = func(ctx context.Context, tx pgx.Tx, dj *docket.Job) (err error) {
+	k.run = func(ctx context.Context, tx pgx.Tx, dj *core.Job) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
 				err = &PanicError{Value: v, Stack: debug.Stack()}
@@ -230,7 +230,7 @@ func (r *Registry) Transactional(kind string) bool {
 // unregistered kind an error wrapping ErrInvalidKind. It runs no
 // middleware, applies no timeout and writes nothing: the worker wraps it
 // in all of that (and package dockettest runs one job the same way).
-func (r *Registry) Handle(ctx context.Context, tx pgx.Tx, job *docket.Job) error {
+func (r *Registry) Handle(ctx context.Context, tx pgx.Tx, job *core.Job) error {
 	k := r.lookup(job.Kind)
 	if k == nil {
 		return fmt.Errorf("%w: kind %s is not registered", ErrInvalidKind, job.Kind)
@@ -245,7 +245,7 @@ func (r *Registry) Queues() []string {
 	defer r.mu.RUnlock()
 	var out []string
 	for _, k := range r.kinds {
-		out = append(out, cmp.Or(k.opts.Queue, docket.DefaultQueue))
+		out = append(out, cmp.Or(k.opts.Queue, core.DefaultQueue))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -259,7 +259,7 @@ func (r *Registry) lookup(name string) *kind {
 
 // kindOf calls Kind on T's zero value; a nil-pointer T whose Kind
 // dereferences is reported instead of crashing.
-func kindOf[T docket.Args]() (name string, err error) {
+func kindOf[T core.Args]() (name string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %s: Kind() on the zero value panicked: %v", ErrInvalidKind, typeName[T](), v)

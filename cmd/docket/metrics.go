@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/worker"
+	"github.com/docketq/docket/migrate"
 )
 
 func metricsCommand() *command {
@@ -47,8 +49,12 @@ func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr strin
 	}
 	defer pool.Close()
 	reg := worker.NewMetricsRegistry()
-	reg.MustRegister(worker.NewStatusCollector(pool, client, th.th))
-	ready, err := worker.SchemaReadiness(pool, client.Schema())
+	reg.MustRegister(admin.NewStatusCollector(pool, client, th.th))
+	m, err := migrate.New(client.Schema())
+	if err != nil {
+		return err
+	}
+	ready, err := worker.SchemaReadiness(pool, client.Schema(), m.Latest())
 	if err != nil {
 		return err
 	}

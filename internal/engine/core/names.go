@@ -15,6 +15,18 @@ const (
 	MaxKeyLen  = 512 // unique and serial keys
 )
 
+// BadText says why PostgreSQL's text type cannot store v (not valid UTF-8,
+// or a NUL byte), or returns "".
+func BadText(v string) string {
+	switch {
+	case !utf8.ValidString(v):
+		return "is not valid UTF-8"
+	case strings.IndexByte(v, 0) >= 0:
+		return "contains a NUL byte"
+	}
+	return ""
+}
+
 // CheckName applies the rules for a queue, kind or tenant name, named what
 // in the error: at most MaxNameLen bytes of valid UTF-8 without spaces or
 // control characters; empty only when emptyOK.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -141,7 +141,7 @@ var errBadClaim = errors.New("docket: invalid claim")
 // with a generic plan and committed without waiting for its WAL flush (see
 // sqlClaimSettings); in a caller's transaction the caller's settings hold,
 // but for sequential scans, off for the claim alone.
-func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job, error) {
+func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*core.Job, error) {
 	if p.Worker == uuid.Nil || len(p.Queues) == 0 || len(p.Kinds) == 0 || p.Limit < 1 || p.Lease <= 0 {
 		return nil, fmt.Errorf("%w: want a worker id, queues, kinds, a positive limit and lease", errBadClaim)
 	}
@@ -149,7 +149,7 @@ func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job,
 	if p.TenantCap <= 0 {
 		return q.claimByCursor(ctx, db, p, lease)
 	}
-	var out []*docket.Job
+	var out []*core.Job
 	for _, name := range p.Queues {
 		jobs, _, err := q.runClaim(ctx, db, q.sql.claimCapped, name, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap)
 		if err != nil {
@@ -165,7 +165,7 @@ func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job,
 
 // claimByCursor runs the uncapped claim, each (queue, priority) scanned
 // from this Queue's cursor for it, and moves the cursors on.
-func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease int64) ([]*docket.Job, error) {
+func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease int64) ([]*core.Job, error) {
 	plan := q.cursors.plan(p.Queues, p.Kinds, time.Now())
 	q.runSweeps(ctx, db, plan.sweeps)
 	jobs, seqs, err := q.runClaim(ctx, db, q.sql.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease,
@@ -179,8 +179,8 @@ func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease i
 
 // runClaim runs a claim statement with sqlClaimSettings (see pgsql.Run for a
 // caller's transaction).
-func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([]*docket.Job, []int64, error) {
-	var jobs []*docket.Job
+func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([]*core.Job, []int64, error) {
+	var jobs []*core.Job
 	var seqs []int64
 	err := q.run(ctx, db, sqlClaimSettings, sql, args, func(rows pgx.Rows) error {
 		var err error
@@ -195,11 +195,11 @@ func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([
 
 // scanJobs reads the jobs a claim statement (ending in claimUpdate) returns,
 // with each job's ready_seq.
-func scanJobs(rows pgx.Rows) ([]*docket.Job, []int64, error) {
-	var out []*docket.Job
+func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
+	var out []*core.Job
 	var seqs []int64
 	for rows.Next() {
-		j := &docket.Job{}
+		j := &core.Job{}
 		// Payload and meta are read as bytes: into a json.RawMessage pgx
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.

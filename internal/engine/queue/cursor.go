@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -196,7 +196,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 		ls.at = now
 		cs.lagScans[p.key] = ls
 	}
-	for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
+	for prio := core.MaxPriority; prio >= core.MinPriority; prio-- {
 		for _, q := range queues {
 			var after int64
 			if cs.lag >= 0 {
@@ -223,7 +223,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 			continue
 		}
 		sw := sweep{key: key, kinds: kinds}
-		for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
+		for prio := core.MaxPriority; prio >= core.MinPriority; prio-- {
 			if c := cs.byKey[cursorKey{q, prio, p.kinds}]; c != nil && c.seen > 0 {
 				sw.queues = append(sw.queues, q)
 				sw.priorities = append(sw.priorities, int16(prio))
@@ -240,7 +240,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 }
 
 // advance moves the cursors past the claimed jobs of a claim of up to limit.
-func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, limit int, now time.Time) {
+func (cs *cursors) advance(p claimPlan, jobs []*core.Job, seqs []int64, limit int, now time.Time) {
 	if cs.lag < 0 {
 		return
 	}

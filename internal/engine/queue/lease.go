@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/google/uuid"
 )
 
@@ -19,7 +19,7 @@ type Run struct {
 }
 
 // RunOf returns the run of a job returned by Claim.
-func RunOf(j *docket.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
+func RunOf(j *core.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
 
 const (
 	// sqlHeartbeat extends the leases of runs ($1 ids, $4 their claims, see

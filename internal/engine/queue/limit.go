@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -54,7 +54,7 @@ type LimitedClaimParams struct {
 // LimitedClaim is what a limited claim took and, when the limit's budget
 // held ready jobs back, when to try again.
 type LimitedClaim struct {
-	Jobs []*docket.Job
+	Jobs []*core.Job
 	// Held is true when ready jobs were left for lack of budget, or another
 	// worker was claiming for the limit.
 	Held bool

@@ -12,7 +12,6 @@ import (
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -122,7 +121,7 @@ func TestHotPathPlans(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	for _, stale := range []bool{false, true} {
-		_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+		_, c, schema := migrated(t, ctx, pool, Config{})
 		jobs := `"` + schema + `".docket_jobs`
 		if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 			t.Fatal(err)
@@ -177,7 +176,7 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+	_, c, schema := migrated(t, ctx, pool, Config{})
 	if _, err := pool.Exec(ctx, `DROP INDEX "`+schema+`".docket_jobs_claim_idx`); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +218,7 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+	_, c, schema := migrated(t, ctx, pool, Config{})
 	jobs := `"` + schema + `".docket_jobs`
 	if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 )
 
@@ -57,16 +58,8 @@ func (q *Queue) RegisterWorker(ctx context.Context, db DB, w WorkerInfo) error {
 		return float64(d) / float64(time.Millisecond)
 	}
 	_, err := db.Exec(ctx, q.sql.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
-		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots, nullable(w.NotifyError))
+		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots, pgsql.NullString(w.NotifyError))
 	return q.wrapErr(err)
-}
-
-// nullable is s, or NULL when it is empty.
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // DeregisterWorker deletes the process's row, on a clean stop, and forgets

@@ -6,17 +6,12 @@ import (
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// DB is the handle the protocol runs on: pgx.Tx, *pgx.Conn and
-// *pgxpool.Pool satisfy it. A pool or connection runs each statement as a
-// transaction of its own; a pgx.Tx runs it in the caller's transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DB is the handle the protocol runs on (pgsql.DB): a pool or connection
+// runs each statement as a transaction of its own; a pgx.Tx runs it in the
+// caller's transaction.
+type DB = pgsql.DB
 
 // Config configures a Queue. The zero value keeps history and claims by
 // cursor with a lag of 1s.

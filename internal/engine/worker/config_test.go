@@ -9,23 +9,19 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 )
 
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
-	ob, err := outbox.New(outbox.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
-	ok := Config{DB: pool, Outbox: ob, Handlers: reg}
+	ok := Config{DB: pool, Handlers: reg}
 	for name, mod := range map[string]func(*Config){
 		"no DB":            func(c *Config) { c.DB = nil },
-		"no outbox":        func(c *Config) { c.Outbox = nil },
 		"no registry":      func(c *Config) { c.Handlers = nil },
 		"empty registry":   func(c *Config) { c.Handlers = handlers.NewRegistry() },
 		"negative poll":    func(c *Config) { c.PollInterval = -1 },
@@ -58,13 +54,12 @@ func TestNewValidates(t *testing.T) {
 	if err := w.Stop(t.Context()); err != nil {
 		t.Errorf("Stop before Start: %v", err)
 	}
-	ob2, _ := outbox.New(outbox.Config{Schema: "no_such_schema"})
-	ok.Outbox = ob2
+	ok.Schema = "no_such_schema"
 	w2, err := New(ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.Start(t.Context()); !errors.Is(err, outbox.ErrNotMigrated) {
+	if err := w2.Start(t.Context()); !errors.Is(err, pgsql.ErrNotMigrated) {
 		t.Errorf("Start without tables: %v, want ErrNotMigrated", err)
 	}
 }
@@ -73,21 +68,21 @@ type mailArgs struct{}
 
 func (mailArgs) Kind() string { return "mail" }
 
-type ownOptsArgs struct{}
+type reportArgs struct{}
 
-func (ownOptsArgs) Kind() string      { return "own" }
-func (ownOptsArgs) Opts() outbox.Opts { return outbox.Opts{Queue: "own-queue"} }
+func (reportArgs) Kind() string { return "report" }
 
-// The registry as an outbox client's Kinds: every enqueue gets the kind's
-// registered defaults (outbox applies them; see outbox's kinds tests for
-// each enqueue path).
+// The registry as the enqueue engine's Kinds, as docket.NewClient sets it:
+// every enqueue gets the kind's registered defaults (the engine applies
+// them; see root docket's kinds tests for each enqueue path, and for the
+// args' own Opts, which docket.Client merges before the engine).
 func TestRegistryKindDefaultsOnEnqueue(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4)
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[mailArgs]) error { return nil }, handlers.KindOpts{Queue: "mail", Priority: 2, MaxAttempts: 3})
-	handlers.MustRegister(reg, func(context.Context, *handlers.Job[ownOptsArgs]) error { return nil }, handlers.KindOpts{Queue: "reg-queue", MaxAttempts: 4})
-	c, err := outbox.New(outbox.Config{Schema: e.ob.Schema(), Kinds: reg})
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[reportArgs]) error { return nil }, handlers.KindOpts{Queue: "reg-queue", MaxAttempts: 4})
+	c, err := enqueue.New(enqueue.Config{Schema: e.schema, Kinds: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +102,7 @@ func TestRegistryKindDefaultsOnEnqueue(t *testing.T) {
 		}
 		return q, max
 	}
-	enq := func(args interface{ Kind() string }, opts outbox.Opts) int64 {
+	enq := func(args interface{ Kind() string }, opts enqueue.Opts) int64 {
 		t.Helper()
 		res, err := c.Enqueue(t.Context(), e.pool, args, opts)
 		if err != nil {
@@ -121,18 +116,17 @@ func TestRegistryKindDefaultsOnEnqueue(t *testing.T) {
 		q       string
 		attempt int
 	}{
-		{"registered defaults", enq(mailArgs{}, outbox.Opts{}), "mail", 3},
-		{"explicit opts win", enq(mailArgs{}, outbox.Opts{Queue: "other", MaxAttempts: 9}), "other", 9},
-		{"args' own opts win", enq(ownOptsArgs{}, outbox.Opts{}), "own-queue", 4},
+		{"registered defaults", enq(mailArgs{}, enqueue.Opts{}), "mail", 3},
+		{"explicit opts win", enq(mailArgs{}, enqueue.Opts{Queue: "other", MaxAttempts: 9}), "other", 9},
 	} {
 		if q, m := row(tc.id); q != tc.q || m != tc.attempt {
 			t.Errorf("%s: queue %q max_attempts %d, want %q %d", tc.name, q, m, tc.q, tc.attempt)
 		}
 	}
-	if _, err := c.Enqueue(t.Context(), e.pool, otherArgs{}, outbox.Opts{}); !errors.Is(err, outbox.ErrUnknownKind) {
+	if _, err := c.Enqueue(t.Context(), e.pool, otherArgs{}, enqueue.Opts{}); !errors.Is(err, enqueue.ErrUnknownKind) {
 		t.Errorf("unregistered kind: %v, want ErrUnknownKind", err)
 	}
-	items := []outbox.Item{{Args: mailArgs{}}, {Args: mailArgs{}, Opts: outbox.Opts{Queue: "x"}}}
+	items := []enqueue.Item{{Args: mailArgs{}}, {Args: mailArgs{}, Opts: enqueue.Opts{Queue: "x"}}}
 	res, err := c.EnqueueMany(t.Context(), e.pool, items)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 type tenantArgs struct{}
@@ -32,18 +32,18 @@ func TestTenantCapStopsNoisyNeighbour(t *testing.T) {
 			}
 			return nil
 		}, handlers.KindOpts{})
-		items := make([]outbox.Item, flood)
+		items := make([]enqueue.Item, flood)
 		for i := range items {
-			items[i] = outbox.Item{Args: tenantArgs{}, Opts: outbox.Opts{Tenant: "a"}}
+			items[i] = enqueue.Item{Args: tenantArgs{}, Opts: enqueue.Opts{Tenant: "a"}}
 		}
-		if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+		if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 			t.Fatal(err)
 		}
 		items = items[:small]
 		for i := range items {
 			items[i].Opts.Tenant = "b"
 		}
-		if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+		if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 			t.Fatal(err)
 		}
 		w = e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 20, TenantCap: tenantCap}}})

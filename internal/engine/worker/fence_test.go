@@ -11,9 +11,9 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -98,8 +98,8 @@ func fenceSetup(t *testing.T, e *env, first, later int) {
 	e.exec(`CREATE TABLE {{schema}}.runs (job_id bigint NOT NULL, claim_id bigint NOT NULL,
 		attempt int NOT NULL, n int NOT NULL, worker text NOT NULL, started timestamptz NOT NULL, stopped timestamptz)`)
 	for _, o := range fenceOutcomes {
-		e.enqueue(fenceArgs{Outcome: o, First: first, Later: later}, outbox.Opts{})
-		e.enqueue(fenceTxArgs{Outcome: o, First: first, Later: later}, outbox.Opts{})
+		e.enqueue(fenceArgs{Outcome: o, First: first, Later: later}, enqueue.Opts{})
+		e.enqueue(fenceTxArgs{Outcome: o, First: first, Later: later}, enqueue.Opts{})
 	}
 }
 

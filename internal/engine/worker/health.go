@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -21,15 +20,14 @@ type Readiness func(ctx context.Context) error
 const readyTimeout = 3 * time.Second
 
 // SchemaReadiness returns a Readiness that passes when db answers a ping and
-// the schema holds every migration this build of Docket knows. It only
-// reads: an unmigrated schema is reported, never created.
-func SchemaReadiness(db *pgxpool.Pool, schema string) (Readiness, error) {
-	m, err := outbox.NewMigrator(schema)
+// the schema holds migration latest (migrate.Migrator.Latest: every
+// migration this build of Docket knows). It only reads: an unmigrated
+// schema is reported, never created.
+func SchemaReadiness(db *pgxpool.Pool, schema string, latest int) (Readiness, error) {
+	schema, err := pgsql.Schema(schema)
 	if err != nil {
 		return nil, err
 	}
-	schema, _ = pgsql.Schema(schema)
-	latest := m.Latest()
 	return func(ctx context.Context) error {
 		if err := db.Ping(ctx); err != nil {
 			return fmt.Errorf("database unreachable: %w", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -42,7 +42,7 @@ func TestHealthEndpoints(t *testing.T) {
 	e := migratedOn(t, pgtest.PoolN(t, 4), pgtest.Schema(t))
 	unmigrated := pgtest.Schema(t)
 	behind := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(behind)
+	m, err := migrate.New(behind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestHealthEndpoints(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ready, err := SchemaReadiness(c.db, c.schema)
+			ready, err := SchemaReadiness(c.db, c.schema, m.Latest())
 			if err != nil {
 				t.Fatal(err)
 			}

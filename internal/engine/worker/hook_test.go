@@ -9,7 +9,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -52,15 +52,15 @@ func TestOutcomeHook(t *testing.T) {
 		}
 		return nil
 	}
-	bad := Config{DB: e.pool, Outbox: e.ob, Handlers: reg, Hooks: map[string]OutcomeHook{"nope": hook}}
+	bad := Config{DB: e.pool, Schema: e.schema, Handlers: reg, Hooks: map[string]OutcomeHook{"nope": hook}}
 	if _, err := New(bad); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("hook of an unregistered kind: %v, want ErrInvalidConfig", err)
 	}
 	e.worker(reg, Config{Hooks: map[string]OutcomeHook{"test": hook, "hook_tx": hook}})
-	ok := e.enqueue(testArgs{N: 0}, outbox.Opts{})
-	cancelled := e.enqueue(testArgs{N: 1}, outbox.Opts{})
-	exhausted := e.enqueue(testArgs{N: 2}, outbox.Opts{MaxAttempts: 2})
-	txJob := e.enqueue(hookTxArgs{}, outbox.Opts{})
+	ok := e.enqueue(testArgs{N: 0}, enqueue.Opts{})
+	cancelled := e.enqueue(testArgs{N: 1}, enqueue.Opts{})
+	exhausted := e.enqueue(testArgs{N: 2}, enqueue.Opts{MaxAttempts: 2})
+	txJob := e.enqueue(hookTxArgs{}, enqueue.Opts{})
 	e.waitWhere(ok, "done", 10*time.Second)
 	e.waitWhere(txJob, "done", 10*time.Second)
 	e.waitWhere(cancelled, "dead", 10*time.Second)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 )
 
 // A job's queue, priority and max attempts are resolved once, at enqueue
@@ -19,18 +19,18 @@ import (
 // that knows the kinds, as docket.NewClient's does, with explicit values
 // that differ from the kind's, and check what the worker does.
 
-// kindsClient is an outbox client on the env's schema that applies reg's
+// kindsClient is an enqueue engine on the env's schema that applies reg's
 // kind defaults, as the one docket.NewClient builds.
-func (e *env) kindsClient(reg *handlers.Registry) *outbox.Client {
+func (e *env) kindsClient(reg *handlers.Registry) *enqueue.Client {
 	e.t.Helper()
-	c, err := outbox.New(outbox.Config{Schema: e.schema, Kinds: reg})
+	c, err := enqueue.New(enqueue.Config{Schema: e.schema, Kinds: reg})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return c
 }
 
-func enqueueVia(t testing.TB, e *env, c *outbox.Client, args interface{ Kind() string }, opts outbox.Opts) int64 {
+func enqueueVia(t testing.TB, e *env, c *enqueue.Client, args interface{ Kind() string }, opts enqueue.Opts) int64 {
 	t.Helper()
 	res, err := c.Enqueue(t.Context(), e.pool, args, opts)
 	if err != nil {
@@ -50,9 +50,9 @@ func TestStoredMaxAttemptsGovernRetries(t *testing.T) {
 	}, handlers.KindOpts{MaxAttempts: 2, Backoff: func(int) time.Duration { return 0 }})
 	c := e.kindsClient(reg)
 	jobs := map[int64]int{ // id: the max attempts it must get
-		enqueueVia(t, e, c, testArgs{N: 1}, outbox.Opts{MaxAttempts: 5}): 5, // more than the kind's
-		enqueueVia(t, e, c, testArgs{N: 2}, outbox.Opts{MaxAttempts: 1}): 1, // fewer
-		enqueueVia(t, e, c, testArgs{N: 3}, outbox.Opts{}):               2, // the kind's
+		enqueueVia(t, e, c, testArgs{N: 1}, enqueue.Opts{MaxAttempts: 5}): 5, // more than the kind's
+		enqueueVia(t, e, c, testArgs{N: 2}, enqueue.Opts{MaxAttempts: 1}): 1, // fewer
+		enqueueVia(t, e, c, testArgs{N: 3}, enqueue.Opts{}):               2, // the kind's
 	}
 	e.worker(reg, Config{})
 	for id, want := range jobs {
@@ -80,8 +80,8 @@ func TestReaperObeysStoredMaxAttempts(t *testing.T) {
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{MaxAttempts: 5})
 	c := e.kindsClient(reg)
 	// In a queue the live worker does not serve: only its reaper touches them.
-	last := enqueueVia(t, e, c, testArgs{N: 1}, outbox.Opts{Queue: "held", MaxAttempts: 1})
-	more := enqueueVia(t, e, c, testArgs{N: 2}, outbox.Opts{Queue: "held", MaxAttempts: 2})
+	last := enqueueVia(t, e, c, testArgs{N: 1}, enqueue.Opts{Queue: "held", MaxAttempts: 1})
+	more := enqueueVia(t, e, c, testArgs{N: 2}, enqueue.Opts{Queue: "held", MaxAttempts: 2})
 	// A worker that claims both and vanishes.
 	got, err := e.q.Claim(t.Context(), e.pool, queue.ClaimParams{Worker: [16]byte{9}, Queues: []string{"held"},
 		Kinds: []string{"test"}, Limit: 2, Lease: 200 * time.Millisecond})
@@ -109,8 +109,8 @@ func TestExplicitQueueRunsInThatQueuesPool(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{Queue: "kind-queue"})
 	c := e.kindsClient(reg)
-	byKind := enqueueVia(t, e, c, testArgs{N: 1}, outbox.Opts{})
-	explicit := enqueueVia(t, e, c, testArgs{N: 2}, outbox.Opts{Queue: "explicit-queue"})
+	byKind := enqueueVia(t, e, c, testArgs{N: 1}, enqueue.Opts{})
+	explicit := enqueueVia(t, e, c, testArgs{N: 2}, enqueue.Opts{Queue: "explicit-queue"})
 	// The only pool serves the explicit queue, not the kind's.
 	e.worker(reg, Config{Pools: []PoolConfig{{Name: "explicit", Queues: []string{"explicit-queue"}, Concurrency: 2}}})
 	e.waitWhere(explicit, "done", 10*time.Second)
@@ -136,9 +136,9 @@ func TestExplicitPriorityOrdersRuns(t *testing.T) {
 	// Enqueued lowest first, so that id order is the reverse of priority
 	// order. N is the priority each must run with.
 	ids := []int64{
-		enqueueVia(t, e, c, testArgs{N: -3}, outbox.Opts{Priority: -3}),
-		enqueueVia(t, e, c, testArgs{N: 5}, outbox.Opts{}),
-		enqueueVia(t, e, c, testArgs{N: 9}, outbox.Opts{Priority: 9}),
+		enqueueVia(t, e, c, testArgs{N: -3}, enqueue.Opts{Priority: -3}),
+		enqueueVia(t, e, c, testArgs{N: 5}, enqueue.Opts{}),
+		enqueueVia(t, e, c, testArgs{N: 9}, enqueue.Opts{Priority: 9}),
 	}
 	// One slot, nothing held ahead: each claim takes the best ready job.
 	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 1, Prefetch: -1}}})

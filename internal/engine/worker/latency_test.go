@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 // pickup measures, n times, the time from an enqueue's commit to its
@@ -17,7 +17,7 @@ func pickup(t *testing.T, e *env, started <-chan time.Time, n int) (p50, worst t
 	var lat []time.Duration
 	for range n {
 		time.Sleep(5 * time.Millisecond) // let the worker go idle, past the notify debounce
-		e.enqueue(testArgs{}, outbox.Opts{})
+		e.enqueue(testArgs{}, enqueue.Opts{})
 		// From the commit's acknowledgement: a commit slowed by a busy disk
 		// (CI runs every package at once) is not the worker's latency. The
 		// handler may start a hair before the client hears of the commit.
@@ -79,11 +79,11 @@ func TestListenerReconnects(t *testing.T) {
 	started, _ := startRecorder(e, Config{PollInterval: 5 * time.Second})
 	listeners := func() int {
 		return e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-			`LISTEN "`+e.ob.NotifyChannel()+`"`)
+			`LISTEN "`+e.jobs.NotifyChannel()+`"`)
 	}
 	waitFor(t, 5*time.Second, "a LISTEN connection", func() bool { return listeners() == 1 })
 	e.exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-		`LISTEN "`+e.ob.NotifyChannel()+`"`)
+		`LISTEN "`+e.jobs.NotifyChannel()+`"`)
 	waitFor(t, 5*time.Second, "the listener to reconnect", func() bool {
 		return listeners() == 1 && e.logs.contains("LISTEN connection is back")
 	})
@@ -103,14 +103,14 @@ func TestLastJobOfBurstIsNotLeftToThePoll(t *testing.T) {
 	t.Parallel()
 	const debounce = time.Second
 	e := setup(t, 8)
-	ob, err := outbox.New(outbox.Config{Schema: e.schema, NotifyDebounce: debounce})
+	jobs, err := enqueue.New(enqueue.Config{Schema: e.schema, NotifyDebounce: debounce})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.ob = ob
+	e.jobs = jobs
 	started, _ := startRecorder(e, Config{PollInterval: time.Minute})
 	announced := time.Now()
-	e.enqueue(testArgs{}, outbox.Opts{})
+	e.enqueue(testArgs{}, enqueue.Opts{})
 	select {
 	case <-started:
 	case <-time.After(10 * time.Second):
@@ -121,7 +121,7 @@ func TestLastJobOfBurstIsNotLeftToThePoll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(t.Context())
-	if _, err := ob.Enqueue(t.Context(), tx, testArgs{N: 1}, outbox.Opts{}); err != nil {
+	if _, err := jobs.Enqueue(t.Context(), tx, testArgs{N: 1}, enqueue.Opts{}); err != nil {
 		t.Fatal(err)
 	}
 	// Commit after the first window: later than a claim one window after

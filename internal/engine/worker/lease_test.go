@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 // A handler that runs 2.5 times longer than the lease, with heartbeats,
@@ -31,7 +31,7 @@ func TestHeartbeatKeepsSlowJobFromRunningTwice(t *testing.T) {
 	cfg := Config{Lease: 4 * time.Second, PollInterval: 50 * time.Millisecond}
 	e.worker(reg, cfg)
 	e.worker(reg, cfg)
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	e.waitWhere(id, "done", 40*time.Second)
 	if n := runs.get(id); n != 1 {
 		t.Errorf("slow job ran %d times, want 1", n)

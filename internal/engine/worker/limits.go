@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// limits is the set of flow-control limits (outbox.Limit, docket_limits),
+// limits is the set of flow-control limits (docket_limits),
 // read before Start returns and then every poll interval. Pools take the
 // jobs a limit governs only through limited claims, which the database
 // grants as the limit's budgets allow, and everything else through their
@@ -27,7 +27,7 @@ type limitSet struct {
 
 func newLimits(w *Worker) *limits {
 	read := func(ctx context.Context) (*limitSet, error) {
-		all, err := w.ob.Limits(ctx, w.db)
+		all, err := w.q.LimitScopes(ctx, w.db)
 		if err != nil {
 			return nil, err
 		}

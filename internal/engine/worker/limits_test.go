@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -81,15 +82,15 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 			}
 		}
 	}
-	enqueue := func(on *env, args outbox.Item, n int) {
-		items := make([]outbox.Item, n)
+	enqueueN := func(on *env, args enqueue.Item, n int) {
+		items := make([]enqueue.Item, n)
 		for i := range items {
 			items[i] = args
 		}
 		for len(items) > 0 {
 			batch := items[:min(len(items), 5000)]
 			items = items[len(batch):]
-			if _, err := on.ob.EnqueueMany(ctx, on.pool, batch); err != nil {
+			if _, err := on.jobs.EnqueueMany(ctx, on.pool, batch); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,10 +117,10 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		}
 	}
 
-	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "flow_a_rate", Kind: "flow_a", Rate: rate, Per: time.Second}); err != nil {
+	if err := e.ops.Limits().Set(ctx, e.pool, admin.Limit{Name: "flow_a_rate", Kind: "flow_a", Rate: rate, Per: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	enqueue(e, outbox.Item{Args: flowA{}}, 20000)
+	enqueueN(e, enqueue.Item{Args: flowA{}}, 20000)
 	// Best of two trials: a burst of load from the rest of the machine
 	// (another package's tests) can slow the side with the limit more than
 	// the control, since its claim rounds that ask the limit make two
@@ -132,8 +133,8 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		if err := e.pool.QueryRow(ctx, "SELECT now()").Scan(&since); err != nil {
 			t.Fatal(err)
 		}
-		enqueue(e, outbox.Item{Args: flowB{}}, bJobs)
-		enqueue(control, outbox.Item{Args: flowB{}}, bJobs)
+		enqueueN(e, enqueue.Item{Args: flowB{}}, bJobs)
+		enqueueN(control, enqueue.Item{Args: flowB{}}, bJobs)
 		if ps == nil {
 			ps = startWorkers(e)
 		}
@@ -165,11 +166,11 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			batch := make([]outbox.Item, 50)
+			batch := make([]enqueue.Item, 50)
 			for i := range batch {
-				batch[i] = outbox.Item{Args: flowB{}}
+				batch[i] = enqueue.Item{Args: flowB{}}
 			}
-			if _, err := e.ob.EnqueueMany(ctx, e.pool, batch); err != nil {
+			if _, err := e.jobs.EnqueueMany(ctx, e.pool, batch); err != nil {
 				produced <- err
 				return
 			}
@@ -246,18 +247,18 @@ func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 	ctx := t.Context()
 	e.exec(`CREATE TABLE {{schema}}.flow_runs (job_id bigint, tenant text, started timestamptz, ended timestamptz)`)
 	const maxRunning, tenants = 5, 20
-	if err := e.ob.SetLimit(ctx, e.pool, outbox.Limit{Name: "per_tenant", Kind: "flow_tenant", PerTenant: true, MaxRunning: maxRunning}); err != nil {
+	if err := e.ops.Limits().Set(ctx, e.pool, admin.Limit{Name: "per_tenant", Kind: "flow_tenant", PerTenant: true, MaxRunning: maxRunning}); err != nil {
 		t.Fatal(err)
 	}
-	var items []outbox.Item
+	var items []enqueue.Item
 	for i := range 3000 {
 		tenant := i % tenants
 		if i%2 == 0 {
 			tenant = 0 // half of all jobs
 		}
-		items = append(items, outbox.Item{Args: flowTenant{SleepMS: 20 + i%30}, Opts: outbox.Opts{Tenant: fmt.Sprintf("t%02d", tenant)}})
+		items = append(items, enqueue.Item{Args: flowTenant{SleepMS: 20 + i%30}, Opts: enqueue.Opts{Tenant: fmt.Sprintf("t%02d", tenant)}})
 	}
-	if _, err := e.ob.EnqueueMany(ctx, e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(ctx, e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -33,8 +35,10 @@ type env struct {
 	t      testing.TB
 	pool   *pgxpool.Pool
 	schema string
-	ob     *outbox.Client
-	q      *queue.Queue // the protocol on ob's tables, for setup and checks
+	jobs   *enqueue.Client // enqueues, as docket.Client's Enqueue does
+	ops    *admin.Client   // the operator's operations, as docket.Client's Admin
+	latest int             // the newest migration (migrate.Migrator.Latest), which /readyz wants
+	q      *queue.Queue    // the protocol on the schema's tables, for setup and checks
 	logs   *logBuffer
 }
 
@@ -57,11 +61,45 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	return e
 }
 
-// migratedOn migrates schema and returns its env, without history
-// partitions, as `docket migrate up` leaves a new schema.
+// migratedOn migrates schema with migrate.Up, as an application or
+// `docket migrate up` does, and returns its env. Up also creates the
+// history partitions of today and the next days.
 func migratedOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	t.Helper()
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	e, m := newEnv(t, pool, schema)
+	if _, err := m.Up(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// migratedBySQLOn migrates schema by applying each migration's up file
+// (migrate.Migrator.SQL), as a team's own migration tool applies those of
+// `docket migrate sql`, and returns its env. The files create no history
+// partitions: the first worker meets a schema without any.
+func migratedBySQLOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
+	t.Helper()
+	e, m := newEnv(t, pool, schema)
+	for _, mig := range m.Migrations() {
+		sql, err := m.SQL(mig.Version, "up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(t.Context(), sql); err != nil {
+			t.Fatalf("migration %d: %v", mig.Version, err)
+		}
+	}
+	return e
+}
+
+// newEnv returns the env of schema, not yet migrated, and its migrator.
+func newEnv(t testing.TB, pool *pgxpool.Pool, schema string) (*env, *migrate.Migrator) {
+	t.Helper()
+	jobs, err := enqueue.New(enqueue.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := admin.New(admin.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,21 +107,21 @@ func migratedOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Up(t.Context(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, pool: pool, schema: schema, ob: ob, q: q, logs: newLogBuffer(t)}
+	e := &env{t: t, pool: pool, schema: schema, jobs: jobs, ops: ops, latest: m.Latest(), q: q, logs: newLogBuffer(t)}
+	return e, m
 }
 
 // worker starts a worker on the env with quick test defaults; it is stopped
-// when the test ends.
+// when the test ends. Like docket.NewClient's, it serves the env's schema
+// and expects the enqueuers' NOTIFY debounce.
 func (e *env) worker(reg *handlers.Registry, cfg Config) *Worker {
 	e.t.Helper()
-	cfg.DB, cfg.Outbox, cfg.Handlers = e.pool, e.ob, reg
+	cfg.DB, cfg.Schema, cfg.Handlers = e.pool, e.schema, reg
+	cfg.NotifyDebounce, cfg.LatestMigration = e.jobs.NotifyDebounce(), e.latest
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
@@ -111,9 +149,9 @@ func (e *env) worker(reg *handlers.Registry, cfg Config) *Worker {
 	return w
 }
 
-func (e *env) enqueue(args core.Args, opts outbox.Opts) int64 {
+func (e *env) enqueue(args core.Args, opts enqueue.Opts) int64 {
 	e.t.Helper()
-	res, err := e.ob.Enqueue(e.t.Context(), e.pool, args, opts)
+	res, err := e.jobs.Enqueue(e.t.Context(), e.pool, args, opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

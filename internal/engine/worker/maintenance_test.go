@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 )
 
 func TestPartitionUpkeep(t *testing.T) {
@@ -63,7 +63,7 @@ func TestZeroDelayRetryRunsAtOnce(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{PollInterval: 10 * time.Second})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	e.waitWhere(id, "done", 5*time.Second)
 	at := runs.times(id)
 	if took := at[len(at)-1].Sub(at[0]); took > time.Second {
@@ -76,7 +76,7 @@ func TestZeroDelayRetryRunsAtOnce(t *testing.T) {
 func TestReaperRequeuesExpiredLeases(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4)
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	// A worker that claims and vanishes.
 	if _, err := e.q.Claim(t.Context(), e.pool, queue.ClaimParams{Worker: [16]byte{9}, Queues: []string{"default"},
 		Kinds: []string{"test"}, Limit: 1, Lease: 200 * time.Millisecond}); err != nil {

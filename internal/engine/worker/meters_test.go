@@ -8,7 +8,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -33,10 +33,10 @@ func TestOpenTelemetryMetrics(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	for i := range ok {
-		e.enqueue(testArgs{N: i, Secret: "do-not-export"}, outbox.Opts{})
+		e.enqueue(testArgs{N: i, Secret: "do-not-export"}, enqueue.Opts{})
 	}
 	for i := range doomed {
-		e.enqueue(testArgs{N: -1 - i}, outbox.Opts{MaxAttempts: 1})
+		e.enqueue(testArgs{N: -1 - i}, enqueue.Opts{MaxAttempts: 1})
 	}
 	e.worker(reg, Config{MeterProvider: mp, Pools: []PoolConfig{{Name: "main", Queues: []string{"default"}, Concurrency: 4}}})
 	waitFor(t, 20*time.Second, "every job finished", func() bool {

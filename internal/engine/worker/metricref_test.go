@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -41,7 +41,7 @@ func TestMetricReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := []prometheus.Collector{m.claimDur, m.claimed, m.pickup, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m,
-		NewStatusCollector(e.pool, e.ob, outbox.Thresholds{}), relay.Collector()}
+		admin.NewStatusCollector(e.pool, e.ops, admin.Thresholds{}), relay.Collector()}
 	described := map[string]string{}
 	descs := make(chan *prometheus.Desc, 100)
 	go func() {

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/outbox"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -30,6 +32,12 @@ func scrape(t *testing.T, addr string) string {
 		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
 	}
 	return string(body)
+}
+
+// statusViews is what docket.WorkerConfig.MetricsStatus adds to a worker's
+// Collectors: the status views of the env's schema.
+func (e *env) statusViews() []prometheus.Collector {
+	return []prometheus.Collector{admin.NewStatusCollector(e.pool, e.ops, admin.Thresholds{})}
 }
 
 // sample returns the value of the sample whose line starts with prefix
@@ -59,20 +67,20 @@ func TestMetricsEndpointAfterARun(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	const total = 50
-	items := make([]outbox.Item, total)
+	items := make([]enqueue.Item, total)
 	for i := range items {
-		items[i] = outbox.Item{Args: testArgs{N: i}}
+		items[i] = enqueue.Item{Args: testArgs{N: i}}
 	}
-	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 	// core.Work nobody serves, and a backlog in a paused queue.
-	e.enqueue(otherArgs{}, outbox.Opts{Queue: "default"})
-	e.enqueue(testArgs{}, outbox.Opts{Queue: "held"})
-	if err := e.ob.PauseQueue(t.Context(), e.pool, "held"); err != nil {
+	e.enqueue(otherArgs{}, enqueue.Opts{Queue: "default"})
+	e.enqueue(testArgs{}, enqueue.Opts{Queue: "held"})
+	if err := e.ops.Queues().Pause(t.Context(), e.pool, "held"); err != nil {
 		t.Fatal(err)
 	}
-	w := e.worker(reg, Config{MetricsAddr: "127.0.0.1:0", MetricsStatus: true, HeartbeatInterval: 100 * time.Millisecond,
+	w := e.worker(reg, Config{MetricsAddr: "127.0.0.1:0", Collectors: e.statusViews(), HeartbeatInterval: 100 * time.Millisecond,
 		Pools: []PoolConfig{{Name: "main", Queues: []string{"default", "held"}, Concurrency: 4}}})
 	waitFor(t, 10*time.Second, "the jobs to finish", func() bool {
 		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE kind = 'test' AND queue = 'default'`) == 0
@@ -159,7 +167,7 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	w := e.worker(reg, Config{PollInterval: 50 * time.Millisecond, DisableNotify: true,
 		Pools:   []PoolConfig{{Queues: []string{"a", "b"}, Concurrency: 4}},
 		OnClaim: func(time.Duration, int) { claims.Add(1) }})
-	if err := e.ob.PauseQueue(t.Context(), e.pool, "a"); err != nil {
+	if err := e.ops.Queues().Pause(t.Context(), e.pool, "a"); err != nil {
 		t.Fatal(err)
 	}
 	// Wait until the worker has read the pause (every poll interval, but a
@@ -172,8 +180,8 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	// queue a ("within one poll interval"): let a few claims finish first.
 	seen := claims.Load()
 	waitFor(t, 5*time.Second, "claims after the pause", func() bool { return claims.Load() >= seen+3 })
-	e.enqueue(testArgs{}, outbox.Opts{Queue: "a"})
-	e.enqueue(testArgs{}, outbox.Opts{Queue: "b"})
+	e.enqueue(testArgs{}, enqueue.Opts{Queue: "a"})
+	e.enqueue(testArgs{}, enqueue.Opts{Queue: "b"})
 	waitFor(t, 5*time.Second, "queue b's job", func() bool { return ran.Load() == 1 })
 	time.Sleep(300 * time.Millisecond) // six poll intervals: a is still left alone
 	if got := ran.Load(); got != 1 {
@@ -182,12 +190,12 @@ func TestPausedQueueIsNotClaimed(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE queue = 'a' AND state = 'ready'`); n != 1 {
 		t.Fatalf("queue a: %d ready", n)
 	}
-	if err := e.ob.ResumeQueue(t.Context(), e.pool, "a"); err != nil {
+	if err := e.ops.Queues().Resume(t.Context(), e.pool, "a"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "queue a's job after resume", func() bool { return ran.Load() == 2 })
 	// The worker is registered, serving both queues.
-	s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+	s, err := e.ops.Status(t.Context(), e.pool, admin.Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +226,7 @@ func TestOnClaimSeesEveryClaimedJob(t *testing.T) {
 	}})
 	var last int64
 	for i := range 50 {
-		last = e.enqueue(testArgs{N: i}, outbox.Opts{})
+		last = e.enqueue(testArgs{N: i}, enqueue.Opts{})
 	}
 	e.waitWhere(last, "done", 10*time.Second)
 	waitFor(t, 10*time.Second, "OnClaim to count all 50 jobs", func() bool { return claimed.Load() == 50 })
@@ -232,13 +240,17 @@ func TestOnClaimSeesEveryClaimedJob(t *testing.T) {
 func TestStatusCollectorExportsRelayBacklog(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4)
+	events, err := outbox.New(outbox.Config{Schema: e.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, key := range []string{"", "order-1", "order-1"} {
-		if _, err := e.ob.Publish(t.Context(), e.pool, outbox.Message{Topic: "orders", Key: key}); err != nil {
+		if _, err := events.Publish(t.Context(), e.pool, outbox.Message{Topic: "orders", Key: key}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.exec(`UPDATE {{schema}}.docket_events SET created_at = now() - interval '90 seconds' WHERE key IS NULL`)
-	c := NewStatusCollector(e.pool, e.ob, outbox.Thresholds{})
+	c := admin.NewStatusCollector(e.pool, e.ops, admin.Thresholds{})
 	want := `
 # HELP docket_event_keys_blocked Event keys held back by a dead event.
 # TYPE docket_event_keys_blocked gauge

@@ -30,7 +30,7 @@ func newListener(w *Worker, listenURL string) (*listener, error) {
 		}
 	}
 	return &listener{w: w, Listener: pgsql.Listener{
-		Conn: conn, Channel: w.ob.NotifyChannel(),
+		Conn: conn, Channel: pgsql.NotifyChannel(w.schema),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
 		Notified: func(payload string) {
 			if w.notifyCheck == nil || !w.notifyCheck.notified(payload) {
@@ -70,7 +70,7 @@ func (l *listener) start(ctx context.Context) {
 
 // notified handles one notification: its payload is a queue name.
 func (w *Worker) notified(queue string) {
-	debounce := w.ob.NotifyDebounce()
+	debounce := w.notifyDebounce
 	for _, p := range w.byQueue[queue] {
 		p.notified(debounce)
 	}

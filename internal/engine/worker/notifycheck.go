@@ -97,7 +97,7 @@ func (c *notifyCheck) check(ctx context.Context) {
 	for {
 		// NotifyQueues sends each entry as one notification's payload.
 		sctx, cancel := context.WithTimeout(ctx, c.timeout)
-		err := w.q.NotifyQueues(sctx, w.db, w.ob.NotifyChannel(), []string{payload})
+		err := w.q.NotifyQueues(sctx, w.db, pgsql.NotifyChannel(w.schema), []string{payload})
 		cancel()
 		if err == nil {
 			break

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 )
 
 // readyz fetches the worker's /readyz.
@@ -76,18 +77,18 @@ func TestNotifyCheckWarnsWhenNotificationsAreLost(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(body, "ready\n") || !strings.Contains(body, "warning: "+ErrNotifyLost.Error()) {
 		t.Errorf("/readyz = %d %q, want 200, ready and a warning about notifications", code, body)
 	}
-	id := e.enqueue(testArgs{N: 1}, outbox.Opts{})
+	id := e.enqueue(testArgs{N: 1}, enqueue.Opts{})
 	e.waitWhere(id, "done", 30*time.Second)
 	// docket status names the worker that only polls.
-	var lost []outbox.Warning
+	var lost []admin.Warning
 	waitFor(t, 10*time.Second, "status to warn of the worker's lost notifications", func() bool {
-		s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+		s, err := e.ops.Status(t.Context(), e.pool, admin.Thresholds{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		lost = nil
 		for _, wn := range s.Warnings {
-			if wn.Code == outbox.WarnNotifyLost {
+			if wn.Code == admin.WarnNotifyLost {
 				lost = append(lost, wn)
 			}
 		}
@@ -118,12 +119,12 @@ func TestNotifyCheckPasses(t *testing.T) {
 	if code, body := readyz(t, w); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q, want 200 \"ready\\n\"", code, body)
 	}
-	s, err := e.ob.Status(t.Context(), e.pool, outbox.Thresholds{})
+	s, err := e.ops.Status(t.Context(), e.pool, admin.Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, wn := range s.Warnings {
-		if wn.Code == outbox.WarnNotifyLost {
+		if wn.Code == admin.WarnNotifyLost {
 			t.Errorf("status warns of lost notifications although they arrive: %+v", wn)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -26,7 +26,7 @@ func TestCompletes(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{N: 42}, outbox.Opts{})
+	id := e.enqueue(testArgs{N: 42}, enqueue.Opts{})
 	e.waitWhere(id, "done", 10*time.Second)
 	if runs.get(id) != 1 {
 		t.Errorf("ran %d times", runs.get(id))
@@ -57,7 +57,7 @@ func TestRetriesWithBackoff(t *testing.T) {
 	// A poll interval far longer than the backoff: the retry must be
 	// promoted when due, not at the next poll.
 	e.worker(reg, Config{PollInterval: 10 * time.Second})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	waitFor(t, 5*time.Second, "first failure recorded", func() bool {
 		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND last_error = 'boom'`, id) == 1
 	})
@@ -91,10 +91,10 @@ func TestExhaustedAttemptsDeadLetter(t *testing.T) {
 
 	// Enqueued by a client that does not know the kind: the built-in
 	// default (25 attempts) is stored, and it is what the job gets.
-	plain := e.enqueue(testArgs{}, outbox.Opts{})
-	// Enqueued with the registry as the outbox's Kinds: the kind's 3.
-	byKind := enqueueVia(t, e, e.kindsClient(reg), testArgs{}, outbox.Opts{})
-	for id, want := range map[int64]int{plain: outbox.DefaultMaxAttempts, byKind: 3} {
+	plain := e.enqueue(testArgs{}, enqueue.Opts{})
+	// Enqueued with the registry as the enqueue engine's Kinds: the kind's 3.
+	byKind := enqueueVia(t, e, e.kindsClient(reg), testArgs{}, enqueue.Opts{})
+	for id, want := range map[int64]int{plain: enqueue.DefaultMaxAttempts, byKind: 3} {
 		e.waitWhere(id, "dead", 30*time.Second)
 		d := e.dead(id)
 		if d.reason != core.ReasonExhausted || d.attempts != want || d.lastError != "always fails" {
@@ -123,7 +123,7 @@ func TestSnoozeSpendsNoAttempt(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{PollInterval: 10 * time.Second})
-	id := e.enqueue(testArgs{}, outbox.Opts{MaxAttempts: 1})
+	id := e.enqueue(testArgs{}, enqueue.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "done", 10*time.Second)
 	if runs.get(id) != 3 {
 		t.Errorf("ran %d times, want 3", runs.get(id))
@@ -148,7 +148,7 @@ func TestRetryAfter(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{Backoff: func(int) time.Duration { return time.Hour }})
 	e.worker(reg, Config{PollInterval: 10 * time.Second})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	e.waitWhere(id, "done", 10*time.Second)
 	at := runs.times(id)
 	if len(at) != 2 {
@@ -172,7 +172,7 @@ func TestCancelDeadLettersAtOnce(t *testing.T) {
 		return handlers.Cancel(errors.New("customer deleted"))
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != core.ReasonCancelled || d.attempts != 1 || d.lastError != "customer deleted" {
@@ -193,7 +193,7 @@ func TestPanicRecordedWithStackWithoutPayload(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{N: 7, Secret: "s3cr3t-card-number"}, outbox.Opts{MaxAttempts: 1})
+	id := e.enqueue(testArgs{N: 7, Secret: "s3cr3t-card-number"}, enqueue.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != core.ReasonExhausted {
@@ -224,7 +224,7 @@ func TestTimeoutCountsAsFailure(t *testing.T) {
 		return ctx.Err()
 	}, handlers.KindOpts{Timeout: 100 * time.Millisecond})
 	e.worker(reg, Config{})
-	id := e.enqueue(testArgs{}, outbox.Opts{MaxAttempts: 1})
+	id := e.enqueue(testArgs{}, enqueue.Opts{MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != core.ReasonExhausted || !strings.HasPrefix(d.lastError, "timed out after 100ms") {
@@ -252,7 +252,7 @@ func TestUndecodablePayloadDeadAtOnce(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{})
-	id := e.enqueue(wrongArgs{N: "s3cr3t-value"}, outbox.Opts{})
+	id := e.enqueue(wrongArgs{N: "s3cr3t-value"}, enqueue.Opts{})
 	e.waitWhere(id, "dead", 10*time.Second)
 	d := e.dead(id)
 	if d.reason != core.ReasonUndecodable || d.attempts != 1 {
@@ -288,9 +288,9 @@ func TestTxHandlerCommitsAndRollsBack(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{Backoff: func(int) time.Duration { return 0 }})
 	e.worker(reg, Config{})
-	ok := e.enqueue(testArgs{N: 1}, outbox.Opts{MaxAttempts: 2})
-	bad := e.enqueue(testArgs{N: -1}, outbox.Opts{MaxAttempts: 2})
-	boom := e.enqueue(testArgs{N: 0}, outbox.Opts{MaxAttempts: 2})
+	ok := e.enqueue(testArgs{N: 1}, enqueue.Opts{MaxAttempts: 2})
+	bad := e.enqueue(testArgs{N: -1}, enqueue.Opts{MaxAttempts: 2})
+	boom := e.enqueue(testArgs{N: 0}, enqueue.Opts{MaxAttempts: 2})
 	e.waitWhere(ok, "done", 10*time.Second)
 	e.waitWhere(bad, "dead", 10*time.Second)
 	e.waitWhere(boom, "dead", 10*time.Second)
@@ -323,7 +323,7 @@ func TestLeaseLostCancelsHandlerAndDropsOutcome(t *testing.T) {
 		return nil // an outcome that must not be written
 	}, handlers.KindOpts{})
 	e.worker(reg, Config{Lease: 2 * time.Second, HeartbeatInterval: 50 * time.Millisecond})
-	id := e.enqueue(testArgs{}, outbox.Opts{})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
 	<-started
 	// Another worker takes the job over, as after a reap and a new claim.
 	e.exec(`UPDATE {{schema}}.docket_jobs SET locked_by = gen_random_uuid(), attempts = 2 WHERE id = $1`, id)
@@ -345,10 +345,10 @@ func TestUnknownKindsAreNeverClaimed(t *testing.T) {
 	e := setup(t, 8)
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
-	other := e.enqueue(otherArgs{}, outbox.Opts{})
+	other := e.enqueue(otherArgs{}, enqueue.Opts{})
 	var known []int64
 	for i := range 20 {
-		known = append(known, e.enqueue(testArgs{N: i}, outbox.Opts{}))
+		known = append(known, e.enqueue(testArgs{N: i}, enqueue.Opts{}))
 	}
 	e.worker(reg, Config{})
 	// The unknown job is first in the queue's order: had the worker been
@@ -383,7 +383,7 @@ func TestMiddlewareOrderAndLogAttrs(t *testing.T) {
 	}, handlers.KindOpts{})
 	logs := newLogBuffer(t)
 	e.worker(reg, Config{Middleware: []core.Middleware{mw("a"), mw("b"), handlers.Logging(logs.logger())}})
-	id := e.enqueue(testArgs{Secret: "s3cr3t"}, outbox.Opts{Queue: "default", MaxAttempts: 1})
+	id := e.enqueue(testArgs{Secret: "s3cr3t"}, enqueue.Opts{Queue: "default", MaxAttempts: 1})
 	e.waitWhere(id, "dead", 10*time.Second)
 	if got := strings.Join(order.get(), " "); got != "a> b> handler <b <a" {
 		t.Errorf("order %q", got)

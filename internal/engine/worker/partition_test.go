@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,14 +22,15 @@ type partPlainArgs struct{ N int }
 
 func (partPlainArgs) Kind() string { return "part_plain" }
 
-// partitionEnv is a migrated schema without history partitions (as a fresh
-// `docket migrate up` leaves it), an effects table and a registry whose
-// transactional handler writes one effect per job.
+// partitionEnv is a migrated schema without history partitions (as a
+// team's own migration tool leaves it, applying the files of `docket
+// migrate sql`), an effects table and a registry whose transactional
+// handler writes one effect per job.
 func partitionEnv(t *testing.T) (*env, *handlers.Registry) {
 	t.Helper()
 	schema := pgtest.Schema(t)
 	pool := pgtest.PoolN(t, 12)
-	e := migratedOn(t, pool, schema)
+	e := migratedBySQLOn(t, pool, schema)
 	if parts, err := e.q.Partitions(t.Context(), pool); err != nil || len(parts) != 0 {
 		t.Fatalf("fresh schema has partitions %v (%v)", parts, err)
 	}
@@ -50,14 +51,14 @@ func partitionEnv(t *testing.T) (*env, *handlers.Registry) {
 // enqueueParts enqueues n jobs of each kind with one attempt each.
 func enqueueParts(t *testing.T, e *env, tx, plain int) {
 	t.Helper()
-	items := make([]outbox.Item, 0, tx+plain)
+	items := make([]enqueue.Item, 0, tx+plain)
 	for i := range tx {
-		items = append(items, outbox.Item{Args: partArgs{N: i}, Opts: outbox.Opts{MaxAttempts: 1}})
+		items = append(items, enqueue.Item{Args: partArgs{N: i}, Opts: enqueue.Opts{MaxAttempts: 1}})
 	}
 	for i := range plain {
-		items = append(items, outbox.Item{Args: partPlainArgs{N: i}, Opts: outbox.Opts{MaxAttempts: 1}})
+		items = append(items, enqueue.Item{Args: partPlainArgs{N: i}, Opts: enqueue.Opts{MaxAttempts: 1}})
 	}
-	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -67,8 +68,8 @@ func enqueueParts(t *testing.T, e *env, tx, plain int) {
 func startPartWorker(t *testing.T, e *env, reg *handlers.Registry, lease time.Duration, now func() time.Time) {
 	t.Helper()
 	w, err := New(Config{
-		DB: e.pool, Outbox: e.ob, Handlers: reg, PollInterval: 50 * time.Millisecond, Lease: lease,
-		Pools:  []PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: 40}},
+		DB: e.pool, Schema: e.schema, Handlers: reg, PollInterval: 50 * time.Millisecond, Lease: lease,
+		Pools:  []PoolConfig{{Queues: []string{enqueue.DefaultQueue}, Concurrency: 40}},
 		Logger: e.logs.logger(),
 	})
 	if err != nil {

@@ -38,7 +38,7 @@ func (p *partitions) clock() time.Time {
 // quickly when another session holds a lock on the history table.
 func (p *partitions) prepare(ctx context.Context) error {
 	w := p.w
-	if !w.ob.History() {
+	if !w.history {
 		return nil
 	}
 	var err error
@@ -58,7 +58,7 @@ func (p *partitions) prepare(ctx context.Context) error {
 }
 
 func (p *partitions) start(ctx context.Context) {
-	if !p.w.ob.History() {
+	if !p.w.history {
 		return
 	}
 	p.run(ctx, func(ctx context.Context) {

@@ -14,7 +14,7 @@ type pauses struct {
 
 func newPauses(w *Worker) *pauses {
 	read := func(ctx context.Context) (*map[string]bool, error) {
-		names, err := w.ob.PausedQueues(ctx, w.db)
+		names, err := w.q.PausedQueues(ctx, w.db)
 		if err != nil {
 			return nil, err
 		}

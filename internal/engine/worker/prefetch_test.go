@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 type prefetchArgs struct {
@@ -34,7 +34,7 @@ func TestPrefetchedJobsKeepTheirLease(t *testing.T) {
 	// so that a loaded machine (the race pass in CI) cannot lose a run.
 	const jobs = 5
 	for range jobs {
-		e.enqueue(prefetchArgs{SleepMS: 1000}, outbox.Opts{})
+		e.enqueue(prefetchArgs{SleepMS: 1000}, enqueue.Opts{})
 	}
 	w := e.worker(reg, Config{
 		Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 1, Prefetch: 3}},
@@ -73,7 +73,7 @@ func TestStopReleasesPrefetchedJobs(t *testing.T) {
 		return ctx.Err()
 	}, handlers.KindOpts{})
 	for range 10 {
-		e.enqueue(prefetchArgs{Block: true}, outbox.Opts{})
+		e.enqueue(prefetchArgs{Block: true}, enqueue.Opts{})
 	}
 	w := e.worker(reg, Config{
 		Pools:           []PoolConfig{{Queues: []string{"default"}, Concurrency: 2, Prefetch: 4}},
@@ -122,11 +122,11 @@ func TestShortBacklogIsShared(t *testing.T) {
 		}, handlers.KindOpts{})
 		e.worker(reg, cfg)
 	}
-	items := make([]outbox.Item, 40)
+	items := make([]enqueue.Item, 40)
 	for i := range items {
-		items[i] = outbox.Item{Args: prefetchArgs{}}
+		items[i] = enqueue.Item{Args: prefetchArgs{}}
 	}
-	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "40 jobs done", func() bool {
@@ -205,11 +205,11 @@ func TestFastHandlersClaimLargerBatches(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[prefetchArgs]) error { return nil }, handlers.KindOpts{})
 	const jobs = 3000
-	items := make([]outbox.Item, jobs)
+	items := make([]enqueue.Item, jobs)
 	for i := range items {
-		items[i] = outbox.Item{Args: prefetchArgs{}}
+		items[i] = enqueue.Item{Args: prefetchArgs{}}
 	}
-	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 	var largest atomic.Int64

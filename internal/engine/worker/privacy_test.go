@@ -10,7 +10,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 // payloadMarker stands for personal data in a payload: it must show up in
@@ -68,26 +68,26 @@ func TestPayloadNeverInLogsErrorsOrMetrics(t *testing.T) {
 		Logger:            logger,
 		Middleware:        []core.Middleware{handlers.Logging(logger)},
 		MetricsAddr:       "127.0.0.1:0",
-		MetricsStatus:     true,
+		Collectors:        e.statusViews(),
 		HeartbeatInterval: 100 * time.Millisecond,
 	})
 	ids := map[string]int64{}
 	for _, c := range []struct {
 		name string
-		opts outbox.Opts
+		opts enqueue.Opts
 	}{
-		{"ok", outbox.Opts{}},
-		{"retry", outbox.Opts{}},
-		{"fail", outbox.Opts{MaxAttempts: 1}},
-		{"panic", outbox.Opts{MaxAttempts: 1}},
-		{"snooze", outbox.Opts{}},
-		{"cancel", outbox.Opts{}},
-		{"operator_cancel", outbox.Opts{Delay: time.Hour}},
+		{"ok", enqueue.Opts{}},
+		{"retry", enqueue.Opts{}},
+		{"fail", enqueue.Opts{MaxAttempts: 1}},
+		{"panic", enqueue.Opts{MaxAttempts: 1}},
+		{"snooze", enqueue.Opts{}},
+		{"cancel", enqueue.Opts{}},
+		{"operator_cancel", enqueue.Opts{Delay: time.Hour}},
 	} {
 		ids[c.name] = e.enqueue(privacyArgs{Case: c.name, Secret: payloadMarker}, c.opts)
 	}
-	ids["undecodable"] = e.enqueue(privacyWrongArgs{Secret: []string{payloadMarker}}, outbox.Opts{})
-	if err := e.ob.CancelJob(t.Context(), e.pool, ids["operator_cancel"], "not needed"); err != nil {
+	ids["undecodable"] = e.enqueue(privacyWrongArgs{Secret: []string{payloadMarker}}, enqueue.Opts{})
+	if err := e.ops.Jobs().Cancel(t.Context(), e.pool, ids["operator_cancel"], "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -25,20 +24,20 @@ import (
 // test binary re-executes itself with these variables set, and TestMain
 // runs workerProcess instead of the tests.
 const (
-	envProcess  = "DOCKET_HANDLERS_TEST_PROCESS"
-	envURL      = "DOCKET_HANDLERS_TEST_URL"
-	envSchema   = "DOCKET_HANDLERS_TEST_SCHEMA"
-	envID       = "DOCKET_HANDLERS_TEST_ID"
-	envLease    = "DOCKET_HANDLERS_TEST_LEASE_MS"
-	envConc     = "DOCKET_HANDLERS_TEST_CONCURRENCY"
-	envGrace    = "DOCKET_HANDLERS_TEST_SHUTDOWN_MS"
-	envSleep    = "DOCKET_HANDLERS_TEST_SLEEP_MS"
-	envFlush    = "DOCKET_HANDLERS_TEST_FLUSH_MS"
-	envMaxConns = "DOCKET_HANDLERS_TEST_MAX_CONNS"
+	envProcess  = "DOCKET_WORKER_TEST_PROCESS"
+	envURL      = "DOCKET_WORKER_TEST_URL"
+	envSchema   = "DOCKET_WORKER_TEST_SCHEMA"
+	envID       = "DOCKET_WORKER_TEST_ID"
+	envLease    = "DOCKET_WORKER_TEST_LEASE_MS"
+	envConc     = "DOCKET_WORKER_TEST_CONCURRENCY"
+	envGrace    = "DOCKET_WORKER_TEST_SHUTDOWN_MS"
+	envSleep    = "DOCKET_WORKER_TEST_SLEEP_MS"
+	envFlush    = "DOCKET_WORKER_TEST_FLUSH_MS"
+	envMaxConns = "DOCKET_WORKER_TEST_MAX_CONNS"
 	// envEffects, when set, is the connection string the handlers record
 	// their runs through, so that they can while the worker's own
 	// connections are cut (fence tests).
-	envEffects = "DOCKET_HANDLERS_TEST_EFFECTS_URL"
+	envEffects = "DOCKET_WORKER_TEST_EFFECTS_URL"
 )
 
 // Args of the process tests' kinds. Each records its run in the effects
@@ -109,10 +108,6 @@ func workerProcess() int {
 		return fail(err)
 	}
 	defer pool.Close()
-	ob, err := outbox.New(outbox.Config{Schema: schema})
-	if err != nil {
-		return fail(err)
-	}
 	id := uuid.New()
 	if s := os.Getenv(envID); s != "" {
 		id = uuid.MustParse(s)
@@ -136,7 +131,7 @@ func workerProcess() int {
 	registerFlowKinds(reg, effects, schema)
 	lease := time.Duration(envInt(envLease, 2000)) * time.Millisecond
 	w, err := New(Config{
-		DB: pool, Outbox: ob, Handlers: reg, ID: id,
+		DB: pool, Schema: schema, Handlers: reg, ID: id,
 		Pools:           []PoolConfig{{Queues: []string{"default"}, Concurrency: envInt(envConc, 10)}},
 		PollInterval:    100 * time.Millisecond,
 		Lease:           lease,

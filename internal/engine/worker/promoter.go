@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/jackc/pgx/v5"
 )
@@ -156,10 +157,10 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	w.wakeQueues(queues)
 	ctx, cancel := context.WithTimeout(bg, w.lease)
 	defer cancel()
-	if len(queues) > 0 && w.ob.NotifyDebounce() >= 0 {
+	if len(queues) > 0 && w.notifyDebounce >= 0 {
 		// Other processes serving these queues learn of them now rather
 		// than at their next poll.
-		if err := w.q.NotifyQueues(ctx, w.db, w.ob.NotifyChannel(), queues); err != nil && ctx.Err() == nil {
+		if err := w.q.NotifyQueues(ctx, w.db, pgsql.NotifyChannel(w.schema), queues); err != nil && ctx.Err() == nil {
 			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -47,16 +47,16 @@ func TestSerialKeysNeverOverlap(t *testing.T) {
 		_, err := tx.Exec(ctx, insert, j.ID, j.Args.Key, start, time.Now())
 		return err
 	}, handlers.KindOpts{})
-	items := make([]outbox.Item, jobs)
+	items := make([]enqueue.Item, jobs)
 	for i := range items {
 		key := fmt.Sprintf("k%d", i%keys)
 		var args core.Args = serialArgs{Key: key}
 		if i%2 == 1 {
 			args = serialTxArgs{Key: key}
 		}
-		items[i] = outbox.Item{Args: args, Opts: outbox.Opts{SerialKey: key}}
+		items[i] = enqueue.Item{Args: args, Opts: enqueue.Opts{SerialKey: key}}
 	}
-	if _, err := e.ob.EnqueueMany(t.Context(), e.pool, items); err != nil {
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -178,12 +178,12 @@ func TestSerialLineKeepsPlace(t *testing.T) {
 	e.logJobsOnFailure()
 	reg := handlers.NewRegistry()
 	events := lineRecorder(reg)
-	key := outbox.Opts{SerialKey: "a"}
-	later := e.enqueue(lineArgs{Name: "later"}, outbox.Opts{SerialKey: "a", RunAt: time.Now().Add(time.Hour)})
+	key := enqueue.Opts{SerialKey: "a"}
+	later := e.enqueue(lineArgs{Name: "later"}, enqueue.Opts{SerialKey: "a", RunAt: time.Now().Add(time.Hour)})
 	for _, a := range []lineArgs{{"1", "fail2"}, {"2", "snooze"}, {"3", ""}} {
 		e.enqueue(a, key)
 	}
-	dead := e.enqueue(lineArgs{"4", "dead"}, outbox.Opts{SerialKey: "a", MaxAttempts: 1})
+	dead := e.enqueue(lineArgs{"4", "dead"}, enqueue.Opts{SerialKey: "a", MaxAttempts: 1})
 	e.enqueue(lineArgs{Name: "5"}, key)
 	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE serial_key = 'a' AND state = 'waiting'`); n != 4 {
 		t.Errorf("%d jobs of key a waiting before any worker ran, want 4 (all but the head and the scheduled one)", n)
@@ -212,7 +212,7 @@ func TestSerialLineKeepsPlace(t *testing.T) {
 		t.Errorf("the snoozed job spent %d attempts, want 1", n)
 	}
 	// Made due, the scheduled job joins the (empty) line and runs.
-	if err := e.ob.RetryJob(t.Context(), e.pool, later); err != nil {
+	if err := e.ops.Jobs().Retry(t.Context(), e.pool, later); err != nil {
 		t.Fatal(err)
 	}
 	e.waitWhere(later, "done", 10*time.Second)
@@ -224,7 +224,7 @@ func TestSerialLineKeepsPlace(t *testing.T) {
 func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 4)
-	key := outbox.Opts{SerialKey: "b"}
+	key := enqueue.Opts{SerialKey: "b"}
 	ids := make([]int64, 5)
 	for i := range ids {
 		ids[i] = e.enqueue(lineArgs{Name: fmt.Sprint(i)}, key)
@@ -244,12 +244,12 @@ func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
 	}
 	check("enqueued", "ready", "waiting", "waiting", "waiting", "waiting")
 	ctx := t.Context()
-	if err := e.ob.DeleteJob(ctx, e.pool, ids[2]); err != nil {
+	if err := e.ops.Jobs().Delete(ctx, e.pool, ids[2]); err != nil {
 		t.Fatal(err)
 	}
 	check("a waiting job deleted", "ready", "waiting", "", "waiting", "waiting")
 	time.Sleep(300 * time.Millisecond)
-	if err := e.ob.DeleteJob(ctx, e.pool, ids[0]); err != nil {
+	if err := e.ops.Jobs().Delete(ctx, e.pool, ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	check("the holder deleted", "", "ready", "", "waiting", "waiting")
@@ -258,7 +258,7 @@ func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND run_at > created_at + interval '250 milliseconds'`, ids[1]); n != 1 {
 		t.Errorf("the new head's run_at was not moved to when it got the key")
 	}
-	if err := e.ob.CancelJob(ctx, e.pool, ids[1], "test"); err != nil {
+	if err := e.ops.Jobs().Cancel(ctx, e.pool, ids[1], "test"); err != nil {
 		t.Fatal(err)
 	}
 	check("the holder cancelled", "", "dead", "", "ready", "waiting")
@@ -299,7 +299,7 @@ func TestSerialJobsHoldNoConnection(t *testing.T) {
 	}, handlers.KindOpts{})
 	for i := range keys * 2 {
 		key := fmt.Sprintf("c%d", i%keys)
-		e.enqueue(serialArgs{Key: key}, outbox.Opts{SerialKey: key})
+		e.enqueue(serialArgs{Key: key}, enqueue.Opts{SerialKey: key})
 	}
 	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: keys * 2}}})
 	waitFor(t, 30*time.Second, "all serial jobs done", func() bool {
@@ -338,7 +338,7 @@ func TestSerialEnqueueRaces(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := e.ob.Enqueue(ctx, tx, serialArgs{Key: "r"}, outbox.Opts{SerialKey: "r"}); err != nil {
+				if _, err := e.jobs.Enqueue(ctx, tx, serialArgs{Key: "r"}, enqueue.Opts{SerialKey: "r"}); err != nil {
 					_ = tx.Rollback(ctx)
 					errs <- fmt.Errorf("writer %d (%s): %w", w, iso, err)
 					return

@@ -10,8 +10,8 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 )
 
 type stopArgs struct {
@@ -51,7 +51,7 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 	}, handlers.KindOpts{})
 	var quick, blocked []int64
 	for i := range 10 {
-		id := e.enqueue(stopArgs{Block: i%2 == 0}, outbox.Opts{})
+		id := e.enqueue(stopArgs{Block: i%2 == 0}, enqueue.Opts{})
 		if i%2 == 0 {
 			blocked = append(blocked, id)
 		} else {
@@ -60,7 +60,7 @@ func TestStopFinishesOrReleasesInFlightJobs(t *testing.T) {
 	}
 	// 10 more than the pool's slots, behind the first 10: never claimed.
 	for range 10 {
-		e.enqueue(stopArgs{Block: true}, outbox.Opts{})
+		e.enqueue(stopArgs{Block: true}, enqueue.Opts{})
 	}
 	const timeout = time.Second
 	w := e.worker(reg, Config{
@@ -114,7 +114,7 @@ func TestSIGTERMStopsWorkerProcess(t *testing.T) {
 	createEffects(t, e.pool, e.schema)
 	var blocked, quick []int64
 	for i := range 8 {
-		id := e.enqueue(blockArgs{Block: i%2 == 0}, outbox.Opts{})
+		id := e.enqueue(blockArgs{Block: i%2 == 0}, enqueue.Opts{})
 		if i%2 == 0 {
 			blocked = append(blocked, id)
 		} else {

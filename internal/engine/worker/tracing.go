@@ -35,7 +35,7 @@ type tracing struct {
 
 // newTracing returns the tracing of a worker: nil tp means the global
 // TracerProvider (a no-op until the application installs an SDK), nil
-// prop means W3C Trace Context, matching outbox.Config.Propagator.
+// prop means W3C Trace Context, matching enqueue's default (docket.Config.Propagator).
 func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) tracing {
 	if tp == nil {
 		tp = otel.GetTracerProvider()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,7 +30,7 @@ type PoolConfig struct {
 	Prefetch    int
 }
 
-// Config configures a Worker: DB, Outbox and Handlers are its place and
+// Config configures a Worker: DB, Schema and Handlers are its place and
 // its work; the tuning fields are docket.WorkerConfig's, documented
 // there, with the same zero values.
 type Config struct {
@@ -40,8 +39,20 @@ type Config struct {
 	// whole run; at most MaxConns-3 do so at once, so that heartbeats and
 	// outcome writes always find a connection.
 	DB *pgxpool.Pool
-	// Outbox is the client for the schema that holds the jobs.
-	Outbox *outbox.Client
+	// Schema holds Docket's tables; empty means "public".
+	Schema string
+	// DisableHistory deletes completed jobs instead of keeping them in
+	// docket_jobs_done (docket.Config.DisableHistory).
+	DisableHistory bool
+	// NotifyDebounce is the enqueuers' NOTIFY debounce window: a pool
+	// claims once more two windows after a notification (-1: no NOTIFY).
+	NotifyDebounce time.Duration
+	// LatestMigration is the migration version the worker's /readyz wants
+	// the schema at (migrate.Migrator.Latest).
+	LatestMigration int
+	// Collectors are more Prometheus collectors for the worker's registry,
+	// such as the status views' (docket.WorkerConfig.MetricsStatus).
+	Collectors []prometheus.Collector
 	// Handlers are the handlers to run (a *handlers.Registry). New takes
 	// a snapshot of its kinds: kinds registered later are not run by this
 	// worker, which claims only the kinds it has.
@@ -76,7 +87,6 @@ type Config struct {
 	ID                 uuid.UUID
 	Metrics            prometheus.Registerer
 	MetricsAddr        string
-	MetricsStatus      bool
 }
 
 // Defaults of Config's and PoolConfig's zero values.
@@ -133,13 +143,17 @@ type txKey struct{}
 // Worker claims jobs and runs their handlers in one process. Create it with
 // New, then Start and Stop it. Its methods are safe for concurrent use.
 type Worker struct {
-	db    *pgxpool.Pool
-	ob    *outbox.Client
-	q     *queue.Queue // the worker protocol on ob's tables
-	id    uuid.UUID
-	log   *slog.Logger
-	kinds map[string]*kindRun
-	names []string // kinds, for the claim
+	db      *pgxpool.Pool
+	schema  string
+	history bool // keep completed jobs in docket_jobs_done
+	latest  int  // the migration /readyz wants
+	// notifyDebounce is the enqueuers' NOTIFY window; -1: no NOTIFY.
+	notifyDebounce time.Duration
+	q              *queue.Queue // the worker protocol on the schema's tables
+	id             uuid.UUID
+	log            *slog.Logger
+	kinds          map[string]*kindRun
+	names          []string // kinds, for the claim
 
 	pools   []*pool
 	byQueue map[string][]*pool
@@ -184,15 +198,15 @@ type Worker struct {
 }
 
 // New validates cfg and returns a worker that is not started yet. It
-// returns an error wrapping ErrInvalidConfig for a missing DB, Outbox or
-// Registry, an empty registry, a negative duration, a heartbeat interval
+// returns an error wrapping ErrInvalidConfig for a missing DB or
+// Handlers, no kinds, a negative duration, a heartbeat interval
 // not below the lease, or an invalid pool.
 func New(cfg Config) (*Worker, error) {
 	bad := func(format string, args ...any) (*Worker, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
-	if cfg.DB == nil || cfg.Outbox == nil || cfg.Handlers == nil {
-		return bad("DB, Outbox and Handlers are required")
+	if cfg.DB == nil || cfg.Handlers == nil {
+		return bad("DB and Handlers are required")
 	}
 	for name, d := range map[string]time.Duration{
 		"PollInterval": cfg.PollInterval, "Lease": cfg.Lease, "HeartbeatInterval": cfg.HeartbeatInterval,
@@ -203,15 +217,15 @@ func New(cfg Config) (*Worker, error) {
 			return bad("negative %s", name)
 		}
 	}
-	q, err := queue.New(cfg.Outbox.Schema(), queue.Config{
-		DisableHistory: !cfg.Outbox.History(), CursorLag: cfg.ClaimCursorLag,
-	})
+	q, err := queue.New(cfg.Schema, queue.Config{DisableHistory: cfg.DisableHistory, CursorLag: cfg.ClaimCursorLag})
 	if err != nil {
 		return nil, err
 	}
 	w := &Worker{
 		db:         cfg.DB,
-		ob:         cfg.Outbox,
+		schema:     q.Schema(),
+		history:    !cfg.DisableHistory,
+		latest:     cfg.LatestMigration,
 		q:          q,
 		id:         cfg.ID,
 		log:        cfg.Logger,
@@ -262,7 +276,7 @@ func New(cfg Config) (*Worker, error) {
 
 	pools := cfg.Pools
 	if len(pools) == 0 {
-		pools = []PoolConfig{{Queues: []string{outbox.DefaultQueue}}}
+		pools = []PoolConfig{{Queues: []string{core.DefaultQueue}}}
 	}
 	for i, pc := range pools {
 		if pc.Name == "" {
@@ -301,7 +315,8 @@ func New(cfg Config) (*Worker, error) {
 	w.limits = newLimits(w)
 	w.presence = newPresence(w)
 	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
-	if !cfg.DisableNotify && cfg.Outbox.NotifyDebounce() >= 0 {
+	w.notifyDebounce = orDefault(cfg.NotifyDebounce, 2*time.Millisecond)
+	if !cfg.DisableNotify && w.notifyDebounce >= 0 {
 		if cfg.NotifyCheckTimeout >= 0 {
 			// Before the listener, whose LISTEN triggers the first check.
 			w.notifyCheck = newNotifyCheck(w, orDefault(cfg.NotifyCheckTimeout, DefaultNotifyCheckTimeout))
@@ -346,8 +361,8 @@ func (w *Worker) setupMetrics(cfg Config) error {
 	w.met.otel = ot
 	reg := cfg.Metrics
 	if reg == nil && cfg.MetricsAddr == "" {
-		if cfg.MetricsStatus {
-			return errors.New("MetricsStatus needs Metrics or MetricsAddr")
+		if len(cfg.Collectors) > 0 {
+			return errors.New("the status views need Metrics or MetricsAddr")
 		}
 		return nil
 	}
@@ -359,8 +374,8 @@ func (w *Worker) setupMetrics(cfg Config) error {
 		return err
 	}
 	w.met.prom = m
-	if cfg.MetricsStatus {
-		if err := reg.Register(NewStatusCollector(w.db, w.ob, outbox.Thresholds{})); err != nil {
+	for _, c := range cfg.Collectors {
+		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
@@ -417,7 +432,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("docket: start worker: create history partitions: %w", err)
 	}
 	if w.metricsAdr != "" {
-		ready, err := SchemaReadiness(w.db, w.ob.Schema())
+		ready, err := SchemaReadiness(w.db, w.schema, w.latest)
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/enqueue"
 )
 
 // BenchmarkDrain drains b.N no-op jobs through one worker and reports
@@ -25,24 +25,22 @@ func BenchmarkDrain(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			e := setup(b, 16)
-			if !bc.history {
-				e.ob, _ = outbox.New(outbox.Config{Schema: e.schema, DisableHistory: true})
-			}
 			reg := handlers.NewRegistry()
 			handlers.MustRegister(reg, func(context.Context, *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
-			items := make([]outbox.Item, b.N)
+			items := make([]enqueue.Item, b.N)
 			for i := range items {
-				items[i] = outbox.Item{Args: testArgs{N: i}}
+				items[i] = enqueue.Item{Args: testArgs{N: i}}
 			}
 			for i := 0; i < len(items); i += 50_000 {
-				if _, err := e.ob.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
+				if _, err := e.jobs.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
-			w := e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: bc.concurrency}}})
+			w := e.worker(reg, Config{DisableHistory: !bc.history,
+				Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: bc.concurrency}}})
 			for e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`) > 0 {
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -71,16 +69,16 @@ func BenchmarkSerialDrain(b *testing.B) {
 			e := setup(b, 16)
 			reg := handlers.NewRegistry()
 			handlers.MustRegister(reg, func(context.Context, *handlers.Job[serialArgs]) error { return nil }, handlers.KindOpts{})
-			items := make([]outbox.Item, b.N)
+			items := make([]enqueue.Item, b.N)
 			for i := range items {
-				items[i] = outbox.Item{Args: serialArgs{}}
+				items[i] = enqueue.Item{Args: serialArgs{}}
 				if bc.keys > 0 {
 					key := fmt.Sprintf("k%02d", i%bc.keys)
-					items[i] = outbox.Item{Args: serialArgs{Key: key}, Opts: outbox.Opts{SerialKey: key}}
+					items[i] = enqueue.Item{Args: serialArgs{Key: key}, Opts: enqueue.Opts{SerialKey: key}}
 				}
 			}
 			for i := 0; i < len(items); i += 50_000 {
-				if _, err := e.ob.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
+				if _, err := e.jobs.EnqueueMany(b.Context(), e.pool, items[i:min(i+50_000, len(items))]); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -76,25 +77,25 @@ func (s *steps) attempts(name string) int {
 	return s.tries[name]
 }
 
-func step(ref string, after ...string) outbox.WorkflowJob {
-	return outbox.WorkflowJob{Ref: ref, Args: stepArgs{Name: ref}, After: outbox.After(after...)}
+func step(ref string, after ...string) enqueue.WorkflowJob {
+	return enqueue.WorkflowJob{Ref: ref, Args: stepArgs{Name: ref}, After: enqueue.After(after...)}
 }
 
 // waitWorkflow waits until workflow id exists and left running, and
 // returns its state.
-func (e *env) waitWorkflow(id int64, timeout time.Duration) outbox.WorkflowState {
+func (e *env) waitWorkflow(id int64, timeout time.Duration) admin.WorkflowState {
 	e.t.Helper()
-	var s outbox.WorkflowState
+	var s admin.WorkflowState
 	waitFor(e.t, timeout, fmt.Sprintf("workflow %d to finish", id), func() bool {
 		var err error
-		s, err = e.ob.WorkflowStatus(context.Background(), e.pool, id)
-		if errors.Is(err, outbox.ErrWorkflowNotFound) {
+		s, err = e.ops.Workflows().Status(context.Background(), e.pool, id)
+		if errors.Is(err, admin.ErrWorkflowNotFound) {
 			return false // its transaction has not committed yet
 		}
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		return s.State != outbox.WorkflowRunning
+		return s.State != admin.WorkflowRunning
 	})
 	return s
 }
@@ -135,13 +136,13 @@ func stepsWorker(t *testing.T, sleep time.Duration) (*env, *steps) {
 
 func TestWorkflowDiamondWithWorker(t *testing.T) {
 	e, s := stepsWorker(t, 50*time.Millisecond)
-	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "diamond", Jobs: []outbox.WorkflowJob{
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "diamond", Jobs: []enqueue.WorkflowJob{
 		step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c"),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := e.waitWorkflow(res.ID, 20*time.Second); st.State != outbox.WorkflowSucceeded {
+	if st := e.waitWorkflow(res.ID, 20*time.Second); st.State != admin.WorkflowSucceeded {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	s.after(t, "b", "a")
@@ -159,22 +160,22 @@ func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
 		s.register(reg, 0)
 		e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 20}}})
 	}
-	jobs := []outbox.WorkflowJob{step("root")}
+	jobs := []enqueue.WorkflowJob{step("root")}
 	var mids []string
 	for i := range n {
 		ref := fmt.Sprint("m", i)
 		mids = append(mids, ref)
 		jobs = append(jobs, step(ref, "root"))
 	}
-	jobs = append(jobs, outbox.WorkflowJob{Ref: "fan-in", Args: fanInArgs{}, After: outbox.After(mids...)})
+	jobs = append(jobs, enqueue.WorkflowJob{Ref: "fan-in", Args: fanInArgs{}, After: enqueue.After(mids...)})
 	start := time.Now()
-	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "fan", Jobs: jobs})
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "fan", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := e.waitWorkflow(res.ID, 120*time.Second)
 	t.Logf("%d jobs through 3 workers in %s", n+2, time.Since(start))
-	if st.State != outbox.WorkflowSucceeded || st.Jobs != n+2 {
+	if st.State != admin.WorkflowSucceeded || st.Jobs != n+2 {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	fanIn := s.get("fan-in")
@@ -203,19 +204,19 @@ func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
 
 func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 	e, s := stepsWorker(t, 0)
-	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "doomed", Jobs: []outbox.WorkflowJob{
-		{Ref: "bad", Args: stepArgs{Name: "bad", FailTimes: 1}, Opts: outbox.Opts{MaxAttempts: 1}},
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "doomed", Jobs: []enqueue.WorkflowJob{
+		{Ref: "bad", Args: stepArgs{Name: "bad", FailTimes: 1}, Opts: enqueue.Opts{MaxAttempts: 1}},
 		step("child", "bad"),
 		step("grandchild", "child"),
 		step("sibling"),
 		step("joined", "sibling", "grandchild"),
-		{Ref: "report", Args: stepArgs{Name: "report"}, After: []outbox.Dependency{{Ref: "bad", RunAnyway: true}}},
+		{Ref: "report", Args: stepArgs{Name: "report"}, After: []enqueue.Dependency{{Ref: "bad", RunAnyway: true}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := e.waitWorkflow(res.ID, 20*time.Second)
-	if st.State != outbox.WorkflowFailed || st.Failed != 4 {
+	if st.State != admin.WorkflowFailed || st.Failed != 4 {
 		t.Fatalf("workflow ended %+v, want failed with 4 dead jobs", st)
 	}
 	if d := e.dead(res.Jobs["bad"]); d.reason != core.ReasonExhausted {
@@ -239,14 +240,14 @@ func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 
 func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
 	e, s := stepsWorker(t, 20*time.Millisecond)
-	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "retry", Jobs: []outbox.WorkflowJob{
-		{Ref: "flaky", Args: stepArgs{Name: "flaky", FailTimes: 2}, Opts: outbox.Opts{MaxAttempts: 5}},
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "retry", Jobs: []enqueue.WorkflowJob{
+		{Ref: "flaky", Args: stepArgs{Name: "flaky", FailTimes: 2}, Opts: enqueue.Opts{MaxAttempts: 5}},
 		step("next", "flaky"),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := e.waitWorkflow(res.ID, 20*time.Second); st.State != outbox.WorkflowSucceeded {
+	if st := e.waitWorkflow(res.ID, 20*time.Second); st.State != admin.WorkflowSucceeded {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	if n := s.attempts("flaky"); n != 3 {
@@ -267,7 +268,7 @@ func TestWorkflowStartedByTransactionalHandler(t *testing.T) {
 	started := make(chan int64, 2)
 	var calls sync.Map
 	handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[starterArgs]) error {
-		res, err := e.ob.EnqueueWorkflow(ctx, tx, outbox.Workflow{Name: "nightly", Jobs: []outbox.WorkflowJob{
+		res, err := e.jobs.EnqueueWorkflow(ctx, tx, enqueue.Workflow{Name: "nightly", Jobs: []enqueue.WorkflowJob{
 			step("extract"), step("load", "extract"),
 		}})
 		if err != nil {
@@ -282,14 +283,14 @@ func TestWorkflowStartedByTransactionalHandler(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 2}}})
-	e.enqueue(starterArgs{}, outbox.Opts{})
+	e.enqueue(starterArgs{}, enqueue.Opts{})
 	var id int64
 	select {
 	case id = <-started:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the starter job never succeeded")
 	}
-	if st := e.waitWorkflow(id, 20*time.Second); st.State != outbox.WorkflowSucceeded {
+	if st := e.waitWorkflow(id, 20*time.Second); st.State != admin.WorkflowSucceeded {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	if got := e.count(`SELECT count(*) FROM {{schema}}.docket_workflows`); got != 1 {
@@ -311,15 +312,15 @@ func TestWorkflowSurvivesKilledWorker(t *testing.T) {
 	e.logJobsOnFailure()
 	createEffects(t, e.pool, e.schema)
 	e.exec(`ALTER TABLE {{schema}}.effects ADD COLUMN at timestamptz NOT NULL DEFAULT clock_timestamp()`)
-	jobs := []outbox.WorkflowJob{{Ref: "root", Args: blockArgs{}}}
+	jobs := []enqueue.WorkflowJob{{Ref: "root", Args: blockArgs{}}}
 	var mids []string
 	for i := range 6 {
 		ref := fmt.Sprint("mid", i)
 		mids = append(mids, ref)
-		jobs = append(jobs, outbox.WorkflowJob{Ref: ref, Args: blockArgs{}, After: outbox.After("root")})
+		jobs = append(jobs, enqueue.WorkflowJob{Ref: ref, Args: blockArgs{}, After: enqueue.After("root")})
 	}
-	jobs = append(jobs, outbox.WorkflowJob{Ref: "fan-in", Args: blockArgs{}, After: outbox.After(mids...)})
-	res, err := e.ob.EnqueueWorkflow(t.Context(), e.pool, outbox.Workflow{Name: "killed", Jobs: jobs})
+	jobs = append(jobs, enqueue.WorkflowJob{Ref: "fan-in", Args: blockArgs{}, After: enqueue.After(mids...)})
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "killed", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +338,7 @@ func TestWorkflowSurvivesKilledWorker(t *testing.T) {
 		t.Fatalf("%d middle jobs finished before the kill; the test kills too late", got)
 	}
 	startProcess(t, pgtest.URL(t), e.schema, envLease+"=1000", envConc+"=10", envSleep+"=100")
-	if st := e.waitWorkflow(res.ID, 60*time.Second); st.State != outbox.WorkflowSucceeded || st.Jobs != len(jobs) {
+	if st := e.waitWorkflow(res.ID, 60*time.Second); st.State != admin.WorkflowSucceeded || st.Jobs != len(jobs) {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	for ref, id := range res.Jobs {

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/engine/worker"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -39,7 +41,7 @@ const (
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
 	// ScenarioFlowControl drains a backlog of which a share is a kind under
-	// a flow-control limit (outbox.Limit), once per limit variant, and
+	// a flow-control limit (admin.Limit), once per limit variant, and
 	// reports limited and ordinary claims apart. ScenarioAll leaves it out.
 	ScenarioFlowControl = "flowcontrol"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
@@ -322,12 +324,16 @@ func (r *Runner) logf(format string, args ...any) {
 	fmt.Fprintf(r.cfg.Progress, "docket bench: "+format+"\n", args...)
 }
 
-// env is one scenario's schema and the outbox client for it.
+// env is one scenario's schema, with an enqueue-only client (the path
+// users enqueue through) and the operations for it.
 type env struct {
 	r      *Runner
 	db     *pgxpool.Pool
 	schema string
-	ob     *outbox.Client
+	jobs   *docket.Client
+	ops    *admin.Client
+	// debounce is the NOTIFY debounce of its enqueues and worker (-1: none).
+	debounce time.Duration
 	// onClaim, when set before worker is called, receives every claim's
 	// round-trip time (worker.Config.OnClaim).
 	onClaim func(took time.Duration, jobs int)
@@ -345,16 +351,15 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // never fails
 	e := &env{r: r, db: db, schema: "docket_bench_" + hex.EncodeToString(b)}
-	debounce := time.Duration(0)
-	if r.cfg.PollOnly {
-		debounce = -1
-	}
-	ob, err := outbox.New(outbox.Config{Schema: e.schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: debounce})
-	if err != nil {
+	var err error
+	e.debounce = r.cfg.notifyDebounce()
+	if e.jobs, err = docket.NewClient(db, docket.Config{Schema: e.schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: e.debounce}); err != nil {
 		return e, err
 	}
-	e.ob = ob
-	m, err := outbox.NewMigrator(e.schema)
+	if e.ops, err = admin.New(admin.Config{Schema: e.schema}); err != nil {
+		return e, err
+	}
+	m, err := migrate.New(e.schema)
 	if err != nil {
 		return e, err
 	}
@@ -372,6 +377,15 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 		}
 	}
 	return e, nil
+}
+
+// notifyDebounce is the NOTIFY debounce of the scenario's enqueues and
+// worker: none when it measures polling alone.
+func (c Config) notifyDebounce() time.Duration {
+	if c.PollOnly {
+		return -1
+	}
+	return 0
 }
 
 // drop removes the scenario's schema, even after ctx was cancelled.
@@ -461,8 +475,8 @@ func (e *env) workerWith(ctx context.Context, h handlers.HandlerFunc[noop], slot
 		return nil, err
 	}
 	w, err := worker.New(worker.Config{
-		DB: wdb, Outbox: e.ob, Handlers: reg,
-		Pools:         []worker.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: slots}},
+		DB: wdb, Schema: e.schema, DisableHistory: e.r.cfg.DisableHistory, NotifyDebounce: e.debounce, Handlers: reg,
+		Pools:         []worker.PoolConfig{{Queues: []string{docket.DefaultQueue}, Concurrency: slots}},
 		DisableNotify: cfg.PollOnly,
 		Logger:        cfg.Logger,
 		OnClaim:       e.onClaim,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,7 +65,7 @@ func schedules(n int, every time.Duration) []schedule.Schedule {
 	out := make([]schedule.Schedule, n)
 	for i := range out {
 		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: spec,
-			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: outbox.MaxPriority}
+			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: docket.MaxPriority}
 	}
 	return out
 }
@@ -90,7 +89,7 @@ func RunWorker() int {
 		spec.ID = uuid.New()
 	}
 	ctx := context.Background()
-	cfg, err := outbox.ParsePoolConfig(spec.URL)
+	cfg, err := docket.ParsePoolConfig(spec.URL)
 	if err != nil {
 		return fail(err)
 	}
@@ -107,7 +106,7 @@ func RunWorker() int {
 	register(reg, pool, spec.Schema, spec.ID.String())
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	client, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: spec.Schema},
+		Schema:   spec.Schema,
 		Registry: reg,
 		Worker: docket.WorkerConfig{
 			ID:              spec.ID,
