@@ -3,7 +3,6 @@ package docket_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/engine/queue"
@@ -51,9 +50,6 @@ func newBundle(t testing.TB, pool *pgxpool.Pool, cfg docket.Config) *bundle {
 	}
 	q, err := queue.New(cfg.Schema, queue.Config{DisableHistory: cfg.DisableHistory})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}
 	return &bundle{ctx: ctx, pool: pool, schema: cfg.Schema, client: client, q: q}

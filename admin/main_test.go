@@ -54,9 +54,6 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
-		t.Fatal(err)
-	}
 	return &bundle{ctx: ctx, pool: pool, schema: schema, jobs: jobs, ops: ops, q: q}
 }
 

@@ -25,7 +25,7 @@ const (
 	WorkflowRunning   = "running"   // some of its jobs are still in the jobs table
 	WorkflowSucceeded = "succeeded" // every job completed
 	WorkflowFailed    = "failed"    // every job left; some dead-lettered or were cancelled
-	WorkflowCancelled = "cancelled" // CancelWorkflow was called
+	WorkflowCancelled = "cancelled" // Workflows.Cancel was called
 )
 
 // WorkflowState is one row of the docket_workflow_status view.
@@ -59,7 +59,7 @@ type WorkflowJobState struct {
 	LastError string
 }
 
-const (
+var (
 	// sqlCancelWorkflow marks the workflow cancelled, unless it finished
 	// (no job of it left in the jobs table; cancelling a cancelled one
 	// again is allowed), and moves its jobs that are not running to the
@@ -71,7 +71,7 @@ const (
 	// and then sees the workflow cancelled. It returns whether the
 	// workflow exists, whether it was marked, how many jobs were cancelled
 	// and whether any job of it is dead (a finished workflow failed).
-	sqlCancelWorkflow = `WITH live AS (
+	sqlCancelWorkflow = pgsql.SQL(`WITH live AS (
 	SELECT 1 FROM {{schema}}.docket_jobs WHERE workflow_id = $1 LIMIT 1 FOR KEY SHARE
 ), wf AS (
 	UPDATE {{schema}}.docket_workflows SET cancelled_at = COALESCE(cancelled_at, now())
@@ -85,15 +85,15 @@ const (
 )
 SELECT EXISTS (SELECT 1 FROM {{schema}}.docket_workflows WHERE id = $1),
 	EXISTS (SELECT 1 FROM wf), (SELECT count(*) FROM dead),
-	EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1)`
+	EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1)`)
 
-	sqlWorkflowStatus = `SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
-FROM {{schema}}.docket_workflow_status`
+	sqlWorkflowStatus = pgsql.SQL(`SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
+FROM {{schema}}.docket_workflow_status`)
 
-	sqlWorkflowJobStates = `SELECT id, kind, queue, state, '', '' FROM {{schema}}.docket_jobs WHERE workflow_id = $1
+	sqlWorkflowJobStates = pgsql.SQL(`SELECT id, kind, queue, state, '', '' FROM {{schema}}.docket_jobs WHERE workflow_id = $1
 UNION ALL
 SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, '') FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
-ORDER BY 1`
+ORDER BY 1`)
 )
 
 // Cancel cancels workflow id: it is marked cancelled, and its jobs
@@ -112,7 +112,7 @@ func (h Workflows) Cancel(ctx context.Context, db DB, id int64) (int64, error) {
 	c := h.c
 	var found, marked, anyDead bool
 	var n int64
-	err := db.QueryRow(ctx, pgsql.Render(sqlCancelWorkflow, c.schema), id).Scan(&found, &marked, &n, &anyDead)
+	err := db.QueryRow(ctx, sqlCancelWorkflow.For(c.schema), id).Scan(&found, &marked, &n, &anyDead)
 	switch {
 	case err != nil:
 		return 0, c.wrapErr(err)
@@ -153,7 +153,7 @@ func (h Workflows) List(ctx context.Context, db DB, limit int) ([]WorkflowState,
 }
 
 func (c *Client) workflows(ctx context.Context, db DB, tail string, args ...any) ([]WorkflowState, error) {
-	rows, err := db.Query(ctx, pgsql.Render(sqlWorkflowStatus, c.schema)+tail, args...)
+	rows, err := db.Query(ctx, sqlWorkflowStatus.For(c.schema)+tail, args...)
 	if err != nil {
 		return nil, c.wrapErr(err)
 	}
@@ -174,7 +174,7 @@ func (c *Client) workflows(ctx context.Context, db DB, tail string, args ...any)
 // workflow_id) and not listed.
 func (h Workflows) Jobs(ctx context.Context, db DB, id int64) ([]WorkflowJobState, error) {
 	c := h.c
-	rows, err := db.Query(ctx, pgsql.Render(sqlWorkflowJobStates, c.schema), id)
+	rows, err := db.Query(ctx, sqlWorkflowJobStates.For(c.schema), id)
 	if err != nil {
 		return nil, c.wrapErr(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
-	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -185,18 +185,10 @@ func (m *Migrator) UpTo(ctx context.Context, db Beginner, version int) ([]Migrat
 	return done, m.partitions(ctx, db)
 }
 
-// partitionsAhead is how many days of history partitions UpTo creates
-// beyond today, as a worker's Start does.
-const partitionsAhead = 3
-
 // partitions creates the history partitions of today and the days ahead.
 func (m *Migrator) partitions(ctx context.Context, db Beginner) error {
-	q, err := queue.New(m.schema, queue.Config{})
-	if err != nil {
-		return err
-	}
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		return q.EnsurePartitions(ctx, tx, time.Now(), partitionsAhead)
+		return partition.Of(m.schema).Ensure(ctx, tx, time.Now(), partition.Ahead)
 	})
 }
 

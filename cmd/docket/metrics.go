@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/admin"
-	"github.com/docketq/docket/internal/engine/worker"
+	"github.com/docketq/docket/internal/engine/metricserver"
 	"github.com/docketq/docket/migrate"
 )
 
@@ -48,17 +48,17 @@ func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr strin
 		return err
 	}
 	defer pool.Close()
-	reg := worker.NewMetricsRegistry()
+	reg := metricserver.NewRegistry()
 	reg.MustRegister(admin.NewStatusCollector(pool, client, th.th))
 	m, err := migrate.New(client.Schema())
 	if err != nil {
 		return err
 	}
-	ready, err := worker.SchemaReadiness(pool, client.Schema(), m.Latest())
+	ready, err := metricserver.SchemaReadiness(pool, client.Schema(), m.Latest())
 	if err != nil {
 		return err
 	}
-	srv, err := worker.ServeMetrics(addr, reg, ready)
+	srv, err := metricserver.Serve(addr, reg, ready, nil)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
@@ -183,7 +184,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	made, err := q.Partitions(ctx, r.admin)
+	made, err := partition.Of(q.Schema()).List(ctx, r.admin)
 	if err != nil || len(made) < 4 {
 		t.Fatalf("partitions after migrate up: %v %v", made, err)
 	}
@@ -193,7 +194,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 	old := time.Now().UTC().AddDate(0, 0, -30)
-	if err := q.EnsurePartitions(ctx, r.appPool, old, 0); err != nil {
+	if err := partition.Of(q.Schema()).Ensure(ctx, r.appPool, old, 0); err != nil {
 		t.Fatalf("app role making a partition through the definer function: %v", err)
 	}
 	oldName := "docket_jobs_done_" + old.Format("20060102")

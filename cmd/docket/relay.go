@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/internal/engine/worker"
+	"github.com/docketq/docket/internal/engine/metricserver"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
@@ -170,9 +170,9 @@ func relayRun(fs *flag.FlagSet) action {
 			relays = append(relays, r)
 		}
 		if *metricsAddr != "" {
-			reg := worker.NewMetricsRegistry()
+			reg := metricserver.NewRegistry()
 			reg.MustRegister(relay.Collector(relays...))
-			srv, err := worker.ServeMetrics(*metricsAddr, reg, nil)
+			srv, err := metricserver.Serve(*metricsAddr, reg, nil, nil)
 			if err != nil {
 				return err
 			}

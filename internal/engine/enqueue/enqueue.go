@@ -735,7 +735,7 @@ func (c *Client) resolveDuplicates(ctx context.Context, cn pgsql.Conn, jobs []jo
 // uniqueKey, so it never runs, and returns its id; false when no such job
 // waits (none holds the key, or it is running). It writes nothing to history or the
 // dead-letter table: the job is withdrawn, not finished. A workflow job's
-// dependents take the withdrawal as a failure, as for DeleteJob.
+// dependents take the withdrawal as a failure, as for admin.Jobs.Delete.
 func (c *Client) RemoveQueued(ctx context.Context, db pgsql.DB, uniqueKey string) (int64, bool, error) {
 	ids, err := c.ids(ctx, db, sqlRemoveQueued.For(c.schema), uniqueKey)
 	if err != nil || len(ids) == 0 {

@@ -16,8 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-func init() { queue.MigrateSchema = migrateSchema }
-
 // migrateSchema applies Docket's migrations to schema on db.
 func migrateSchema(ctx context.Context, db pgsql.Beginner, schema string) error {
 	m, err := migrate.New(schema)
@@ -66,9 +64,6 @@ func newBundle(t testing.TB, pool *pgxpool.Pool, cfg queue.Config) *bundle {
 	}
 	q, err := queue.New(schema, cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}
 	return &bundle{ctx: ctx, pool: pool, schema: schema, jobs: jobs, ops: ops, q: q}

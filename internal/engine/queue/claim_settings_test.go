@@ -23,9 +23,6 @@ func TestClaimSettings(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
 	enq, c, _ := migrated(t, ctx, pool, Config{})
-	if err := c.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
-		t.Fatal(err)
-	}
 	const claims = 8
 	for range claims + 1 {
 		if _, err := enq.Enqueue(ctx, pool, noopArgs{}, enqueue.Opts{}); err != nil {
@@ -60,7 +57,7 @@ func TestClaimSettings(t *testing.T) {
 	}
 	var generic, custom int
 	err = conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-		c.sql.claim).Scan(&generic, &custom)
+		sqlClaim.For(c.schema)).Scan(&generic, &custom)
 	if err != nil {
 		t.Fatalf("the claim is not among the connection's prepared statements: %v", err)
 	}

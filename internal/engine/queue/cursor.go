@@ -50,14 +50,13 @@ import (
 // held, the sweeps grow slow but take a bounded share of the database's
 // time and never delay a claim.
 
-const (
-	// sqlStragglers finds, without locking anything, up to $3 ready jobs of
-	// kinds $2 per (queue, priority) that wait at or behind the cursors
-	// ($1, $4, $5): jobs whose transaction committed after the claimers had
-	// moved past them. It steps over every entry behind the cursor, which is
-	// what makes it slow while the vacuum horizon is held, so it runs off
-	// the claim path.
-	sqlStragglers = `SELECT p.queue, p.priority, j.ready_seq
+// sqlStragglers finds, without locking anything, up to $3 ready jobs of
+// kinds $2 per (queue, priority) that wait at or behind the cursors
+// ($1, $4, $5): jobs whose transaction committed after the claimers had
+// moved past them. It steps over every entry behind the cursor, which is
+// what makes it slow while the vacuum horizon is held, so it runs off
+// the claim path.
+var sqlStragglers = pgsql.SQL(`SELECT p.queue, p.priority, j.ready_seq
 FROM unnest($1::text[], $4::smallint[], $5::bigint[]) AS p(queue, priority, upto)
 CROSS JOIN LATERAL (
 	SELECT ready_seq FROM {{schema}}.docket_jobs
@@ -65,8 +64,9 @@ CROSS JOIN LATERAL (
 		AND ready_seq <= p.upto AND kind = ANY($2::text[])
 	ORDER BY ready_seq
 	LIMIT $3
-) j`
+) j`)
 
+const (
 	minSweepInterval = time.Second
 	sweepSpacing     = 25
 	sweepTimeout     = time.Minute
@@ -335,7 +335,7 @@ func (q *Queue) sweep(ctx context.Context, db DB, sw sweep) {
 	args := []any{sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto}
 	// A failed sweep is tried again at the next due time; the stragglers
 	// wait until then.
-	_ = q.run(ctx, db, pgsql.IndexSettings, q.sql.stragglers, args, func(rows pgx.Rows) error {
+	_ = q.run(ctx, db, pgsql.IndexSettings, sqlStragglers.For(q.schema), args, func(rows pgx.Rows) error {
 		var q string
 		var prio int16
 		var seq int64

@@ -74,8 +74,8 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	now := time.Now()
 	plan := c.cursors.plan(params.Queues, params.Kinds, now)
 	fromStartPlan := claimPlan{queues: plan.queues, priorities: plan.priorities, after: make([]int64, len(plan.after)), upto: plan.upto}
-	withCursor, cursorTotal := claimBuffers(t, ctx, pool, c.sql.claim, plan, w)
-	fromStart, startTotal := claimBuffers(t, ctx, pool, c.sql.claim, fromStartPlan, w)
+	withCursor, cursorTotal := claimBuffers(t, ctx, pool, sqlClaim.For(c.schema), plan, w)
+	fromStart, startTotal := claimBuffers(t, ctx, pool, sqlClaim.For(c.schema), fromStartPlan, w)
 	t.Logf("one claim of 100 after 50,000 jobs under a held snapshot: scan buffers cursor %d, from the start %d (whole statement %d and %d)",
 		withCursor, fromStart, cursorTotal, startTotal)
 	if withCursor >= 300 {

@@ -16,11 +16,11 @@ import (
 // which grants each key of the limit what its budget allows, and then read
 // the hint it leaves when a budget held jobs back, in the same implicit
 // transaction.
-const (
-	sqlClaimLimited = `SELECT ` + jobColumns + `, ready_seq
+var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`)
 
+const (
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true)`
 
 	// sqlLimitedClaimSettings is sqlClaimSettings without the generic
@@ -89,7 +89,7 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
-	batch.Queue(q.sql.claimLimited, p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
+	batch.Queue(sqlClaimLimited.For(q.schema), p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
 		plan.queues, plan.priorities, plan.after, plan.upto)
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)

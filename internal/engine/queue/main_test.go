@@ -7,14 +7,10 @@ import (
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// MigrateSchema applies Docket's migrations to schema on db. Package
-// migrate imports this one, so these tests cannot call it: bundle_test.go,
-// an external test file of this directory, sets MigrateSchema to it.
-var MigrateSchema func(ctx context.Context, db pgsql.Beginner, schema string) error
 
 // migrated migrates a fresh schema on pool and returns a client that
 // enqueues into it, the Queue of cfg on it and the schema's name.
@@ -25,7 +21,11 @@ func migrated(t testing.TB, ctx context.Context, pool pgsql.Beginner, cfg Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := MigrateSchema(ctx, pool, schema); err != nil {
+	m, err := migrate.New(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	q, err := New(schema, cfg)

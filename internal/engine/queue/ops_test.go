@@ -7,6 +7,7 @@ import (
 
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/google/uuid"
 )
@@ -255,7 +256,7 @@ func TestCompleteRecordsFinishTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, at, 0); err != nil {
+	if err := partition.Of(b.q.Schema()).Ensure(b.ctx, b.pool, at, 0); err != nil {
 		t.Fatal(err)
 	}
 	if done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs[1:]), at); err != nil || len(done) != 1 {
@@ -418,85 +419,10 @@ func TestTenantCapUntenantedBehindFlood(t *testing.T) {
 	}
 }
 
-func TestRetentionDropsOldPartitionsOnly(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	now := time.Now().UTC()
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
-		t.Fatalf("second ensure is not idempotent: %v", err)
-	}
-	// An old finished job, a recent one and live jobs.
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_jobs_done")+` (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, finished_at, payload)
-		VALUES (1, 'default', 'noop', 0, '', 1, 1, now(), now(), now() - interval '9 days', '{}'), (2, 'default', 'noop', 0, '', 1, 1, now(), now(), now(), '{}')`); err != nil {
-		t.Fatal(err)
-	}
-	live := b.enqueueN(t, 10, enqueue.Opts{})
-	before, err := b.q.Partitions(b.ctx, b.pool) // the 13 days and the migration's days ahead
-	if err != nil {
-		t.Fatal(err)
-	}
-	dropped, err := b.q.DropPartitions(b.ctx, b.pool, now.AddDate(0, 0, -7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dropped) != 3 {
-		t.Fatalf("dropped %v, want the 3 days ended before the cutoff", dropped)
-	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != 1 {
-		t.Fatalf("%d history rows, want only the recent one", n)
-	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = ANY($1)`, live); n != 10 {
-		t.Fatal("retention touched live jobs")
-	}
-	parts, _ := b.q.Partitions(b.ctx, b.pool)
-	if len(parts) != len(before)-3 {
-		t.Fatalf("%d partitions left: %v, want %d", len(parts), parts, len(before)-3)
-	}
-}
-
-// TestEnsurePartitionsConcurrently runs the maintenance of several worker
-// processes at once: each must succeed, whoever creates a day first.
-func TestEnsurePartitionsConcurrently(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	before, err := b.q.Partitions(b.ctx, b.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for round := range 3 {
-		day := time.Now().UTC().AddDate(0, 0, 40+10*round)
-		errs := make(chan error, 4)
-		for range 4 {
-			go func() {
-				c, err := queue.New(b.schema, queue.Config{})
-				if err == nil {
-					err = c.EnsurePartitions(b.ctx, b.pool, day, 2)
-				}
-				errs <- err
-			}()
-		}
-		for range 4 {
-			if err := <-errs; err != nil {
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-	}
-	parts, err := b.q.Partitions(b.ctx, b.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts) != len(before)+3*3 { // setup's days, and three days per round
-		t.Fatalf("%d partitions: %v, want %d", len(parts), parts, len(before)+3*3)
-	}
-}
-
 func TestCompleteCreatesMissingPartition(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	parts, _ := b.q.Partitions(b.ctx, b.pool)
+	parts, _ := partition.Of(b.q.Schema()).List(b.ctx, b.pool)
 	for _, p := range parts {
 		if _, err := b.pool.Exec(b.ctx, `DROP TABLE `+b.table(p)); err != nil {
 			t.Fatal(err)

@@ -68,9 +68,6 @@ func setup(t *testing.T, maxConns int32, start time.Time) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
-		t.Fatal(err)
-	}
 	e := &env{t: t, pool: pool, schema: schema, jobs: jobs, q: q, clock: &clock{t: start}}
 	e.svc = e.service(scheduler.Config{})
 	return e

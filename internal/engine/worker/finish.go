@@ -460,7 +460,7 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 		}
 		rollback()
 		// The failed statement aborted tx: create the partition apart from it.
-		missing, perr := w.q.RepairHistory(ctx, w.db, err, c.finishTime())
+		missing, perr := w.parts.Repair(ctx, w.db, err, c.finishTime())
 		res.partitionMissing, res.partitionCreated = missing, missing && perr == nil
 	}()
 	byID := make(map[int64]*task, len(fin.tasks))

@@ -16,6 +16,7 @@ import (
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/migrate"
@@ -55,7 +56,7 @@ func setupOn(t testing.TB, pool *pgxpool.Pool, schema string) *env {
 	// Create the history partitions the workers would create, so that no
 	// worker runs partition DDL in the tests (a worker process frozen in the
 	// middle of it would block every completion).
-	if err := e.q.EnsurePartitions(t.Context(), pool, time.Now(), partitionsAhead); err != nil {
+	if err := partition.Of(e.q.Schema()).Ensure(t.Context(), pool, time.Now(), partition.Ahead); err != nil {
 		t.Fatal(err)
 	}
 	return e

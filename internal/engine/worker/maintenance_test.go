@@ -8,6 +8,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
 )
 
@@ -16,7 +17,7 @@ func TestPartitionUpkeep(t *testing.T) {
 	e := setup(t, 4)
 	now := time.Now().UTC()
 	for _, daysAgo := range []int{30, 5, 1} {
-		if err := e.q.EnsurePartitions(t.Context(), e.pool, now.AddDate(0, 0, -daysAgo), 0); err != nil {
+		if err := partition.Of(e.q.Schema()).Ensure(t.Context(), e.pool, now.AddDate(0, 0, -daysAgo), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -25,7 +26,7 @@ func TestPartitionUpkeep(t *testing.T) {
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
 	e.worker(reg, Config{HistoryRetention: 3 * 24 * time.Hour})
 	parts := func() []string {
-		p, err := e.q.Partitions(t.Context(), e.pool)
+		p, err := partition.Of(e.q.Schema()).List(t.Context(), e.pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestPartitionUpkeep(t *testing.T) {
 	if !slices.Contains(p, name(now.AddDate(0, 0, -1))) {
 		t.Errorf("yesterday's partition dropped within the 3-day retention: %v", p)
 	}
-	for i := range partitionsAhead + 1 {
+	for i := range partition.Ahead + 1 {
 		if !slices.Contains(p, name(now.AddDate(0, 0, i))) {
 			t.Errorf("partition for today+%d missing: %v", i, p)
 		}

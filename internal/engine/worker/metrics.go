@@ -1,18 +1,12 @@
 package worker
 
 import (
-	"context"
-	"errors"
-	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics.
@@ -254,53 +248,4 @@ func percentile(samples []time.Duration, p float64) time.Duration {
 	slices.Sort(samples)
 	i := int(p*float64(len(samples))+0.5) - 1
 	return samples[min(max(i, 0), len(samples)-1)]
-}
-
-// NewMetricsRegistry returns a registry with the Go runtime and process
-// collectors, ready for a worker's collectors and a StatusCollector.
-func NewMetricsRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
-
-// MetricsServer serves a gatherer's metrics at /metrics over HTTP, with
-// /healthz, /readyz and an index at /.
-type MetricsServer struct {
-	srv *http.Server
-	ln  net.Listener
-}
-
-// ServeMetrics listens on addr ("host:port"; ":0" picks a free port) and
-// serves g at /metrics in the background until Close. ready decides /readyz
-// (see SchemaReadiness); nil means ready while the server runs.
-func ServeMetrics(addr string, g prometheus.Gatherer, ready Readiness) (*MetricsServer, error) {
-	return serveMetrics(addr, g, ready, nil)
-}
-
-// serveMetrics is ServeMetrics with the warnings /readyz adds to its
-// answer (see healthMux); notes may be nil.
-func serveMetrics(addr string, g prometheus.Gatherer, ready Readiness, notes func() []string) (*MetricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
-	healthMux(mux, ready, notes)
-	s := &MetricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln}
-	go func() { _ = s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// Addr is the address the server listens on.
-func (s *MetricsServer) Addr() string { return s.ln.Addr().String() }
-
-// Close stops the server, waiting up to ctx for scrapes in progress.
-func (s *MetricsServer) Close(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }

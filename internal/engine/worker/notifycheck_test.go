@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,16 @@ func readyz(t *testing.T, w *Worker) (int, string) {
 	w.mu.Lock()
 	srv := w.metricsSrv
 	w.mu.Unlock()
-	return get(t, srv, "/readyz")
+	resp, err := http.Get("http://" + srv.Addr() + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
 
 // checkEnded waits until the worker's notification check has ended and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -31,7 +32,7 @@ func partitionEnv(t *testing.T) (*env, *handlers.Registry) {
 	schema := pgtest.Schema(t)
 	pool := pgtest.PoolN(t, 12)
 	e := migratedBySQLOn(t, pool, schema)
-	if parts, err := e.q.Partitions(t.Context(), pool); err != nil || len(parts) != 0 {
+	if parts, err := partition.Of(e.q.Schema()).List(t.Context(), pool); err != nil || len(parts) != 0 {
 		t.Fatalf("fresh schema has partitions %v (%v)", parts, err)
 	}
 	createEffects(t, pool, schema)

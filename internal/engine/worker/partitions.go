@@ -4,14 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/docketq/docket/internal/engine/partition"
 )
 
-const (
-	// partitionsAhead is how many days of history partitions exist ahead.
-	partitionsAhead = 3
-	// partitionUpkeepEvery is how often partitions are made and dropped.
-	partitionUpkeepEvery = time.Hour
-)
+// partitionUpkeepEvery is how often partitions are made and dropped.
+const partitionUpkeepEvery = time.Hour
 
 // partitions keeps history partitions for today and the next days, and
 // drops those older than the retention: before Start returns (prepare), at
@@ -50,7 +48,7 @@ func (p *partitions) prepare(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		if err = w.q.EnsurePartitions(ctx, w.db, p.clock(), partitionsAhead); err == nil {
+		if err = w.parts.Ensure(ctx, w.db, p.clock(), partition.Ahead); err == nil {
 			return nil
 		}
 	}
@@ -73,10 +71,10 @@ func (p *partitions) upkeep(bg context.Context) {
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
 	now := p.clock()
-	if err := w.q.EnsurePartitions(ctx, w.db, now, partitionsAhead); err != nil && ctx.Err() == nil {
+	if err := w.parts.Ensure(ctx, w.db, now, partition.Ahead); err != nil && ctx.Err() == nil {
 		w.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
 	}
-	dropped, err := w.q.DropPartitions(ctx, w.db, now.Add(-p.retention))
+	dropped, err := w.parts.Drop(ctx, w.db, now.Add(-p.retention))
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping old history partitions failed", slog.String("error", err.Error()))
 	}

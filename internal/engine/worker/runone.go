@@ -8,14 +8,9 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
-
-// Beginner starts the transaction a transactional handler runs in
-// (*pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy it).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // OneRun is one job to run as a worker would, outside any worker.
 type OneRun struct {
@@ -25,7 +20,7 @@ type OneRun struct {
 	Middleware []core.Middleware
 	// DB gives a transactional handler its transaction; nil is an error
 	// for them.
-	DB Beginner
+	DB pgsql.Beginner
 	// Job is the job to run: Kind, Attempt, MaxAttempts and Payload matter.
 	Job *core.Job
 }

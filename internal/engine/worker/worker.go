@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/metricserver"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -145,8 +147,9 @@ type txKey struct{}
 type Worker struct {
 	db      *pgxpool.Pool
 	schema  string
-	history bool // keep completed jobs in docket_jobs_done
-	latest  int  // the migration /readyz wants
+	history bool              // keep completed jobs in docket_jobs_done
+	parts   partition.History // the history table's daily partitions
+	latest  int               // the migration /readyz wants
 	// notifyDebounce is the enqueuers' NOTIFY window; -1: no NOTIFY.
 	notifyDebounce time.Duration
 	q              *queue.Queue // the worker protocol on the schema's tables
@@ -184,7 +187,7 @@ type Worker struct {
 	met        recorder
 	gatherer   prometheus.Gatherer
 	metricsAdr string
-	metricsSrv *MetricsServer
+	metricsSrv *metricserver.Server
 
 	mu       sync.Mutex
 	started  bool
@@ -225,6 +228,7 @@ func New(cfg Config) (*Worker, error) {
 		db:         cfg.DB,
 		schema:     q.Schema(),
 		history:    !cfg.DisableHistory,
+		parts:      partition.Of(q.Schema()),
 		latest:     cfg.LatestMigration,
 		q:          q,
 		id:         cfg.ID,
@@ -367,7 +371,7 @@ func (w *Worker) setupMetrics(cfg Config) error {
 		return nil
 	}
 	if reg == nil {
-		reg = NewMetricsRegistry()
+		reg = metricserver.NewRegistry()
 	}
 	m, err := metricsFor(reg)
 	if err != nil {
@@ -432,11 +436,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("docket: start worker: create history partitions: %w", err)
 	}
 	if w.metricsAdr != "" {
-		ready, err := SchemaReadiness(w.db, w.schema, w.latest)
+		ready, err := metricserver.SchemaReadiness(w.db, w.schema, w.latest)
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}
-		srv, err := serveMetrics(w.metricsAdr, w.gatherer, ready, w.readyNotes)
+		srv, err := metricserver.Serve(w.metricsAdr, w.gatherer, ready, w.readyNotes)
 		if err != nil {
 			return fmt.Errorf("docket: start worker: metrics endpoint: %w", err)
 		}

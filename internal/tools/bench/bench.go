@@ -16,7 +16,6 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/engine/worker"
 	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
@@ -148,7 +147,7 @@ type Config struct {
 	// spread over, round robin. Zero means DefaultLimitTenants (10).
 	LimitTenants int
 	// DisableHistory deletes completed jobs instead of moving them to the
-	// history table (outbox.Config.DisableHistory).
+	// history table (docket.Config.DisableHistory).
 	DisableHistory bool
 	// PollOnly turns LISTEN/NOTIFY off everywhere: enqueues send no NOTIFY
 	// (outbox.Config.NotifyDebounce = -1) and the worker does not listen
@@ -366,15 +365,6 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 	r.logf("%s: schema %s", scenario, e.schema)
 	if _, err := m.Up(ctx, db); err != nil {
 		return e, fmt.Errorf("migrate schema %s: %w", e.schema, err)
-	}
-	if !r.cfg.DisableHistory {
-		q, err := queue.New(e.schema, queue.Config{})
-		if err != nil {
-			return e, err
-		}
-		if err := q.EnsurePartitions(ctx, db, time.Now(), 1); err != nil {
-			return e, err
-		}
 	}
 	return e, nil
 }

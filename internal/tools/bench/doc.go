@@ -41,7 +41,7 @@
 // # Isolation
 //
 // Every scenario runs in a fresh schema named docket_bench_<random hex>,
-// migrated with outbox.Migrator, and drops it when it ends, also when it
+// migrated with migrate.Migrator, and drops it when it ends, also when it
 // fails or its context is cancelled. Producers and the worker get pools of
 // their own, as separate processes would.
 package bench

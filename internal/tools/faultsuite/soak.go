@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket"
-	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/migrate"
@@ -217,13 +216,6 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 		return nil, err
 	}
 	if _, err := m.Up(ctx, s.db); err != nil {
-		return nil, err
-	}
-	q, err := queue.New(s.schema, queue.Config{})
-	if err != nil {
-		return nil, err
-	}
-	if err := q.EnsurePartitions(ctx, s.db, time.Now(), 3); err != nil {
 		return nil, err
 	}
 	if err := CreateTables(ctx, s.db, s.schema); err != nil {

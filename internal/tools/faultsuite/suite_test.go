@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket"
-	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/internal/tools/faultsuite"
@@ -42,8 +41,8 @@ type run struct {
 }
 
 // newRun migrates a new schema on the database at url (db's) and creates
-// the harness's tables and the history partitions, so that no worker runs
-// partition DDL during a fault.
+// the harness's tables; migrating made the history partitions, so that no
+// worker runs partition DDL during a fault.
 func newRun(t *testing.T, url string, db *pgxpool.Pool, schema string) *run {
 	t.Helper()
 	ctx := t.Context()
@@ -52,13 +51,6 @@ func newRun(t *testing.T, url string, db *pgxpool.Pool, schema string) *run {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	q, err := queue.New(schema, queue.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.EnsurePartitions(ctx, db, time.Now(), 3); err != nil {
 		t.Fatal(err)
 	}
 	if err := faultsuite.CreateTables(ctx, db, schema); err != nil {

@@ -1,4 +1,4 @@
-package worker
+package metricserver
 
 import (
 	"io"
@@ -13,7 +13,7 @@ import (
 )
 
 // get fetches path from the server and returns the status and body.
-func get(t *testing.T, srv *MetricsServer, path string) (int, string) {
+func get(t *testing.T, srv *Server, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + srv.Addr() + path)
 	if err != nil {
@@ -27,9 +27,9 @@ func get(t *testing.T, srv *MetricsServer, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func serveHealth(t *testing.T, ready Readiness) *MetricsServer {
+func serveHealth(t *testing.T, ready Readiness) *Server {
 	t.Helper()
-	srv, err := ServeMetrics("127.0.0.1:0", prometheus.NewRegistry(), ready)
+	srv, err := Serve("127.0.0.1:0", prometheus.NewRegistry(), ready, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,17 +37,24 @@ func serveHealth(t *testing.T, ready Readiness) *MetricsServer {
 	return srv
 }
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
 func TestHealthEndpoints(t *testing.T) {
 	t.Parallel()
-	e := migratedOn(t, pgtest.PoolN(t, 4), pgtest.Schema(t))
+	pool, migrated := pgtest.PoolN(t, 4), pgtest.Schema(t)
 	unmigrated := pgtest.Schema(t)
 	behind := pgtest.Schema(t)
+	if m, err := migrate.New(migrated); err != nil {
+		t.Fatal(err)
+	} else if _, err := m.Up(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
 	m, err := migrate.New(behind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	migs := m.Migrations() // versions may have gaps: take the one before the latest
-	if _, err := m.UpTo(t.Context(), e.pool, migs[len(migs)-2].Version); err != nil {
+	if _, err := m.UpTo(t.Context(), pool, migs[len(migs)-2].Version); err != nil {
 		t.Fatal(err)
 	}
 	closed := pgtest.PoolN(t, 2)
@@ -60,10 +67,10 @@ func TestHealthEndpoints(t *testing.T) {
 		want   int
 		reason string
 	}{
-		{"migrated", e.pool, e.schema, http.StatusOK, "ready"},
-		{"unmigrated", e.pool, unmigrated, http.StatusServiceUnavailable, "is not migrated"},
-		{"behind", e.pool, behind, http.StatusServiceUnavailable, "is at migration"},
-		{"closed pool", closed, e.schema, http.StatusServiceUnavailable, "database unreachable"},
+		{"migrated", pool, migrated, http.StatusOK, "ready"},
+		{"unmigrated", pool, unmigrated, http.StatusServiceUnavailable, "is not migrated"},
+		{"behind", pool, behind, http.StatusServiceUnavailable, "is at migration"},
+		{"closed pool", closed, migrated, http.StatusServiceUnavailable, "database unreachable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,7 +88,11 @@ func TestHealthEndpoints(t *testing.T) {
 		})
 	}
 	// The unmigrated schema stays as it was: readiness reads, never creates.
-	if n := e.count(`SELECT count(*) FROM pg_tables WHERE schemaname = $1`, unmigrated); n != 0 {
+	var n int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_tables WHERE schemaname = $1`, unmigrated).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
 		t.Errorf("the readiness check created %d tables in schema %s", n, unmigrated)
 	}
 }
