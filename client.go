@@ -90,7 +90,8 @@ type Config struct {
 
 	// Relay, when set, runs an outbox relay in this process from Start to
 	// Stop, publishing the events of Schema (see package outbox/relay; its
-	// Schema is Config.Schema). It runs on enqueue-only clients too. Nil
+	// Schema may be left empty, and NewClient refuses another schema than
+	// Config.Schema). It runs on enqueue-only clients too. Nil
 	// runs none (run `docket relay run` elsewhere, or none if you publish
 	// no events).
 	Relay *relay.Config
@@ -175,6 +176,9 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	}
 	if cfg.Relay != nil {
 		rcfg := *cfg.Relay
+		if rcfg.Schema != "" && rcfg.Schema != jobs.Schema() {
+			return nil, fmt.Errorf("%w: Relay.Schema %q is not the client's schema %q: a client relays its own events", ErrInvalidConfig, rcfg.Schema, jobs.Schema())
+		}
 		rcfg.Schema = jobs.Schema()
 		if rcfg.Logger == nil {
 			rcfg.Logger = cfg.Worker.Logger

@@ -18,7 +18,7 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -29,8 +29,8 @@ func (job) Kind() string { return "job" }
 
 var (
 	ctx    = context.Background()
-	c, _   = outbox.New(docket.Config{})
 	pool   *pgxpool.Pool
+	c, _   = docket.NewClient(pool, docket.Config{})
 	conn   *pgx.Conn
 	tx     pgx.Tx
 	sqlDB  *sql.DB
@@ -57,11 +57,11 @@ func main() {
 		t.Fatalf("every database handle should compile: %v\n%s", err, out)
 	}
 	for _, bad := range []struct{ body, want string }{
-		{`	c.Enqueue(ctx, 42, job{}, docket.Opts{})`, "does not implement docket.DB"},
-		{`	c.Enqueue(ctx, sqlTx, job{}, docket.Opts{})`, "does not implement docket.DB"},
-		{`	c.EnqueueMany(ctx, c, nil)`, "does not implement docket.DB"},
-		{`	c.EnqueueSQL(ctx, tx, job{}, docket.Opts{})`, "does not implement docket.SQLDB"},
-		{`	c.EnqueueManySQL(ctx, "postgres://", nil)`, "does not implement docket.SQLDB"},
+		{`	c.Enqueue(ctx, 42, job{}, docket.Opts{})`, "as docket.DB value"},
+		{`	c.Enqueue(ctx, sqlTx, job{}, docket.Opts{})`, "as docket.DB value"},
+		{`	c.EnqueueMany(ctx, c, nil)`, "as docket.DB value"},
+		{`	c.EnqueueSQL(ctx, tx, job{}, docket.Opts{})`, "as docket.SQLDB value"},
+		{`	c.EnqueueManySQL(ctx, "postgres://", nil)`, "as docket.SQLDB value"},
 	} {
 		out, err := build(bad.body)
 		if err == nil || !strings.Contains(out, bad.want) {

@@ -71,6 +71,8 @@ var importPaths = map[string]string{
 	"docket":      "github.com/docketq/docket",
 	"handlers":    "github.com/docketq/docket/handlers",
 	"outbox":      "github.com/docketq/docket/outbox",
+	"admin":       "github.com/docketq/docket/admin",
+	"migrate":     "github.com/docketq/docket/migrate",
 	"schedule":    "github.com/docketq/docket/schedule",
 	"relay":       "github.com/docketq/docket/outbox/relay",
 	"natsrelay":   "github.com/docketq/docket/outbox/relay/natsrelay",

@@ -9,8 +9,8 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/worker"
-	"github.com/jackc/pgx/v5"
 )
 
 // Outcome is what a worker does with a job after one run.
@@ -84,9 +84,7 @@ type WorkOpts struct {
 
 // Beginner starts a transaction: *pgxpool.Pool, *pgx.Conn and pgx.Tx
 // (a savepoint) satisfy it.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+type Beginner = pgsql.Beginner
 
 // Work runs one job of args' kind through reg's handler, inline: the same
 // middleware, timeout, panic recovery, decoding and outcome classification

@@ -85,8 +85,9 @@ const KeyPrefix = scheduler.KeyPrefix
 // Errors of registering and operating schedules; each is wrapped with the
 // schedule's name.
 var (
-	// ErrInvalidSchedule: a schedule given to Register is invalid (its
-	// spec errors wrap ErrInvalidSpec instead).
+	// ErrInvalidSchedule: a schedule given to docket.NewClient or
+	// RegisterSchedules is invalid (its spec errors wrap ErrInvalidSpec
+	// instead).
 	ErrInvalidSchedule = scheduler.ErrInvalidSchedule
 	// ErrInvalidSpec: a cron spec or time zone that does not parse, or a
 	// spec that never fires.
