@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 )
 
@@ -87,10 +87,10 @@ func TestSchedulesOfOtherServicesDoNotStopReconcile(t *testing.T) {
 			handlers.MustRegister(reg, func(context.Context, *handlers.Job[aTick]) error { return nil }, handlers.KindOpts{})
 		}
 		c, err := docket.NewClient(pool, docket.Config{
-			Outbox:    outbox.Config{Schema: schema},
+			Schema:    schema,
 			Registry:  reg,
 			Schedules: []schedule.Schedule{{Name: svc.name, Spec: "@every 1h", Args: args}},
-			Worker:    handlers.Config{Logger: slog.New(slog.DiscardHandler)},
+			Worker:    docket.WorkerConfig{Logger: slog.New(slog.DiscardHandler)},
 			Scheduler: schedule.Config{ReconcileInterval: 200 * time.Millisecond, Logger: slog.New(svc.logs)},
 		})
 		if err != nil {
@@ -150,11 +150,11 @@ func TestTriggerUsesKindOptions(t *testing.T) {
 	}, handlers.KindOpts{Queue: "billing", Priority: 3, MaxAttempts: 3})
 	sched := schedule.Schedule{Name: "invoices", Spec: "@every 1h", Args: invoiceRun{}}
 	c, err := docket.NewClient(pool, docket.Config{
-		Outbox:    outbox.Config{Schema: schema},
+		Schema:    schema,
 		Registry:  reg,
 		Schedules: []schedule.Schedule{sched},
-		Worker: handlers.Config{
-			Pools:        []handlers.PoolConfig{{Name: "billing", Queues: []string{"billing"}}},
+		Worker: docket.WorkerConfig{
+			Pools:        []docket.PoolConfig{{Name: "billing", Queues: []string{"billing"}}},
 			PollInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 		},
 	})
@@ -163,22 +163,20 @@ func TestTriggerUsesKindOptions(t *testing.T) {
 	}
 	// Registered as Start does, but with the worker not yet running, so
 	// that the triggered jobs wait to be looked at.
-	if err := c.Schedules().Register(t.Context(), sched); err != nil {
+	if err := c.RegisterSchedules(t.Context(), sched); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, ReconcileInterval: -1})
+	// The operations of a process without the kind's handler (the CLI, the
+	// dashboard), and the client's own.
+	bare, err := admin.New(admin.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, via := range []struct {
 		name string
-		svc  *schedule.Service
-	}{{"a service without a registry", bare}, {"the client", c.Schedules()}} {
-		id, err := via.svc.Trigger(t.Context(), "invoices")
+		ops  *admin.Client
+	}{{"operations without a registry", bare}, {"the client", c.Admin()}} {
+		id, err := via.ops.Schedules().Trigger(t.Context(), pool, "invoices")
 		if err != nil {
 			t.Fatalf("trigger through %s: %v", via.name, err)
 		}

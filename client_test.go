@@ -10,8 +10,9 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -19,7 +20,7 @@ import (
 func migrated(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
 	pool, schema := pgtest.Pool(t), pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,6 @@ func reportRegistry(t *testing.T) *handlers.Registry {
 func TestNewClientRejects(t *testing.T) {
 	t.Parallel()
 	pool, schema := migrated(t)
-	ob := outbox.Config{Schema: schema}
 	sched := []schedule.Schedule{{Name: "u", Spec: "@hourly", Args: unhandled{}}}
 	for _, tc := range []struct {
 		name string
@@ -61,20 +61,18 @@ func TestNewClientRejects(t *testing.T) {
 		want error
 	}{
 		{"nil pool", nil, docket.Config{}, docket.ErrInvalidConfig},
-		{"Worker.DB set", pool, docket.Config{Registry: reportRegistry(t), Worker: handlers.Config{DB: pool}}, docket.ErrInvalidConfig},
-		{"Outbox.Kinds set", pool, docket.Config{Outbox: outbox.Config{Kinds: reportRegistry(t)}}, docket.ErrInvalidConfig},
-		{"Scheduler.DB set", pool, docket.Config{Scheduler: schedule.Config{DB: pool}}, docket.ErrInvalidConfig},
-		{"schedule of an unregistered kind", pool, docket.Config{Outbox: ob, Registry: reportRegistry(t), Schedules: sched}, schedule.ErrNoHandler},
-		{"schedules without a registry", pool, docket.Config{Outbox: ob, Schedules: sched}, schedule.ErrNoHandler},
-		{"invalid schema", pool, docket.Config{Outbox: outbox.Config{Schema: "Not Valid"}}, outbox.ErrInvalidSchema},
-		{"invalid worker config", pool, docket.Config{Registry: reportRegistry(t), Worker: handlers.Config{Lease: -time.Second}}, handlers.ErrInvalidConfig},
+		{"negative Scheduler.Grace", pool, docket.Config{Registry: reportRegistry(t), Scheduler: schedule.Config{Grace: -time.Second}}, docket.ErrInvalidConfig},
+		{"schedule of an unregistered kind", pool, docket.Config{Schema: schema, Registry: reportRegistry(t), Schedules: sched}, schedule.ErrNoHandler},
+		{"schedules without a registry", pool, docket.Config{Schema: schema, Schedules: sched}, schedule.ErrNoHandler},
+		{"invalid schema", pool, docket.Config{Schema: "Not Valid"}, docket.ErrInvalidSchema},
+		{"invalid worker config", pool, docket.Config{Registry: reportRegistry(t), Worker: docket.WorkerConfig{Lease: -time.Second}}, docket.ErrInvalidConfig},
 	} {
 		c, err := docket.NewClient(tc.pool, tc.cfg)
 		if !errors.Is(err, tc.want) || c != nil {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if _, err := docket.NewClient(pool, docket.Config{Outbox: ob, Registry: reportRegistry(t), Schedules: sched}); err == nil ||
+	if _, err := docket.NewClient(pool, docket.Config{Schema: schema, Registry: reportRegistry(t), Schedules: sched}); err == nil ||
 		!strings.Contains(err.Error(), `"u"`) || !strings.Contains(err.Error(), "unhandled") {
 		t.Errorf("the error should name the schedule and its kind: %v", err)
 	}
@@ -88,27 +86,27 @@ func TestNewClientRejects(t *testing.T) {
 func TestEnqueueOnlyClient(t *testing.T) {
 	t.Parallel()
 	pool, schema := migrated(t)
-	c, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema}})
+	c, err := docket.NewClient(pool, docket.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if c.Worker() != nil {
+	if c.WorkerID() != uuid.Nil || c.MetricsAddr() != "" {
 		t.Error("an enqueue-only client has a worker")
 	}
-	res, err := c.Enqueue(t.Context(), pool, unhandled{}, outbox.Opts{})
+	res, err := c.Enqueue(t.Context(), pool, unhandled{}, docket.Opts{})
 	if err != nil || res.State != docket.StateReady {
 		t.Fatalf("enqueue of any kind: %+v, %v", res, err)
 	}
 	var queue string
 	var attempts int
 	err = pool.QueryRow(t.Context(), `SELECT queue, max_attempts FROM "`+schema+`".docket_jobs WHERE id = $1`, res.ID).Scan(&queue, &attempts)
-	if err != nil || queue != outbox.DefaultQueue || attempts != outbox.DefaultMaxAttempts {
+	if err != nil || queue != docket.DefaultQueue || attempts != docket.DefaultMaxAttempts {
 		t.Errorf("built-in defaults: queue %q attempts %d, %v", queue, attempts, err)
 	}
-	err = c.Schedules().Register(t.Context(), schedule.Schedule{Name: "r", Spec: "@hourly", Args: DailyReport{}})
+	err = c.RegisterSchedules(t.Context(), schedule.Schedule{Name: "r", Spec: "@hourly", Args: DailyReport{}})
 	if !errors.Is(err, schedule.ErrNoHandler) {
 		t.Errorf("Register through an enqueue-only client: %v, want ErrNoHandler", err)
 	}
@@ -128,11 +126,11 @@ func TestClientEnqueueUsesRegistry(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[SendReceipt]) error { return nil },
 		handlers.KindOpts{Queue: "mail", Priority: 5, MaxAttempts: 3})
-	c, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema}, Registry: reg})
+	c, err := docket.NewClient(pool, docket.Config{Schema: schema, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.EnqueueMany(t.Context(), pool, []outbox.Item{{Args: SendReceipt{OrderID: 1}}})
+	out, err := c.EnqueueMany(t.Context(), pool, []docket.Item{{Args: SendReceipt{OrderID: 1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +140,7 @@ func TestClientEnqueueUsesRegistry(t *testing.T) {
 	if err != nil || queue != "mail" || prio != 5 || attempts != 3 {
 		t.Errorf("kind's defaults: %q %d %d, %v", queue, prio, attempts, err)
 	}
-	if _, err := c.Enqueue(t.Context(), pool, unhandled{}, outbox.Opts{}); !errors.Is(err, outbox.ErrUnknownKind) {
+	if _, err := c.Enqueue(t.Context(), pool, unhandled{}, docket.Opts{}); !errors.Is(err, docket.ErrUnknownKind) {
 		t.Errorf("unknown kind: %v, want ErrUnknownKind", err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM "`+schema+`".docket_jobs`); n != 1 {
@@ -164,10 +162,10 @@ func TestClientRunsConfiguredSchedules(t *testing.T) {
 	}, handlers.KindOpts{Queue: "reports"})
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[SendReceipt]) error { return nil }, handlers.KindOpts{})
 	c, err := docket.NewClient(pool, docket.Config{
-		Outbox:    outbox.Config{Schema: schema},
+		Schema:    schema,
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: DailyReport{Tenant: "t"}}},
-		Worker:    handlers.Config{PollInterval: 100 * time.Millisecond},
+		Worker:    docket.WorkerConfig{PollInterval: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +178,7 @@ func TestClientRunsConfiguredSchedules(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if err := c.Start(t.Context()); !errors.Is(err, handlers.ErrStarted) {
+	if err := c.Start(t.Context()); !errors.Is(err, docket.ErrStarted) {
 		t.Errorf("second Start: %v, want ErrStarted", err)
 	}
 	seen := map[string]bool{}
@@ -198,7 +196,7 @@ func TestClientRunsConfiguredSchedules(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM "`+schema+`".docket_jobs WHERE kind = 'daily_report' AND queue <> 'reports'`); n != 0 {
 		t.Errorf("%d runs outside the kind's queue", n)
 	}
-	err = c.Schedules().Register(t.Context(), schedule.Schedule{Name: "other", Spec: "@hourly", Args: SendReceipt{}})
+	err = c.RegisterSchedules(t.Context(), schedule.Schedule{Name: "other", Spec: "@hourly", Args: SendReceipt{}})
 	if !errors.Is(err, schedule.ErrNoHandler) {
 		t.Errorf("schedule of a kind without the hook: %v, want ErrNoHandler", err)
 	}

@@ -11,50 +11,62 @@
 //	reg := handlers.NewRegistry()
 //	handlers.MustRegister(reg, sendReceipt, handlers.KindOpts{Queue: "mail"})
 //	client, err := docket.NewClient(pool, docket.Config{
+//		Schema:    "shop",
 //		Registry:  reg,
+//		Worker:    docket.WorkerConfig{ShutdownTimeout: 30 * time.Second},
 //		Schedules: []schedule.Schedule{{Name: "report:acme", Spec: "0 2 * * *", Args: DailyReport{Tenant: "acme"}}},
 //	})
 //	err = client.Start(ctx)
 //	defer client.Stop(context.Background())
-//	_, err = client.Enqueue(ctx, tx, SendReceipt{OrderID: id}, outbox.Opts{})
+//	_, err = client.Enqueue(ctx, tx, SendReceipt{OrderID: id}, docket.Opts{})
 //
 // A client without a Registry only enqueues: a web service that enqueues
-// kinds another service runs.
+// kinds another service runs. The tables come from package migrate
+// (migrate.New(schema), then Up; or `docket migrate up`).
 //
 // # One set of defaults
 //
-// Every enqueue path — [Client.Enqueue], the outbox client's pgx and
-// database/sql methods, package ent — resolves a job's options in one place:
-// explicit options, then the args' own Opts (outbox.OptsProvider), then the
-// queue, priority and attempts its kind was registered with
+// Every enqueue path — [Client.Enqueue], [Client.EnqueueMany] (one COPY),
+// [Client.EnqueueSQL] and [Client.EnqueueManySQL] (database/sql),
+// [Client.EnqueueWorkflow], package ent — resolves a job's options in one
+// place: explicit [Opts], then the args' own Opts ([OptsProvider]), then
+// the queue, priority and attempts its kind was registered with
 // (handlers.KindOpts), then the built-in defaults. What is stored then
 // governs the job: the pools of its queue run it, in its priority's order,
 // and it gets its own max attempts from worker and reaper alike (a kind's
 // Timeout and Backoff, which jobs have no value for, apply to every job of
 // the kind). With a Registry, a kind without a handler is refused with
-// outbox.ErrUnknownKind and nothing is written. Database handles are typed: a pgx Tx, Conn or Pool for Enqueue,
-// a database/sql Tx, DB or Conn for EnqueueSQL, an Ent transaction for
-// package ent; anything else does not compile.
+// [ErrUnknownKind] and nothing is written. Database handles are typed: a
+// pgx Tx, Conn or Pool ([DB]) for Enqueue, a database/sql Tx, DB or Conn
+// ([SQLDB]) for EnqueueSQL, an Ent transaction for package ent; anything
+// else does not compile.
 //
 // # Schedules by configuration
 //
 // Config.Schedules are registered at Start (an idempotent upsert), and the
 // client writes each run's successor in the transaction of the run's
 // outcome, skips late runs under the Skip misfire policy and restores lost
-// runs while it runs. A schedule whose kind has no handler fails NewClient
-// with schedule.ErrNoHandler instead of firing without a successor.
+// runs while it runs. [Client.RegisterSchedules] adds schedules of the same
+// kinds later. A schedule whose kind has no handler fails NewClient with
+// schedule.ErrNoHandler instead of firing without a successor.
 //
 // # Packages
 //
-//   - outbox: schema and migrations, enqueue inside the caller's
-//     transaction, and the operator operations (status, queues, dead
-//     letters); [Client.Outbox] returns the client's.
-//   - handlers: the typed handler registry and the worker runtime, for
-//     tuning through Config.Worker.
-//   - schedule: schedule definitions, cron spec parsing and the schedule
-//     operations (list, pause, resume, trigger, remove); [Client.Schedules]
-//     returns the client's.
+//   - handlers: what handler authors use: the typed handler registry,
+//     per-kind options, the errors that steer a job, middleware. The
+//     worker that runs them is tuned through Config.Worker
+//     ([WorkerConfig]; docs/worker.md).
+//   - schedule: schedule definitions, cron spec parsing, misfire policies
+//     and the schedules' tuning (Config.Scheduler).
+//   - outbox: events published in the caller's transaction, and the
+//     consumer's inbox; [Client.Outbox] returns the client's.
+//     outbox/relay publishes committed events to a broker (Config.Relay
+//     runs one in this process).
+//   - admin: the operator's operations (status, jobs, dead letters, queues,
+//     limits, workflows, schedules); [Client.Admin] returns the client's.
+//   - migrate: the schema's migrations and grants.
 //   - ent: enqueue from Ent transactions and mutation hooks.
+//   - dockettest: helpers for the tests of code that uses Docket.
 //
 // This package also names the types every package shares — [Args], [Job],
 // [State] — as aliases of an internal package, so that the others can use

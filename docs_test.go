@@ -66,11 +66,13 @@ func goSnippets(t *testing.T, path string) []snippet {
 var importPaths = map[string]string{
 	"context": "context", "errors": "errors", "fmt": "fmt", "log": "log", "os": "os",
 	"time": "time", "http": "net/http", "slog": "log/slog", "json": "encoding/json",
-	"sql": "database/sql",
+	"sql": "database/sql", "signal": "os/signal", "syscall": "syscall",
 
 	"docket":      "github.com/docketq/docket",
 	"handlers":    "github.com/docketq/docket/handlers",
 	"outbox":      "github.com/docketq/docket/outbox",
+	"admin":       "github.com/docketq/docket/admin",
+	"migrate":     "github.com/docketq/docket/migrate",
 	"schedule":    "github.com/docketq/docket/schedule",
 	"relay":       "github.com/docketq/docket/outbox/relay",
 	"natsrelay":   "github.com/docketq/docket/outbox/relay/natsrelay",

@@ -8,7 +8,7 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,7 +34,7 @@ func Example() {
 	ctx := context.Background()
 	// ParsePoolConfig adds connect and keepalive timeouts, so that a
 	// worker notices a lost server within seconds.
-	cfg, err := outbox.ParsePoolConfig(databaseURL()) // os.Getenv("DATABASE_URL")
+	cfg, err := docket.ParsePoolConfig(databaseURL()) // os.Getenv("DATABASE_URL")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func Example() {
 	}
 	defer pool.Close()
 	// Once per database, or `docket migrate up --schema shop`.
-	m, err := outbox.NewMigrator("shop")
+	m, err := migrate.New("shop")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func Example() {
 	}, handlers.KindOpts{Queue: "reports"})
 
 	client, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: "shop"},
+		Schema:   "shop",
 		Registry: reg,
 		Schedules: []schedule.Schedule{{
 			Name: "report:acme", Spec: "CRON_TZ=Europe/Berlin 0 2 * * *",
@@ -81,7 +81,7 @@ func Example() {
 	// The job commits with the caller's writes, or neither does.
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// tx.Exec(ctx, `INSERT INTO orders ...`)
-		_, err := client.Enqueue(ctx, tx, SendReceipt{OrderID: 42}, outbox.Opts{
+		_, err := client.Enqueue(ctx, tx, SendReceipt{OrderID: 42}, docket.Opts{
 			UniqueKey: "receipt:42", // idempotent while in flight
 		})
 		return err
@@ -97,7 +97,7 @@ func Example() {
 // with the built-in defaults, for workers elsewhere to run.
 func ExampleNewClient_enqueueOnly() {
 	ctx := context.Background()
-	cfg, err := outbox.ParsePoolConfig(databaseURL())
+	cfg, err := docket.ParsePoolConfig(databaseURL())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func ExampleNewClient_enqueueOnly() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	m, err := outbox.NewMigrator("web")
+	m, err := migrate.New("web")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -114,11 +114,11 @@ func ExampleNewClient_enqueueOnly() {
 		log.Fatal(err)
 	}
 
-	client, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: "web"}})
+	client, err := docket.NewClient(pool, docket.Config{Schema: "web"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := client.Enqueue(ctx, pool, SendReceipt{OrderID: 7}, outbox.Opts{})
+	res, err := client.Enqueue(ctx, pool, SendReceipt{OrderID: 7}, docket.Opts{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func ExampleNewClient_enqueueOnly() {
 // writes each run's successor with the run's outcome.
 func ExampleConfig_schedules() {
 	ctx := context.Background()
-	cfg, err := outbox.ParsePoolConfig(databaseURL())
+	cfg, err := docket.ParsePoolConfig(databaseURL())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func ExampleConfig_schedules() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	m, err := outbox.NewMigrator("reports")
+	m, err := migrate.New("reports")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func ExampleConfig_schedules() {
 	}, handlers.KindOpts{})
 
 	client, err := docket.NewClient(pool, docket.Config{
-		Outbox:    outbox.Config{Schema: "reports"},
+		Schema:    "reports",
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "report:acme", Spec: "@every 1s", Args: DailyReport{Tenant: "acme"}}},
 	})

@@ -35,16 +35,17 @@ func (r *recorder) count() int {
 }
 
 // TestClientRunsRelay: Config.Relay runs a relay in the client's process,
-// on the client's schema, from Start to Stop; a Relay.Schema is refused.
+// on the client's schema, from Start to Stop; a Relay.Schema that is not
+// the client's is refused.
 func TestClientRunsRelay(t *testing.T) {
 	t.Parallel()
 	pool, schema := migrated(t)
 	rec := &recorder{}
-	if _, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema},
+	if _, err := docket.NewClient(pool, docket.Config{Schema: schema,
 		Relay: &relay.Config{Publisher: rec, Schema: "other"}}); err == nil {
-		t.Fatal("NewClient accepted a Relay.Schema")
+		t.Fatal("NewClient accepted a Relay.Schema other than its own")
 	}
-	c, err := docket.NewClient(pool, docket.Config{Outbox: outbox.Config{Schema: schema},
+	c, err := docket.NewClient(pool, docket.Config{Schema: schema,
 		Relay: &relay.Config{Publisher: rec, PollInterval: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -37,7 +38,7 @@ type statePlace struct {
 // disagree, naming the place and the state: the CHECK constraint on
 // docket_jobs.state of a freshly migrated schema, the Go list and
 // constants, the Ent schema and its generated code, the job list (ListJobs
-// and outbox.JobStates, which `docket jobs list --state` offers:
+// and admin.JobStates, which `docket jobs list --state` offers:
 // TestJobsListOffersEveryState in cmd/docket), the dashboard's jobs page
 // and the tables of docs/state-machine.md. Every state literal compared with or assigned to
 // a job's state in the schema's functions, triggers, indexes, views and
@@ -50,7 +51,7 @@ func TestStatesAgree(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestStatesAgree(t *testing.T) {
 	doc := readStateDoc(t)
 
 	live := []statePlace{
-		{"the CHECK constraint on docket_jobs.state (outbox/migrations)", cat.check},
+		{"the CHECK constraint on docket_jobs.state (migrate/migrations)", cat.check},
 		{"internal/engine/core States()", stateStrings(core.States())},
 		{"the State constants of internal/engine/core/job.go", goStateConsts(t, "internal/engine/core/job.go")},
 		{"the State constants the root package exports (job.go)", rootStateConsts(t)},
@@ -77,14 +78,14 @@ func TestStatesAgree(t *testing.T) {
 
 	// What an operator can list: the live states, and where a job is after
 	// it left docket_jobs.
-	listable := appendNew(slices.Clone(all), outbox.StateDead, outbox.StateCompleted)
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	listable := appendNew(slices.Clone(all), admin.StateDead, admin.StateCompleted)
+	ops, err := admin.New(admin.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	compareStatePlaces(t, listable, []statePlace{
-		{"outbox.JobStates (JobFilter.State, docket jobs list --state)", outbox.JobStates()},
-		{"ListJobs (the states it runs a list for)", listedStates(t, ctx, ob, pool, listable)},
+		{"admin.JobStates (JobFilter.State, docket jobs list --state)", admin.JobStates()},
+		{"ListJobs (the states it runs a list for)", listedStates(t, ctx, ops, pool, listable)},
 		{"the dashboard's jobs page (its state filter)", dashboardStates(t, pool, schema)},
 		{stateDoc + ", table States", doc.all},
 	})
@@ -132,7 +133,7 @@ func TestStatesAgree(t *testing.T) {
 		}
 	}
 	compareStatePlaces(t, nil, []statePlace{
-		{"the Reason constants of outbox/dlq.go", reasonConsts(t)},
+		{"the Reason constants of internal/engine/core/outcome.go", reasonConsts(t)},
 		{stateDoc + ", table Dead-letter reasons", doc.reasons},
 	})
 	checkStateDocRefs(t, doc.text, cat.objects)
@@ -452,11 +453,11 @@ func entSchemaStates(t *testing.T) []string {
 	return out
 }
 
-// reasonConsts returns the values of outbox's Reason constants.
+// reasonConsts returns the values of the dead-letter Reason constants.
 func reasonConsts(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for name, v := range goConsts(t, "outbox/dlq.go", "") {
+	for name, v := range goConsts(t, "internal/engine/core/outcome.go", "") {
 		if strings.HasPrefix(name, "Reason") {
 			out = appendNew(out, v)
 		}
@@ -466,14 +467,14 @@ func reasonConsts(t *testing.T) []string {
 
 // listedStates returns the states of candidates ListJobs lists jobs of,
 // after checking that it refuses a state that is none.
-func listedStates(t *testing.T, ctx context.Context, ob *outbox.Client, pool *pgxpool.Pool, candidates []string) []string {
+func listedStates(t *testing.T, ctx context.Context, ops *admin.Client, pool *pgxpool.Pool, candidates []string) []string {
 	t.Helper()
-	if _, err := ob.ListJobs(ctx, pool, outbox.JobFilter{State: "no-such-state"}); err == nil {
+	if _, err := ops.Jobs().List(ctx, pool, admin.JobFilter{State: "no-such-state"}); err == nil {
 		t.Error(`ListJobs lists jobs of state "no-such-state"`)
 	}
 	var out []string
 	for _, s := range candidates {
-		if _, err := ob.ListJobs(ctx, pool, outbox.JobFilter{State: s, Limit: 1}); err == nil {
+		if _, err := ops.Jobs().List(ctx, pool, admin.JobFilter{State: s, Limit: 1}); err == nil {
 			out = append(out, s)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -49,9 +48,9 @@ func TestTracing(t *testing.T) {
 		return nil
 	}, handlers.KindOpts{})
 	c, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: schema},
+		Schema:   schema,
 		Registry: reg,
-		Worker:   handlers.Config{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
+		Worker:   docket.WorkerConfig{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +63,7 @@ func TestTracing(t *testing.T) {
 		}
 		return m
 	}
-	later := outbox.Opts{Delay: time.Hour} // not run by this test's worker
+	later := docket.Opts{Delay: time.Hour} // not run by this test's worker
 
 	// No span in ctx: nothing is written.
 	res, err := c.Enqueue(t.Context(), pool, tracedJob{Secret: secret}, later)
@@ -79,7 +78,7 @@ func TestTracing(t *testing.T) {
 	// The caller's own trace context wins; its other keys stay.
 	mine := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	callerMeta := map[string]string{"traceparent": mine, "k": "v"}
-	many, err := c.Outbox().EnqueueMany(parentCtx, pool, []outbox.Item{{Args: tracedJob{}, Opts: outbox.Opts{Delay: time.Hour, Meta: callerMeta}}})
+	many, err := c.EnqueueMany(parentCtx, pool, []docket.Item{{Args: tracedJob{}, Opts: docket.Opts{Delay: time.Hour, Meta: callerMeta}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func TestTracing(t *testing.T) {
 	}
 
 	// Within a span: the job's runs are its children.
-	res1, err := c.Enqueue(parentCtx, pool, tracedJob{Secret: secret}, outbox.Opts{})
+	res1, err := c.Enqueue(parentCtx, pool, tracedJob{Secret: secret}, docket.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +142,7 @@ func TestTracing(t *testing.T) {
 				t.Errorf("run %d: attribute %s holds the payload", attempt, a.Key)
 			}
 		}
-		if attrs[handlers.AttrKind].AsString() != "traced" || attrs[handlers.AttrQueue].AsString() != outbox.DefaultQueue ||
+		if attrs[handlers.AttrKind].AsString() != "traced" || attrs[handlers.AttrQueue].AsString() != docket.DefaultQueue ||
 			attrs[handlers.AttrJobID].AsInt64() != res1.ID || attrs[handlers.AttrAttempt].AsInt64() != int64(attempt) ||
 			attrs[handlers.AttrOutcome].AsString() != outcome {
 			t.Errorf("run %d: attributes %v, want kind, queue, id %d, attempt %d, outcome %s", attempt, s.Attributes, res1.ID, attempt, outcome)
@@ -179,10 +178,10 @@ func TestTracingScheduleRuns(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[tracedJob]) error { return nil }, handlers.KindOpts{})
 	c, err := docket.NewClient(pool, docket.Config{
-		Outbox:    outbox.Config{Schema: schema},
+		Schema:    schema,
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: tracedJob{}}},
-		Worker:    handlers.Config{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
+		Worker:    docket.WorkerConfig{PollInterval: 50 * time.Millisecond, TracerProvider: tp},
 	})
 	if err != nil {
 		t.Fatal(err)

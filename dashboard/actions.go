@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
-	"github.com/docketq/docket/outbox"
 )
 
 // maxBulk bounds the jobs one bulk action touches: a page's worth.
-const maxBulk = outbox.MaxJobPage
+const maxBulk = admin.MaxJobPage
 
 // jobAction runs retry, cancel or delete on the selected jobs (field id,
 // repeated), each through the operation docket jobs uses, and reports what
@@ -25,11 +25,11 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch verb {
 	case "retry":
-		op = func(id int64) error { return d.ob.RetryJob(ctx, d.pool, id) }
+		op = func(id int64) error { return d.ops.Jobs().Retry(ctx, d.pool, id) }
 	case "cancel":
-		op = func(id int64) error { return d.ob.CancelJob(ctx, d.pool, id, "cancelled from the dashboard") }
+		op = func(id int64) error { return d.ops.Jobs().Cancel(ctx, d.pool, id, "cancelled from the dashboard") }
 	case "delete":
-		op = func(id int64) error { return d.ob.DeleteJob(ctx, d.pool, id) }
+		op = func(id int64) error { return d.ops.Jobs().Delete(ctx, d.pool, id) }
 	default:
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want retry, cancel or delete", verb))
 		return
@@ -60,7 +60,7 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			done++
 			d.logger(r).Info("dashboard: job "+verb, slog.Int64("job", id))
-		case errors.Is(err, outbox.ErrJobRunning), errors.Is(err, outbox.ErrJobNotFound):
+		case errors.Is(err, admin.ErrJobRunning), errors.Is(err, admin.ErrJobNotFound):
 			refused = append(refused, fmt.Sprintf("job %d: %s", id, strings.TrimPrefix(err.Error(), "docket: ")))
 		default:
 			d.internal(w, r, verb, err)
@@ -80,20 +80,20 @@ func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch verb {
 	case "pause":
-		err = d.ob.PauseQueue(r.Context(), d.pool, queue)
+		err = d.ops.Queues().Pause(r.Context(), d.pool, queue)
 	case "resume":
-		err = d.ob.ResumeQueue(r.Context(), d.pool, queue)
+		err = d.ops.Queues().Resume(r.Context(), d.pool, queue)
 	default:
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause or resume", verb))
 		return
 	}
-	if errors.Is(err, outbox.ErrInvalidJob) {
+	if errors.Is(err, admin.ErrInvalidName) {
 		d.fail(w, r, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "docket: "))
 		return
 	}
 	// The pages offer only queues in use; a name from elsewhere (or a queue
 	// whose last trace went since the page was drawn) is not created.
-	if errors.Is(err, outbox.ErrUnknownQueue) {
+	if errors.Is(err, admin.ErrUnknownQueue) {
 		d.fail(w, r, http.StatusNotFound, strings.TrimPrefix(err.Error(), "docket: "))
 		return
 	}
@@ -110,7 +110,7 @@ func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
 // seconds: a larger group is replayed in several clicks. Leaving the page
 // stops it between batches.
 func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
-	g := outbox.DeadGroup{Kind: r.PostFormValue("kind"), Error: r.PostFormValue("error")}
+	g := admin.DeadGroup{Kind: r.PostFormValue("kind"), Error: r.PostFormValue("error")}
 	f, ok := g.Filter()
 	if g.Kind == "" || !ok {
 		d.fail(w, r, http.StatusBadRequest, "a group is a kind and an error")
@@ -122,7 +122,7 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Limit = max(1, int(rate*30))
-	res, err := d.ob.ReplayDead(r.Context(), d.pool, f, outbox.ReplayOptions{Rate: rate})
+	res, err := d.ops.DeadLetters().Replay(r.Context(), d.pool, f, admin.ReplayOptions{Rate: rate})
 	if err != nil {
 		d.internal(w, r, "replay", err)
 		return
@@ -142,7 +142,7 @@ func (d *dash) purge(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, "older than: want a duration such as 168h")
 		return
 	}
-	n, err := d.ob.PurgeDead(r.Context(), d.pool, time.Now().Add(-age))
+	n, err := d.ops.DeadLetters().Purge(r.Context(), d.pool, time.Now().Add(-age))
 	if err != nil {
 		d.internal(w, r, "purge", err)
 		return
@@ -159,12 +159,12 @@ func (d *dash) scheduleAction(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("schedule %s: %sd", name, verb)
 	switch verb {
 	case "pause":
-		err = d.sched.Pause(ctx, name)
+		err = d.ops.Schedules().Pause(ctx, d.pool, name)
 	case "resume":
-		err = d.sched.Resume(ctx, name)
+		err = d.ops.Schedules().Resume(ctx, d.pool, name)
 	case "trigger":
 		var id int64
-		id, err = d.sched.Trigger(ctx, name)
+		id, err = d.ops.Schedules().Trigger(ctx, d.pool, name)
 		msg = fmt.Sprintf("schedule %s: triggered as job %d", name, id)
 	default:
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("unknown action %q: want pause, resume or trigger", verb))

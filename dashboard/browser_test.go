@@ -18,10 +18,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/schedule"
 )
 
@@ -96,7 +97,7 @@ func TestBrowser(t *testing.T) {
 	tab := browser(t, ctx)
 	pool := pgtest.PoolN(t, 12)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +114,9 @@ func TestBrowser(t *testing.T) {
 	}, handlers.KindOpts{Queue: "billing", MaxAttempts: 1})
 	quiet := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
 	cl, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: schema},
+		Schema:   schema,
 		Registry: reg,
-		Worker:   handlers.Config{PollInterval: 100 * time.Millisecond, Logger: quiet},
+		Worker:   docket.WorkerConfig{PollInterval: 100 * time.Millisecond, Logger: quiet},
 		Schedules: []schedule.Schedule{
 			{Name: "nightly-report", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: report{Tenant: "acme"}},
 			{Name: "hourly-digest", Spec: "@hourly", Args: mail{To: "digest"}},
@@ -129,25 +130,32 @@ func TestBrowser(t *testing.T) {
 	}
 	defer cl.Stop(context.Background())
 	for i := range 3 {
-		if _, err := cl.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{}); err != nil {
+		if _, err := cl.Enqueue(ctx, pool, mail{To: secret}, docket.Opts{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.Enqueue(ctx, pool, report{Tenant: fmt.Sprint("t", i)}, outbox.Opts{}); err != nil {
+		if _, err := cl.Enqueue(ctx, pool, report{Tenant: fmt.Sprint("t", i)}, docket.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dead, err := cl.Enqueue(ctx, pool, flaky{Order: 7}, outbox.Opts{})
+	dead, err := cl.Enqueue(ctx, pool, flaky{Order: 7}, docket.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A queue no process serves: its jobs wait, for the overview to count.
-	plain, _ := outbox.New(outbox.Config{Schema: schema})
+	plain, err := docket.NewClient(pool, docket.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 4 {
-		if _, err := plain.Enqueue(ctx, pool, export{}, outbox.Opts{Queue: "exports"}); err != nil {
+		if _, err := plain.Enqueue(ctx, pool, export{}, docket.Opts{Queue: "exports"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitState(t, ctx, plain, pool, dead.ID, outbox.StateDead)
+	waitState(t, ctx, ops, pool, dead.ID, admin.StateDead)
 
 	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema, Refresh: 300 * time.Millisecond, Logger: quiet})
 	if err != nil {
@@ -216,7 +224,7 @@ func TestBrowser(t *testing.T) {
 	// Workers read the paused queues every poll interval (100ms here): a
 	// job enqueued sooner may still be claimed, as the pause promises.
 	time.Sleep(500 * time.Millisecond)
-	waiting, err := cl.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{})
+	waiting, err := cl.Enqueue(ctx, pool, mail{To: secret}, docket.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +232,11 @@ func TestBrowser(t *testing.T) {
 	value(t, tab, "paused queue counts its job",
 		chromedp.Poll[bool](`document.querySelector('tr[data-queue="mail"] td.ready').textContent === "1"`, chromedp.WithPollingTimeout(10*time.Second)))
 	time.Sleep(time.Second) // ten poll intervals of the worker
-	if j, err := plain.JobByID(ctx, pool, waiting.ID, false); err != nil || j.State != outbox.StateReady {
+	if j, err := ops.Jobs().Get(ctx, pool, waiting.ID, false); err != nil || j.State != admin.StateReady {
 		t.Errorf("job in the paused queue: %+v %v, want still ready", j.State, err)
 	}
 	clickLive(t, tab, "resume", `tr[data-queue="mail"] button[value="resume"]`)
-	waitState(t, ctx, plain, pool, waiting.ID, outbox.StateCompleted)
+	waitState(t, ctx, ops, pool, waiting.ID, admin.StateCompleted)
 
 	// A POST without the CSRF token is refused, from the page itself.
 	status := value(t, tab, "post without csrf",
@@ -237,7 +245,7 @@ func TestBrowser(t *testing.T) {
 	if status != 403 {
 		t.Errorf("POST without CSRF token: %d, want 403", status)
 	}
-	if qs, _ := plain.PausedQueues(ctx, pool); len(qs) != 0 {
+	if qs, _ := ops.Queues().Paused(ctx, pool); len(qs) != 0 {
 		t.Errorf("queues paused after the refused POST: %v", qs)
 	}
 	do(t, tab, "schedules", chromedp.Navigate(u+"/schedules"), chromedp.WaitVisible(css(`tr[data-name="nightly-report"]`)))
@@ -290,7 +298,7 @@ func TestBrowserRebinding(t *testing.T) {
 	if status != 403 {
 		t.Errorf("POST from the rebound page: %d, want 403", status)
 	}
-	if qs, err := b.ob.PausedQueues(b.ctx, b.pool); err != nil || len(qs) != 0 {
+	if qs, err := b.ops.Queues().Paused(b.ctx, b.pool); err != nil || len(qs) != 0 {
 		t.Errorf("paused queues after the rebound POST: %v %v", qs, err)
 	}
 	do(t, tab, "localhost", chromedp.Navigate("http://localhost:"+port+"/"), chromedp.WaitVisible(css(`tr[data-queue="mail"]`)))
@@ -342,11 +350,11 @@ func shoot(t *testing.T, tab context.Context, name string) {
 	}
 }
 
-func waitState(t *testing.T, ctx context.Context, ob *outbox.Client, db outbox.Pgx, id int64, want string) {
+func waitState(t *testing.T, ctx context.Context, ops *admin.Client, db admin.DB, id int64, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		j, err := ob.JobByID(ctx, db, id, false)
+		j, err := ops.Jobs().Get(ctx, db, id, false)
 		if err == nil && j.State == want {
 			return
 		}

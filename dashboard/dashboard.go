@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/outbox"
-	"github.com/docketq/docket/schedule"
+	"github.com/docketq/docket/admin"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -59,7 +58,7 @@ type Config struct {
 	// one under a second is refused.
 	TokenMaxAge time.Duration
 	// Thresholds decide the warnings of the overview, as docket status.
-	Thresholds outbox.Thresholds
+	Thresholds admin.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
 	// letter group is replayed from the page. Zero means 100.
 	MaxReplayRate float64
@@ -75,7 +74,7 @@ type Config struct {
 // Validate reports the first setting Handler would refuse (an invalid
 // schema name, AllowedHosts entry or TokenMaxAge), without a database.
 func (c Config) Validate() error {
-	if _, err := outbox.New(outbox.Config{Schema: c.Schema}); err != nil {
+	if _, err := admin.New(admin.Config{Schema: c.Schema}); err != nil {
 		return err
 	}
 	if c.TokenMaxAge != 0 && c.TokenMaxAge < time.Second {
@@ -96,11 +95,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	hosts, _ := allowedHosts(cfg.AllowedHosts)
-	ob, err := outbox.New(outbox.Config{Schema: cfg.Schema})
-	if err != nil {
-		return nil, err
-	}
-	sched, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, ReconcileInterval: -1})
+	ops, err := admin.New(admin.Config{Schema: cfg.Schema})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +111,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if cfg.TokenMaxAge == 0 {
 		cfg.TokenMaxAge = defaultTokenMaxAge
 	}
-	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ob: ob, sched: sched, pages: parsePages()}
+	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ops: ops, pages: parsePages()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /jobs", d.jobs)
@@ -142,8 +137,7 @@ type dash struct {
 	cfg   Config
 	hosts []string // Config.AllowedHosts, normalised by allowedHosts
 	pool  *pgxpool.Pool
-	ob    *outbox.Client
-	sched *schedule.Service
+	ops   *admin.Client
 	pages map[string]*template.Template
 }
 

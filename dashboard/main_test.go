@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -42,7 +44,7 @@ type bundle struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	schema string
-	ob     *outbox.Client
+	ops    *admin.Client
 	h      http.Handler
 	srv    *httptest.Server
 	log    *syncBuffer
@@ -55,17 +57,24 @@ func setup(t *testing.T, cfg dashboard.Config) *bundle {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	ob, _ := outbox.New(outbox.Config{Schema: schema})
-	b := &bundle{ctx: ctx, pool: pool, schema: schema, ob: ob, log: &syncBuffer{}}
+	cl, err := docket.NewClient(pool, docket.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{ctx: ctx, pool: pool, schema: schema, ops: ops, log: &syncBuffer{}}
 	enqueue := func(q string) int64 {
-		e, err := ob.Enqueue(ctx, pool, mail{To: secret}, outbox.Opts{Queue: q})
+		e, err := cl.Enqueue(ctx, pool, mail{To: secret}, docket.Opts{Queue: q})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +93,7 @@ func setup(t *testing.T, cfg dashboard.Config) *bundle {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
 	b.running = jobs[0].ID
-	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: queue.RunOf(jobs[1]), Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"}}); err != nil {
+	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: queue.RunOf(jobs[1]), Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.dead = jobs[1].ID

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/google/uuid"
 )
 
@@ -27,38 +29,41 @@ func TestBrowserOverviewCounts(t *testing.T) {
 	tab := browser(t, ctx)
 	pool := pgtest.PoolN(t, 4)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	ob, _ := outbox.New(outbox.Config{Schema: schema})
+	cl, err := docket.NewClient(pool, docket.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
 	q, _ := queue.New(schema, queue.Config{})
 
 	// 10,001 ready jobs that no live worker serves.
-	items := make([]outbox.Item, outbox.OverviewLimit+1)
+	items := make([]docket.Item, admin.OverviewLimit+1)
 	for i := range items {
-		items[i] = outbox.Item{Args: mail{To: "x"}, Opts: outbox.Opts{Queue: "bulk"}}
+		items[i] = docket.Item{Args: mail{To: "x"}, Opts: docket.Opts{Queue: "bulk"}}
 	}
-	if _, err := ob.EnqueueMany(ctx, pool, items); err != nil {
+	if _, err := cl.EnqueueMany(ctx, pool, items); err != nil {
 		t.Fatal(err)
 	}
 	// A serial line of three (one holds the key, two wait) and a chain of
 	// four workflow jobs (three wait for their parents).
 	for range 3 {
-		if _, err := ob.Enqueue(ctx, pool, mail{To: "x"}, outbox.Opts{Queue: "lines", SerialKey: "account:1"}); err != nil {
+		if _, err := cl.Enqueue(ctx, pool, mail{To: "x"}, docket.Opts{Queue: "lines", SerialKey: "account:1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	chain := []outbox.WorkflowJob{{Ref: "a", Args: mail{To: "x"}, Opts: outbox.Opts{Queue: "flows"}}}
+	chain := []docket.WorkflowJob{{Ref: "a", Args: mail{To: "x"}, Opts: docket.Opts{Queue: "flows"}}}
 	for _, ref := range []string{"b", "c", "d"} {
-		chain = append(chain, outbox.WorkflowJob{Ref: ref, Args: mail{To: "x"}, Opts: outbox.Opts{Queue: "flows"}, After: outbox.After(chain[len(chain)-1].Ref)})
+		chain = append(chain, docket.WorkflowJob{Ref: ref, Args: mail{To: "x"}, Opts: docket.Opts{Queue: "flows"}, After: docket.After(chain[len(chain)-1].Ref)})
 	}
-	if _, err := ob.EnqueueWorkflow(ctx, pool, outbox.Workflow{Name: "chain", Jobs: chain}); err != nil {
+	if _, err := cl.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "chain", Jobs: chain}); err != nil {
 		t.Fatal(err)
 	}
 	// One dead letter, one live worker, and a schedule of a kind it does
 	// not serve.
-	if _, err := ob.Enqueue(ctx, pool, mail{To: "x"}, outbox.Opts{Queue: "failing"}); err != nil {
+	if _, err := cl.Enqueue(ctx, pool, mail{To: "x"}, docket.Opts{Queue: "failing"}); err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
@@ -66,7 +71,7 @@ func TestBrowserOverviewCounts(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
-	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: queue.RunOf(jobs[0]), Reason: outbox.ReasonExhausted, Error: "smtp: 550"}}); err != nil {
+	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: queue.RunOf(jobs[0]), Reason: admin.ReasonExhausted, Error: "smtp: 550"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.RegisterWorker(ctx, pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1, Kinds: []string{"mail"}, Queues: []string{"mail"}, TTL: time.Hour}); err != nil {

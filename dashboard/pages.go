@@ -8,20 +8,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 )
 
 // overviewData is the overview: queues, warnings, totals. Its counts come
-// from outbox.Overview and stop at its Limit; ReadyMore says whether a
+// from admin.Overview and stop at its Limit; ReadyMore says whether a
 // queue's ready count did, so that the total is a lower bound too.
 type overviewData struct {
-	*outbox.Overview
+	*admin.Overview
 	Ready, Run, Dead1h, LiveWorkers int64
 	ReadyMore                       bool
 }
 
 func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
-	o, err := d.ob.Overview(r.Context(), d.pool, d.cfg.Thresholds)
+	o, err := d.ops.Overview(r.Context(), d.pool, d.cfg.Thresholds)
 	if err != nil {
 		d.internal(w, r, "reading the overview", err)
 		return
@@ -53,12 +53,12 @@ type throughputPoint struct {
 func (d *dash) throughput(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().Truncate(time.Minute)
 	since := now.Add(-59 * time.Minute)
-	stats, err := d.ob.Throughput(r.Context(), d.pool, since)
+	stats, err := d.ops.Throughput(r.Context(), d.pool, since)
 	if err != nil {
 		d.internal(w, r, "reading throughput", err)
 		return
 	}
-	by := map[int64]outbox.MinuteStat{}
+	by := map[int64]admin.MinuteStat{}
 	for _, m := range stats {
 		by[m.Minute.Unix()] = m
 	}
@@ -73,17 +73,17 @@ func (d *dash) throughput(w http.ResponseWriter, r *http.Request) {
 
 // jobsData is the jobs page: the filter as given and one page.
 type jobsData struct {
-	Filter outbox.JobFilter
+	Filter admin.JobFilter
 	States []string
-	Page   outbox.JobPage
+	Page   admin.JobPage
 	// NextURL is the link to the next page; Self the page itself (for the
 	// actions to return to).
 	NextURL, Self string
 }
 
 // filterFromQuery reads a job filter from a query, or says what is wrong.
-func filterFromQuery(q url.Values) (outbox.JobFilter, error) {
-	f := outbox.JobFilter{State: q.Get("state"), Queue: q.Get("queue"), Kind: q.Get("kind"), Tenant: q.Get("tenant"),
+func filterFromQuery(q url.Values) (admin.JobFilter, error) {
+	f := admin.JobFilter{State: q.Get("state"), Queue: q.Get("queue"), Kind: q.Get("kind"), Tenant: q.Get("tenant"),
 		SerialKey: q.Get("serial_key"), ErrorContains: q.Get("error")}
 	if s := q.Get("after"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -108,13 +108,13 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, "bad filter: "+err.Error())
 		return
 	}
-	page, err := d.ob.ListJobs(r.Context(), d.pool, f)
+	page, err := d.ops.Jobs().List(r.Context(), d.pool, f)
 	if err != nil {
 		d.internal(w, r, "listing jobs", err)
 		return
 	}
 	data := jobsData{Filter: f, Page: page, Self: r.URL.Path + "?" + r.URL.RawQuery,
-		States: outbox.JobStates()}
+		States: admin.JobStates()}
 	if page.Next != 0 {
 		q := r.URL.Query()
 		q.Set("after", strconv.FormatInt(page.Next, 10))
@@ -126,7 +126,7 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 
 // jobData is the job page.
 type jobData struct {
-	Job         outbox.JobInfo
+	Job         admin.JobInfo
 	ShowPayload bool
 	Payload     string // indented JSON when shown
 	Self        string
@@ -138,8 +138,8 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, "a job id is a positive number")
 		return
 	}
-	j, err := d.ob.JobByID(r.Context(), d.pool, id, d.cfg.ShowPayloads)
-	if errors.Is(err, outbox.ErrJobNotFound) {
+	j, err := d.ops.Jobs().Get(r.Context(), d.pool, id, d.cfg.ShowPayloads)
+	if errors.Is(err, admin.ErrJobNotFound) {
 		d.fail(w, r, http.StatusNotFound, "no job "+strconv.FormatInt(id, 10)+": it never existed, or it finished and history no longer has it")
 		return
 	}
@@ -160,22 +160,22 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 
 // deadData is the dead letters page.
 type deadData struct {
-	Groups  []outbox.DeadGroup
+	Groups  []admin.DeadGroup
 	MaxRate float64
 	Scope   int64 // how many of the latest dead jobs are grouped
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
-	groups, err := d.ob.DeadGroups(r.Context(), d.pool, 100)
+	groups, err := d.ops.DeadLetters().Groups(r.Context(), d.pool, 100)
 	if err != nil {
 		d.internal(w, r, "grouping dead letters", err)
 		return
 	}
-	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: outbox.DeadGroupsScope}})
+	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: admin.DeadGroupsScope}})
 }
 
 func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
-	list, err := d.sched.List(r.Context())
+	list, err := d.ops.Schedules().List(r.Context(), d.pool)
 	if err != nil {
 		d.internal(w, r, "listing schedules", err)
 		return
@@ -185,12 +185,12 @@ func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
 
 // workersData is the workers page: the presence table as read at At.
 type workersData struct {
-	Workers []outbox.WorkerStatus
+	Workers []admin.WorkerStatus
 	At      time.Time
 }
 
 func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
-	list, err := d.ob.Workers(r.Context(), d.pool)
+	list, err := d.ops.Workers(r.Context(), d.pool)
 	if err != nil {
 		d.internal(w, r, "reading the workers", err)
 		return

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 )
 
 // Every page answers 200 with the strict policy, shows what the schema
@@ -117,7 +117,7 @@ func TestCSRF(t *testing.T) {
 	c := client(t)
 	token := csrf(t, c, b.srv.URL+"/")
 	paused := func() bool {
-		qs, err := b.ob.PausedQueues(b.ctx, b.pool)
+		qs, err := b.ops.Queues().Paused(b.ctx, b.pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("read-only POST %s: %d, want 403", path, code)
 		}
 	}
-	if _, err := b.ob.JobByID(b.ctx, b.pool, b.dead, false); err != nil {
+	if _, err := b.ops.Jobs().Get(b.ctx, b.pool, b.dead, false); err != nil {
 		t.Errorf("read-only: the dead job is gone: %v", err)
 	}
 }
@@ -216,11 +216,11 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 	if code != http.StatusSeeOther || !strings.Contains(msg, "delete: 2 jobs") || !strings.Contains(msg, fmt.Sprintf("job %d: job is running", b.running)) {
 		t.Errorf("bulk delete: %d %q", code, msg)
 	}
-	if j, err := b.ob.JobByID(b.ctx, b.pool, b.running, false); err != nil || j.State != outbox.StateRunning {
+	if j, err := b.ops.Jobs().Get(b.ctx, b.pool, b.running, false); err != nil || j.State != admin.StateRunning {
 		t.Errorf("running job after bulk delete: %+v %v", j, err)
 	}
 	for _, id := range []int64{b.ready, b.dead} {
-		if _, err := b.ob.JobByID(b.ctx, b.pool, id, false); !errors.Is(err, outbox.ErrJobNotFound) {
+		if _, err := b.ops.Jobs().Get(b.ctx, b.pool, id, false); !errors.Is(err, admin.ErrJobNotFound) {
 			t.Errorf("job %d not deleted: %v", id, err)
 		}
 	}
@@ -284,7 +284,7 @@ func TestHostCheckWithoutToken(t *testing.T) {
 			t.Errorf("POST with Host %q: %d, want 403:\n%.200s", host, code, body)
 		}
 	}
-	if qs, err := b.ob.PausedQueues(b.ctx, b.pool); err != nil || len(qs) != 0 {
+	if qs, err := b.ops.Queues().Paused(b.ctx, b.pool); err != nil || len(qs) != 0 {
 		t.Errorf("paused queues after refused POSTs: %v %v", qs, err)
 	}
 }
@@ -315,7 +315,7 @@ func TestRebindingCannotAct(t *testing.T) {
 		"Origin", "http://"+evil, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
 		t.Errorf("rebound POST: %d, want 403:\n%.200s", code, body)
 	}
-	qs, err := b.ob.PausedQueues(b.ctx, b.pool)
+	qs, err := b.ops.Queues().Paused(b.ctx, b.pool)
 	if err != nil {
 		t.Fatal(err)
 	}

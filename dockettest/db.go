@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TB is the part of testing.TB that [NewDB] uses; *testing.T and
@@ -34,14 +34,16 @@ type DB struct {
 	// Pool is a pool on the test database whose search_path is Schema.
 	// Closed when the test ends.
 	Pool *pgxpool.Pool
-	// Client is an outbox client for Schema. Without [WithRegistry] it
-	// enqueues any kind with the built-in defaults, as a client of a
-	// service that only enqueues; with it, as a docket.Client with that
-	// registry.
-	Client *outbox.Client
+	// Client is a client of Schema through Pool, not started. Without
+	// [WithRegistry] it enqueues any kind with the built-in defaults, as the
+	// client of a service that only enqueues; with it, as the service's own
+	// client with that registry.
+	Client *docket.Client
 	// URL is the connection string Pool was opened with (without the
 	// search_path), e.g. for a program under test that takes a URL.
 	URL string
+
+	registry *handlers.Registry // WithRegistry's; nil: none
 }
 
 // server is the PostgreSQL found for this test binary: by Main, or by the
@@ -106,7 +108,7 @@ type dbOptions struct {
 // (docket.NewClient with reg as its Registry): a job gets its kind's
 // registered queue, priority and max attempts (handlers.KindOpts) when
 // neither the enqueue options nor the args' own Opts set them, and a kind
-// reg has no handler for is refused with outbox.ErrUnknownKind, writing
+// reg has no handler for is refused with docket.ErrUnknownKind, writing
 // nothing. Kinds registered in reg after NewDB count too. A nil reg is the
 // same as leaving the option out.
 func WithRegistry(reg *handlers.Registry) DBOption {
@@ -114,7 +116,7 @@ func WithRegistry(reg *handlers.Registry) DBOption {
 }
 
 // NewDB gives the test a fresh schema in which Docket's migrations have run,
-// a pool pointed at it and an outbox client for it. PostgreSQL is found as
+// a pool pointed at it and a client of it. PostgreSQL is found as
 // Docket's own tests find it: the server at $DATABASE_URL, else the one on
 // 127.0.0.1:5432 (user postgres), else a private cluster started from the
 // PostgreSQL binaries installed on the machine (which needs [Main]).
@@ -160,20 +162,16 @@ func NewDB(t TB, opts ...DBOption) *DB {
 	}
 	t.Cleanup(pool.Close) // registered after the drop: runs before it
 
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatalf("dockettest: migrate schema %s: %v", schema, err)
 	}
-	ocfg := outbox.Config{Schema: schema}
-	if o.registry != nil { // a nil *Registry in the interface would not be nil
-		ocfg.Kinds = o.registry
-	}
-	client, err := outbox.New(ocfg)
+	client, err := docket.NewClient(pool, docket.Config{Schema: schema, Registry: o.registry})
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}
-	return &DB{Schema: schema, Pool: pool, Client: client, URL: srv.URL}
+	return &DB{Schema: schema, Pool: pool, Client: client, URL: srv.URL, registry: o.registry}
 }

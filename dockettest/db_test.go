@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/dockettest"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 )
 
 // With the registry, the DB's client enqueues as the service's client
@@ -20,15 +20,15 @@ func TestNewDBWithRegistry(t *testing.T) {
 		handlers.KindOpts{Queue: "mail", Priority: 4, MaxAttempts: 3})
 	db := dockettest.NewDB(t, dockettest.WithRegistry(reg))
 
-	enqueue(t, db, EmailArgs{To: "kind@example.com"}, outbox.Opts{})
+	enqueue(t, db, EmailArgs{To: "kind@example.com"}, docket.Opts{})
 	dockettest.RequireEnqueued(t, db.Pool, EmailArgs{To: "kind@example.com"},
 		&dockettest.RequireOpts{Queue: "mail", Priority: new(4), MaxAttempts: 3})
-	enqueue(t, db, EmailArgs{To: "own@example.com"}, outbox.Opts{Queue: "bulk", Priority: -1, MaxAttempts: 7})
+	enqueue(t, db, EmailArgs{To: "own@example.com"}, docket.Opts{Queue: "bulk", Priority: -1, MaxAttempts: 7})
 	dockettest.RequireEnqueued(t, db.Pool, EmailArgs{To: "own@example.com"},
 		&dockettest.RequireOpts{Queue: "bulk", Priority: new(-1), MaxAttempts: 7})
 
-	_, err := db.Client.Enqueue(t.Context(), db.Pool, SmsArgs{Phone: "+100"}, outbox.Opts{})
-	if !errors.Is(err, outbox.ErrUnknownKind) {
+	_, err := db.Client.Enqueue(t.Context(), db.Pool, SmsArgs{Phone: "+100"}, docket.Opts{})
+	if !errors.Is(err, docket.ErrUnknownKind) {
 		t.Fatalf("enqueue of an unregistered kind: %v, want ErrUnknownKind", err)
 	}
 	dockettest.RequireNotEnqueued(t, db.Pool, SmsArgs{}, nil)
@@ -39,7 +39,7 @@ func TestNewDBWithRegistry(t *testing.T) {
 func TestNewDBWithoutRegistry(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t, dockettest.WithRegistry(nil), nil)
-	enqueue(t, db, SmsArgs{Phone: "+100"}, outbox.Opts{})
+	enqueue(t, db, SmsArgs{Phone: "+100"}, docket.Opts{})
 	dockettest.RequireEnqueued(t, db.Pool, SmsArgs{Phone: "+100"},
-		&dockettest.RequireOpts{Queue: outbox.DefaultQueue, Priority: new(0), MaxAttempts: outbox.DefaultMaxAttempts})
+		&dockettest.RequireOpts{Queue: docket.DefaultQueue, Priority: new(0), MaxAttempts: docket.DefaultMaxAttempts})
 }

@@ -8,7 +8,7 @@
 // [NewDB] finds PostgreSQL ($DATABASE_URL, else 127.0.0.1:5432 as user
 // postgres, else a private cluster started from the installed PostgreSQL
 // binaries), creates a schema, runs Docket's migrations in it and returns a
-// pool whose search_path is that schema with an outbox client for it. The
+// pool whose search_path is that schema with a client of it. The
 // schema is dropped when the test ends. Pass the service's registry with
 // [WithRegistry] and the client enqueues as the service's own does: each
 // kind's registered queue, priority and attempts, and a kind without a
@@ -50,7 +50,8 @@
 //
 // # Schedules
 //
-// [NextFires] lists a spec's next fire times in a time zone. A [Clock]
-// given to schedule.Config.Clock, with [CompleteRun] standing in for the
-// worker that completes each run, walks a schedule through its runs.
+// [NextFires] lists a spec's next fire times in a time zone. [NewSchedules]
+// on a [Clock] registers schedules and, with [Schedules.CompleteRun] standing
+// in for the worker that completes each run, walks a schedule through its
+// runs.
 package dockettest

@@ -4,19 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/dockettest"
-	"github.com/docketq/docket/outbox"
 )
 
-// A test gets its own migrated schema, a pool pointed at it and an outbox
-// client; all of it goes away when the test ends.
+// A test gets its own migrated schema, a pool pointed at it and a client
+// of that schema; all of it goes away when the test ends.
 func ExampleNewDB() {
 	t := &exampleT{} // in a test: the test's *testing.T
 	defer t.done()
 
 	db := dockettest.NewDB(t)
 	ctx := context.Background()
-	if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: "ada@example.com"}, outbox.Opts{}); err != nil {
+	if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: "ada@example.com"}, docket.Opts{}); err != nil {
 		panic(err)
 	}
 	var n int

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/dockettest"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,7 +27,7 @@ func ExampleRequireEnqueued() {
 		// The code under test enqueues in its transaction. It names no
 		// queue: the kind's, "mail", applies.
 		_, err := db.Client.Enqueue(ctx, tx, EmailArgs{To: "ada@example.com", Subject: "Welcome"},
-			outbox.Opts{Priority: 2, UniqueKey: "welcome:ada"})
+			docket.Opts{Priority: 2, UniqueKey: "welcome:ada"})
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func ExampleRequireEnqueuedKind() {
 	ctx := context.Background()
 
 	at := time.Now().Add(time.Hour)
-	if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: "ada@example.com"}, outbox.Opts{RunAt: at}); err != nil {
+	if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: "ada@example.com"}, docket.Opts{RunAt: at}); err != nil {
 		panic(err)
 	}
 	job := dockettest.RequireEnqueuedKind(t, db.Pool, "email", map[string]any{"to": "ada@example.com"},
@@ -73,7 +73,7 @@ func ExampleRequireManyEnqueued() {
 	ctx := context.Background()
 
 	for _, to := range []string{"ada@example.com", "bob@example.com"} {
-		if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: to}, outbox.Opts{}); err != nil {
+		if _, err := db.Client.Enqueue(ctx, db.Pool, EmailArgs{To: to}, docket.Opts{}); err != nil {
 			panic(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package dockettest_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -22,28 +21,21 @@ func ExampleNextFires() {
 	// Mon Mar 30 02:30 CEST
 }
 
-// A Clock drives a schedule service through its runs: each completed run
-// enqueues the next, computed from the clock.
+// A Clock drives a schedule through its runs: each completed run enqueues
+// the next, computed from the clock.
 func ExampleClock() {
 	t := &exampleT{}
 	defer t.done()
 	db := dockettest.NewDB(t)
-	ctx := context.Background()
 
 	clock := dockettest.NewClock(time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC))
-	svc, err := schedule.New(schedule.Config{DB: db.Pool, Outbox: db.Client, Clock: clock.Now})
-	if err != nil {
-		panic(err)
-	}
-	err = svc.Register(ctx, schedule.Schedule{Name: "digest", Spec: "0 9 * * *", Args: EmailArgs{To: "team@example.com"}})
-	if err != nil {
-		panic(err)
-	}
+	schedules := dockettest.NewSchedules(t, db, clock)
+	schedules.Register(t, schedule.Schedule{Name: "digest", Spec: "0 9 * * *", Args: EmailArgs{To: "team@example.com"}})
 	show := func() {
 		job := dockettest.RequireEnqueued(t, db.Pool, EmailArgs{To: "team@example.com"}, nil)
 		fmt.Println("next run:", job.RunAt.UTC().Format(time.DateTime))
 		clock.Advance(25 * time.Hour)
-		dockettest.CompleteRun(t, db, svc, job)
+		schedules.CompleteRun(t, job)
 	}
 	show() // the first run; it completes at Jan 6 09:00, on time for the next
 	show() // this one completes at Jan 7 10:00, after Jan 7 09:00 passed,

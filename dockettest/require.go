@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/jackc/pgx/v5"
-
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
 )
 
 // T is the part of testing.TB the assertions use; *testing.T and
@@ -64,7 +62,7 @@ type Expected struct {
 // jsonb's @> compares), and matches opts. It returns that job. Otherwise it calls t.Fatalf
 // with the reason and the jobs that were enqueued (kinds, queues, and
 // payloads of the kind asked for only).
-func RequireEnqueued[A docket.Args](t T, db outbox.Pgx, expected A, opts *RequireOpts) *docket.Job {
+func RequireEnqueued[A docket.Args](t T, db docket.DB, expected A, opts *RequireOpts) *docket.Job {
 	t.Helper()
 	return RequireEnqueuedKind(t, db, expected.Kind(), expected, opts)
 }
@@ -73,7 +71,7 @@ func RequireEnqueued[A docket.Args](t T, db outbox.Pgx, expected A, opts *Requir
 // args any value that marshals to a JSON object (a map, a struct, a
 // json.RawMessage), or nil to accept any payload. It fails the test if args
 // does not marshal.
-func RequireEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *RequireOpts) *docket.Job {
+func RequireEnqueuedKind(t T, db docket.DB, kind string, args any, opts *RequireOpts) *docket.Job {
 	t.Helper()
 	jobs := load(t, db, opts)
 	want := expectation(t, kind, args, opts)
@@ -97,14 +95,14 @@ func RequireEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *Requir
 
 // RequireNotEnqueued asserts that no job in the jobs table matches what
 // [RequireEnqueued] would accept; it fails the test naming those that do.
-func RequireNotEnqueued[A docket.Args](t T, db outbox.Pgx, expected A, opts *RequireOpts) {
+func RequireNotEnqueued[A docket.Args](t T, db docket.DB, expected A, opts *RequireOpts) {
 	t.Helper()
 	RequireNotEnqueuedKind(t, db, expected.Kind(), expected, opts)
 }
 
 // RequireNotEnqueuedKind is [RequireNotEnqueued] for a kind given by name;
 // args is as for [RequireEnqueuedKind].
-func RequireNotEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *RequireOpts) {
+func RequireNotEnqueuedKind(t T, db docket.DB, kind string, args any, opts *RequireOpts) {
 	t.Helper()
 	jobs := load(t, db, opts)
 	want := expectation(t, kind, args, opts)
@@ -119,7 +117,7 @@ func RequireNotEnqueuedKind(t T, db outbox.Pgx, kind string, args any, opts *Req
 // len(expected) jobs and that, in the order they were enqueued (by id), the
 // i-th matches expected[i] as [RequireEnqueued] matches. It returns the
 // jobs. The tables named by the first Opts.Schema are read.
-func RequireManyEnqueued(t T, db outbox.Pgx, expected []Expected) []*docket.Job {
+func RequireManyEnqueued(t T, db docket.DB, expected []Expected) []*docket.Job {
 	t.Helper()
 	var first *RequireOpts
 	if len(expected) > 0 {
@@ -148,7 +146,7 @@ func RequireManyEnqueued(t T, db outbox.Pgx, expected []Expected) []*docket.Job 
 }
 
 // load reads every job of the jobs table, in id order.
-func load(t T, db outbox.Pgx, opts *RequireOpts) []*docket.Job {
+func load(t T, db docket.DB, opts *RequireOpts) []*docket.Job {
 	t.Helper()
 	table := "docket_jobs"
 	if opts != nil && opts.Schema != "" {

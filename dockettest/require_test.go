@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/dockettest"
-	"github.com/docketq/docket/outbox"
 )
 
 // fakeT records a failure the way testing.T ends a test: Fatalf stops the
@@ -43,7 +43,7 @@ type SmsArgs struct {
 
 func (SmsArgs) Kind() string { return "sms" }
 
-func enqueue(t *testing.T, db *dockettest.DB, args interface{ Kind() string }, opts outbox.Opts) int64 {
+func enqueue(t *testing.T, db *dockettest.DB, args interface{ Kind() string }, opts docket.Opts) int64 {
 	t.Helper()
 	res, err := db.Client.Enqueue(context.Background(), db.Pool, args, opts)
 	if err != nil {
@@ -67,8 +67,8 @@ func wantFailure(t *testing.T, msg string, parts ...string) {
 func TestRequireEnqueuedMismatchListsJobs(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
-	email := enqueue(t, db, EmailArgs{To: "ada@example.com"}, outbox.Opts{Queue: "mail"})
-	sms := enqueue(t, db, SmsArgs{Phone: "+4930123"}, outbox.Opts{})
+	email := enqueue(t, db, EmailArgs{To: "ada@example.com"}, docket.Opts{Queue: "mail"})
+	sms := enqueue(t, db, SmsArgs{Phone: "+4930123"}, docket.Opts{})
 
 	msg := failure(func(ft dockettest.T) {
 		dockettest.RequireEnqueued(ft, db.Pool, EmailArgs{To: "bob@example.com"}, nil)
@@ -91,7 +91,7 @@ func TestRequireEnqueuedOptsMismatch(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
 	at := time.Now().Add(time.Hour)
-	enqueue(t, db, EmailArgs{To: "ada@example.com"}, outbox.Opts{Queue: "mail", Priority: 1, RunAt: at,
+	enqueue(t, db, EmailArgs{To: "ada@example.com"}, docket.Opts{Queue: "mail", Priority: 1, RunAt: at,
 		UniqueKey: "u1", Tenant: "acme", SerialKey: "s1", MaxAttempts: 3})
 	args := EmailArgs{To: "ada@example.com"}
 	for _, c := range []struct {
@@ -120,8 +120,8 @@ func TestRequireEnqueuedOptsMismatch(t *testing.T) {
 func TestRequireEnqueuedTwoMatches(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
-	enqueue(t, db, EmailArgs{To: "ada@example.com", Subject: "a"}, outbox.Opts{})
-	enqueue(t, db, EmailArgs{To: "ada@example.com", Subject: "b"}, outbox.Opts{})
+	enqueue(t, db, EmailArgs{To: "ada@example.com", Subject: "a"}, docket.Opts{})
+	enqueue(t, db, EmailArgs{To: "ada@example.com", Subject: "b"}, docket.Opts{})
 	msg := failure(func(ft dockettest.T) {
 		dockettest.RequireEnqueuedKind(ft, db.Pool, "email", map[string]string{"to": "ada@example.com"}, nil)
 	})
@@ -138,7 +138,7 @@ func TestRequireEnqueuedEmpty(t *testing.T) {
 func TestRequireEnqueuedOtherSchema(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
-	enqueue(t, db, EmailArgs{To: "ada@example.com"}, outbox.Opts{})
+	enqueue(t, db, EmailArgs{To: "ada@example.com"}, docket.Opts{})
 	other := dockettest.NewDB(t)
 	// other's pool finds its own, empty, table unless told the schema.
 	opts := &dockettest.RequireOpts{Schema: db.Schema}
@@ -158,7 +158,7 @@ func TestRequireEnqueuedOtherSchema(t *testing.T) {
 func TestRequireNotEnqueued(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
-	id := enqueue(t, db, EmailArgs{To: "ada@example.com"}, outbox.Opts{})
+	id := enqueue(t, db, EmailArgs{To: "ada@example.com"}, docket.Opts{})
 	msg := failure(func(ft dockettest.T) {
 		dockettest.RequireNotEnqueued(ft, db.Pool, EmailArgs{To: "ada@example.com"}, nil)
 	})
@@ -173,8 +173,8 @@ func TestRequireNotEnqueued(t *testing.T) {
 func TestRequireManyEnqueued(t *testing.T) {
 	t.Parallel()
 	db := dockettest.NewDB(t)
-	enqueue(t, db, EmailArgs{To: "ada@example.com"}, outbox.Opts{})
-	sms := enqueue(t, db, SmsArgs{Phone: "+4930123"}, outbox.Opts{})
+	enqueue(t, db, EmailArgs{To: "ada@example.com"}, docket.Opts{})
+	sms := enqueue(t, db, SmsArgs{Phone: "+4930123"}, docket.Opts{})
 
 	wantFailure(t, failure(func(ft dockettest.T) {
 		dockettest.RequireManyEnqueued(ft, db.Pool, []dockettest.Expected{{Args: EmailArgs{To: "ada@example.com"}}})

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/internal/schedwire"
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/scheduler"
 	"github.com/docketq/docket/schedule"
+	"github.com/jackc/pgx/v5"
 )
 
 // NextFires returns the next n fire times of a schedule spec in a time zone
@@ -68,28 +68,70 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 }
 
+// Schedules drives recurring schedules through their runs without a
+// worker, on a [Clock]: Register writes schedules as a client's Start does,
+// and CompleteRun stands in for the worker that completes a run, which
+// enqueues the schedule's next run, computed from the clock. Make it with
+// [NewSchedules].
+type Schedules struct {
+	db  *DB
+	svc *scheduler.Service
+}
+
+// NewSchedules returns the schedules of db's schema, on clock's time (nil:
+// the wall clock). With [WithRegistry], runs get their kinds' registered
+// options, as a client with that registry gives them.
+func NewSchedules(t T, db *DB, clock *Clock) *Schedules {
+	t.Helper()
+	ecfg := enqueue.Config{Schema: db.Schema}
+	if db.registry != nil { // a nil *Registry in the interface would not be nil
+		ecfg.Kinds = db.registry
+	}
+	jobs, err := enqueue.New(ecfg)
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	cfg := scheduler.Config{DB: db.Pool, Jobs: jobs, Kinds: ecfg.Kinds, ReconcileInterval: -1}
+	if clock != nil {
+		cfg.Clock = clock.Now
+	}
+	svc, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatalf("dockettest: %v", err)
+	}
+	return &Schedules{db: db, svc: svc}
+}
+
+// Register writes schedules as a client's Start does (an idempotent upsert;
+// a new schedule gets its pending run), and fails the test on an error.
+func (s *Schedules) Register(t T, schedules ...schedule.Schedule) {
+	t.Helper()
+	if err := s.svc.Register(context.Background(), schedules...); err != nil {
+		t.Fatalf("dockettest: register schedules: %v", err)
+	}
+}
+
 // CompleteRun does to a waiting schedule run what a worker does when the
-// run succeeds, without running its handler: in one transaction on db's
-// pool it removes the job (by its unique key, which every schedule run
-// has) and calls svc's outcome hook, which enqueues the schedule's next
-// run, as the worker of a docket.Client with that schedule does. Together with a [Clock] given to the service it
-// drives a schedule through its runs. It fails the test if the job is not
-// waiting in the jobs table or the hook fails.
-func CompleteRun(t T, db *DB, svc *schedule.Service, job *docket.Job) {
+// run succeeds, without running its handler: in one transaction it
+// removes the job (by its unique key, which every schedule run has) and
+// enqueues the schedule's next run, as the worker of a docket.Client with
+// that schedule does. It fails the test if the job is not waiting in the
+// jobs table.
+func (s *Schedules) CompleteRun(t T, job *docket.Job) {
 	t.Helper()
 	ctx := context.Background()
 	if job.UniqueKey == "" {
 		t.Fatalf("dockettest: job %d (kind %s) has no unique key: not a schedule run", job.ID, job.Kind)
 	}
-	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		id, ok, err := db.Client.RemoveQueued(ctx, tx, job.UniqueKey)
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		id, ok, err := s.db.Client.RemoveQueued(ctx, tx, job.UniqueKey)
 		if err != nil {
 			return err
 		}
 		if !ok || id != job.ID {
 			return fmt.Errorf("job %d is not waiting in the jobs table", job.ID)
 		}
-		return schedwire.Of(svc).Hook(ctx, tx, []*docket.Job{job}, nil)
+		return s.svc.Hook()(ctx, tx, []*docket.Job{job}, nil)
 	})
 	if err != nil {
 		t.Fatalf("dockettest: complete job %d (kind %s): %v", job.ID, job.Kind, err)

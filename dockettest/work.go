@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/internal/runone"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/docketq/docket/internal/engine/worker"
 )
 
 // Outcome is what a worker does with a job after one run.
@@ -28,11 +27,11 @@ const (
 	// after Result.Delay without spending an attempt.
 	Snoozed Outcome = "snoozed"
 	// Cancelled: the handler returned handlers.Cancel; the job is
-	// dead-lettered with reason outbox.ReasonCancelled.
+	// dead-lettered with reason admin.ReasonCancelled.
 	Cancelled Outcome = "cancelled"
 	// Dead: the job is dead-lettered because its payload does not decode
-	// (Result.Reason outbox.ReasonUndecodable) or it failed on its last
-	// attempt (outbox.ReasonExhausted).
+	// (Result.Reason admin.ReasonUndecodable) or it failed on its last
+	// attempt (admin.ReasonExhausted).
 	Dead Outcome = "dead"
 )
 
@@ -42,7 +41,7 @@ type Result struct {
 	Outcome Outcome
 	// Delay is how long until the next run, for Retried and Snoozed.
 	Delay time.Duration
-	// Reason is the dead-letter reason (outbox.Reason...) for Cancelled
+	// Reason is the dead-letter reason (admin.Reason...) for Cancelled
 	// and Dead; empty otherwise.
 	Reason string
 	// Error is the error text the worker would record on the job; empty
@@ -66,7 +65,7 @@ type WorkOpts struct {
 	// MaxAttempts is the job's stored attempt limit, which alone decides
 	// whether a failure on Attempt is the last, as in a worker. Zero means
 	// Job's, else the kind's KindOpts.MaxAttempts, else
-	// outbox.DefaultMaxAttempts.
+	// docket.DefaultMaxAttempts.
 	MaxAttempts int
 	// Job, when set, supplies the rest of the job the handler sees (id,
 	// queue, tenant, meta...); its Kind and Payload are replaced by the
@@ -74,7 +73,7 @@ type WorkOpts struct {
 	// Queue, a zero Priority or MaxAttempts get the kind's registered
 	// ones, as on enqueue.
 	Job *docket.Job
-	// Middleware wraps the run as handlers.Config.Middleware does.
+	// Middleware wraps the run as docket.WorkerConfig.Middleware does.
 	Middleware []handlers.Middleware
 	// DB gives a transactional handler (handlers.RegisterTx) its
 	// transaction, committed when the run completes and rolled back
@@ -85,9 +84,7 @@ type WorkOpts struct {
 
 // Beginner starts a transaction: *pgxpool.Pool, *pgx.Conn and pgx.Tx
 // (a savepoint) satisfy it.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+type Beginner = pgsql.Beginner
 
 // Work runs one job of args' kind through reg's handler, inline: the same
 // middleware, timeout, panic recovery, decoding and outcome classification
@@ -141,28 +138,31 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 		}
 	}
 	if job.Queue == "" {
-		job.Queue = outbox.DefaultQueue
+		job.Queue = docket.DefaultQueue
 	}
 	if job.MaxAttempts < 1 {
-		job.MaxAttempts = outbox.DefaultMaxAttempts
+		job.MaxAttempts = docket.DefaultMaxAttempts
 	}
-	res, err := runone.Run(context.Background(), runone.Request{Registry: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
+	if reg == nil {
+		t.Fatalf("dockettest: no registry")
+	}
+	res, err := worker.RunOne(context.Background(), worker.OneRun{Handlers: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}
 	r := Result{Outcome: Outcome(res.Outcome), Delay: res.Delay, Reason: res.Reason,
 		Error: res.Error, Err: res.Err, TimedOut: res.TimedOut}
-	if r.Outcome == Dead && r.Reason == outbox.ReasonCancelled {
+	if r.Outcome == Dead && r.Reason == admin.ReasonCancelled {
 		r.Outcome = Cancelled
 	}
 	return r
 }
 
-func kindDefaults(reg *handlers.Registry, kind string) (outbox.Opts, bool) {
+func kindDefaults(reg *handlers.Registry, kind string) (handlers.KindOpts, bool) {
 	if reg == nil {
-		return outbox.Opts{}, false
+		return handlers.KindOpts{}, false
 	}
-	return reg.EnqueueDefaults(kind)
+	return reg.KindOpts(kind)
 }
 
 // String summarises the result: "retried in 5s: boom".

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dockettest"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/docketq/docket"
 )
 
 func TestWorkUnregisteredKind(t *testing.T) {
@@ -37,7 +36,7 @@ func TestWorkTimeout(t *testing.T) {
 		return ctx.Err()
 	}, handlers.KindOpts{Timeout: 10 * time.Millisecond})
 	res := dockettest.Work(t, reg, EmailArgs{}, nil)
-	// outbox.Backoff, the default, is jittered: only its sign is known.
+	// handlers.Backoff, the default, is jittered: only its sign is known.
 	if res.Outcome != dockettest.Retried || !res.TimedOut || res.Delay <= 0 || !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("got %+v, want retried after a backoff, timed out", res)
 	}
@@ -53,7 +52,7 @@ func TestWorkKindMaxAttempts(t *testing.T) {
 		t.Fatalf("attempt 1: got %v, want retried in 1h", res)
 	}
 	res := dockettest.Work(t, reg, EmailArgs{}, &dockettest.WorkOpts{Attempt: 2})
-	if res.Outcome != dockettest.Dead || res.Reason != outbox.ReasonExhausted || res.Error != "later" {
+	if res.Outcome != dockettest.Dead || res.Reason != admin.ReasonExhausted || res.Error != "later" {
 		t.Fatalf("attempt 2: got %v, want dead (exhausted): later", res)
 	}
 }

@@ -22,12 +22,11 @@
 // Serve Docket's workers and Ent from one pgx pool: stdlib.OpenDBFromPool
 // turns it into the *sql.DB Ent's driver needs.
 //
-//	cfg, _ := outbox.ParsePoolConfig(url) // connect and keepalive timeouts
+//	cfg, _ := docket.ParsePoolConfig(url) // connect and keepalive timeouts
 //	pool, _ := pgxpool.NewWithConfig(ctx, cfg)
 //	drv := entsql.OpenDB(dialect.Postgres, stdlib.OpenDBFromPool(pool))
 //	client := ent.NewClient(ent.Driver(drv))
-//	dc, _ := docket.NewClient(pool, docket.Config{Registry: reg})
-//	docketClient := dc.Outbox() // what this package's functions take
+//	docketClient, _ := docket.NewClient(pool, docket.Config{Registry: reg}) // what Enqueue takes
 //
 // # Enqueue in a transaction
 //
@@ -40,13 +39,13 @@
 //			return err
 //		}
 //		_, err = docketent.Enqueue(ctx, docketClient, tx, TrackShipment{ID: s.ID},
-//			outbox.Opts{UniqueKey: fmt.Sprint("track:", s.ID)})
+//			docket.Opts{UniqueKey: fmt.Sprint("track:", s.ID)})
 //		return err
 //	})
 //
 // Both commit or neither does. The job gets its kind's registered defaults,
 // as on every enqueue path, and a client with a registry refuses a kind
-// without a handler (outbox.ErrUnknownKind), writing nothing. [WithTx] rolls back on an error or a panic.
+// without a handler (docket.ErrUnknownKind), writing nothing. [WithTx] rolls back on an error or a panic.
 // Unique keys behave exactly as through pgx: a key held by an in-flight job
 // inserts nothing and reports that job's id with Duplicate set. Payloads are
 // sent as JSON text, so database/sql stores them as jsonb objects, not as
@@ -59,9 +58,9 @@
 // entity's id is known):
 //
 //	client.Shipment.Use(hook.On(docketent.Hook(docketClient,
-//		func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]outbox.Item, error) {
+//		func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]docket.Item, error) {
 //			s := v.(*ent.Shipment)
-//			return []outbox.Item{{Args: Notify{ShipmentID: s.ID}}}, nil
+//			return []docket.Item{{Args: Notify{ShipmentID: s.ID}}}, nil
 //		}), ent.OpCreate))
 //
 // A hooked mutation outside a transaction fails with [ErrNoTx] before it

@@ -12,7 +12,6 @@ import (
 	"entgo.io/ent/dialect/entsql"
 	entschema "entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
-
 	"github.com/docketq/docket/ent/schema"
 )
 

@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket"
 )
 
 // Tx is an Ent transaction (the *Tx of your generated package) built with
@@ -21,12 +20,12 @@ type Tx interface {
 	Rollback() error
 }
 
-// Enqueuer writes jobs through database/sql: *outbox.Client (or
-// docket.Client.Outbox()). Its Config.Kinds decides the defaults applied
-// and the kinds accepted, as on every other enqueue path.
+// Enqueuer writes jobs through database/sql: a *docket.Client. Its
+// Config.Registry decides the defaults applied and the kinds accepted, as
+// on every other enqueue path.
 type Enqueuer interface {
-	EnqueueSQL(ctx context.Context, db outbox.SQLDB, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error)
-	EnqueueManySQL(ctx context.Context, db outbox.SQLDB, items []outbox.Item) ([]outbox.Enqueued, error)
+	EnqueueSQL(ctx context.Context, db docket.SQLDB, args docket.Args, opts docket.Opts) (docket.Enqueued, error)
+	EnqueueManySQL(ctx context.Context, db docket.SQLDB, items []docket.Item) ([]docket.Enqueued, error)
 }
 
 // ErrNilTx is returned by Enqueue and EnqueueMany for a nil transaction.
@@ -34,29 +33,29 @@ var ErrNilTx = errors.New("docket: nil Ent transaction")
 
 // Enqueue writes one job inside the Ent transaction tx: the job commits or
 // rolls back with the Ent writes made in tx. It behaves exactly like
-// outbox.Client.Enqueue with a pgx transaction: invalid args or options
-// return an outbox.ErrInvalidJob error, a kind the client's registry does
-// not know an outbox.ErrUnknownKind error; a unique key held by an in-flight
+// docket.Client.Enqueue with a pgx transaction: invalid args or options
+// return an docket.ErrInvalidJob error, a kind the client's registry does
+// not know an docket.ErrUnknownKind error; a unique key held by an in-flight
 // job inserts nothing and reports that job's id with Duplicate set. The
 // payload is sent as JSON text, so it is stored as a jsonb object, not as
 // bytea.
 //
 // Invalid jobs, including values PostgreSQL cannot store, and missing
-// tables (outbox.ErrNotMigrated) are found before anything is sent, so tx
+// tables (docket.ErrNotMigrated) are found before anything is sent, so tx
 // stays usable. Any other error from the database leaves tx unusable
 // (PostgreSQL aborts the transaction): roll it back.
-func Enqueue(ctx context.Context, c Enqueuer, tx Tx, args docket.Args, opts outbox.Opts) (outbox.Enqueued, error) {
+func Enqueue(ctx context.Context, c Enqueuer, tx Tx, args docket.Args, opts docket.Opts) (docket.Enqueued, error) {
 	if tx == nil {
-		return outbox.Enqueued{}, ErrNilTx
+		return docket.Enqueued{}, ErrNilTx
 	}
 	return c.EnqueueSQL(ctx, tx, args, opts)
 }
 
 // EnqueueMany writes many jobs inside the Ent transaction tx and returns one
-// result per item, in order, as outbox.Client.EnqueueMany does (a taken
+// result per item, in order, as docket.Client.EnqueueMany does (a taken
 // unique key makes that item a Duplicate and never fails the batch). Over
 // database/sql the jobs go in with set-based inserts; COPY is pgx-only.
-func EnqueueMany(ctx context.Context, c Enqueuer, tx Tx, items []outbox.Item) ([]outbox.Enqueued, error) {
+func EnqueueMany(ctx context.Context, c Enqueuer, tx Tx, items []docket.Item) ([]docket.Enqueued, error) {
 	if tx == nil {
 		return nil, ErrNilTx
 	}

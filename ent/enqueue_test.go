@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/ent/entgen/job"
 	"github.com/docketq/docket/ent/internal/testent"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 type trackShipment struct {
@@ -22,21 +23,21 @@ type trackShipment struct {
 func (trackShipment) Kind() string { return "test.track_shipment" }
 
 // createWithJob creates a shipment and its tracking job in tx.
-func createWithJob(ctx context.Context, b *bundle, tx *testent.Tx, tracking string) (outbox.Enqueued, error) {
+func createWithJob(ctx context.Context, b *bundle, tx *testent.Tx, tracking string) (docket.Enqueued, error) {
 	s, err := tx.Shipment.Create().SetTracking(tracking).SetCarrier("ups").
 		SetAddress(map[string]string{"city": "Lyon"}).Save(ctx)
 	if err != nil {
-		return outbox.Enqueued{}, err
+		return docket.Enqueued{}, err
 	}
-	return docketent.Enqueue(ctx, b.ob, tx, trackShipment{ShipmentID: s.ID, Carrier: s.Carrier, Address: s.Address},
-		outbox.Opts{UniqueKey: fmt.Sprintf("track:%d", s.ID), Tenant: s.Carrier})
+	return docketent.Enqueue(ctx, b.dc, tx, trackShipment{ShipmentID: s.ID, Carrier: s.Carrier, Address: s.Address},
+		docket.Opts{UniqueKey: fmt.Sprintf("track:%d", s.ID), Tenant: s.Carrier})
 }
 
 func TestEnqueueCommit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	var res outbox.Enqueued
+	var res docket.Enqueued
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
 		res, err = createWithJob(ctx, b, tx, "T1")
@@ -172,14 +173,14 @@ func TestUniqueKey(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	args := trackShipment{ShipmentID: 7, Carrier: "ups"}
-	opts := outbox.Opts{UniqueKey: "track:7"}
-	var first, again outbox.Enqueued
+	opts := docket.Opts{UniqueKey: "track:7"}
+	var first, again docket.Enqueued
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
-		if first, err = docketent.Enqueue(ctx, b.ob, tx, args, opts); err != nil {
+		if first, err = docketent.Enqueue(ctx, b.dc, tx, args, opts); err != nil {
 			return err
 		}
-		again, err = docketent.Enqueue(ctx, b.ob, tx, args, opts)
+		again, err = docketent.Enqueue(ctx, b.dc, tx, args, opts)
 		return err
 	})
 	if err != nil {
@@ -188,32 +189,32 @@ func TestUniqueKey(t *testing.T) {
 	if first.Duplicate || !again.Duplicate || again.ID != first.ID {
 		t.Fatalf("same tx: first %+v, again %+v", first, again)
 	}
-	var later outbox.Enqueued
+	var later docket.Enqueued
 	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
-		later, err = docketent.Enqueue(ctx, b.ob, tx, args, opts)
+		later, err = docketent.Enqueue(ctx, b.dc, tx, args, opts)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaPgx, err := b.ob.Enqueue(ctx, b.pool, args, opts)
+	viaPgx, err := b.dc.Enqueue(ctx, b.pool, args, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := outbox.Enqueued{ID: first.ID, Duplicate: true, State: first.State}
+	want := docket.Enqueued{ID: first.ID, Duplicate: true, State: first.State}
 	if later != want || viaPgx != want {
 		t.Errorf("later tx via Ent = %+v, via pgx = %+v, want %+v", later, viaPgx, want)
 	}
 	// And the other way round: a key taken through pgx is a duplicate through Ent.
-	pgxFirst, err := b.ob.Enqueue(ctx, b.pool, args, outbox.Opts{UniqueKey: "track:8"})
+	pgxFirst, err := b.dc.Enqueue(ctx, b.pool, args, docket.Opts{UniqueKey: "track:8"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entDup outbox.Enqueued
+	var entDup docket.Enqueued
 	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
-		entDup, err = docketent.Enqueue(ctx, b.ob, tx, args, outbox.Opts{UniqueKey: "track:8"})
+		entDup, err = docketent.Enqueue(ctx, b.dc, tx, args, docket.Opts{UniqueKey: "track:8"})
 		return err
 	})
 	if err != nil {
@@ -226,12 +227,12 @@ func TestUniqueKey(t *testing.T) {
 		t.Errorf("%d jobs, want 2", n)
 	}
 	// Duplicates inside a bulk enqueue through Ent.
-	var many []outbox.Enqueued
+	var many []docket.Enqueued
 	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
-		many, err = docketent.EnqueueMany(ctx, b.ob, tx, []outbox.Item{
+		many, err = docketent.EnqueueMany(ctx, b.dc, tx, []docket.Item{
 			{Args: args, Opts: opts},
-			{Args: args, Opts: outbox.Opts{UniqueKey: "track:9"}},
+			{Args: args, Opts: docket.Opts{UniqueKey: "track:9"}},
 			{Args: args},
 		})
 		return err
@@ -249,14 +250,14 @@ func TestUniqueKey(t *testing.T) {
 
 func TestEnqueueNilTx(t *testing.T) {
 	t.Parallel()
-	ob, err := outbox.New(outbox.Config{})
+	dc, err := docket.NewClient(pgtest.Pool(t), docket.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := docketent.Enqueue(t.Context(), ob, nil, trackShipment{}, outbox.Opts{}); !errors.Is(err, docketent.ErrNilTx) {
+	if _, err := docketent.Enqueue(t.Context(), dc, nil, trackShipment{}, docket.Opts{}); !errors.Is(err, docketent.ErrNilTx) {
 		t.Errorf("Enqueue(nil tx) = %v, want ErrNilTx", err)
 	}
-	if _, err := docketent.EnqueueMany(t.Context(), ob, nil, nil); !errors.Is(err, docketent.ErrNilTx) {
+	if _, err := docketent.EnqueueMany(t.Context(), dc, nil, nil); !errors.Is(err, docketent.ErrNilTx) {
 		t.Errorf("EnqueueMany(nil tx) = %v, want ErrNilTx", err)
 	}
 }
@@ -269,27 +270,27 @@ type rawPayload struct {
 func (rawPayload) Kind() string { return "test.raw" }
 
 // A job PostgreSQL could not store is refused by the same checks as
-// outbox.Client.Enqueue, before anything is sent, so the Ent transaction
+// docket.Client.Enqueue, before anything is sent, so the Ent transaction
 // stays usable and commits its own rows.
 func TestEnqueueInvalidKeepsTx(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	bad := []outbox.Item{
+	bad := []docket.Item{
 		{Args: rawPayload{P: json.RawMessage(`"\ud800"`)}},
 		{Args: rawPayload{P: json.RawMessage(`{"total":1e131072}`)}},
-		{Args: trackShipment{}, Opts: outbox.Opts{Meta: map[string]string{"trace": "a\x00"}}},
-		{Args: trackShipment{}, Opts: outbox.Opts{SerialKey: "s\xff"}},
+		{Args: trackShipment{}, Opts: docket.Opts{Meta: map[string]string{"trace": "a\x00"}}},
+		{Args: trackShipment{}, Opts: docket.Opts{SerialKey: "s\xff"}},
 	}
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		if _, err := tx.Shipment.Create().SetTracking("T1").SetCarrier("ups").Save(ctx); err != nil {
 			return err
 		}
 		for i, it := range bad {
-			if _, err := docketent.Enqueue(ctx, b.ob, tx, it.Args, it.Opts); !errors.Is(err, outbox.ErrInvalidJob) {
+			if _, err := docketent.Enqueue(ctx, b.dc, tx, it.Args, it.Opts); !errors.Is(err, docket.ErrInvalidJob) {
 				return fmt.Errorf("Enqueue of bad job %d = %v, want ErrInvalidJob", i, err)
 			}
-			if _, err := docketent.EnqueueMany(ctx, b.ob, tx, []outbox.Item{{Args: trackShipment{}}, it}); !errors.Is(err, outbox.ErrInvalidJob) {
+			if _, err := docketent.EnqueueMany(ctx, b.dc, tx, []docket.Item{{Args: trackShipment{}}, it}); !errors.Is(err, docket.ErrInvalidJob) {
 				return fmt.Errorf("EnqueueMany with bad job %d = %v, want ErrInvalidJob", i, err)
 			}
 		}

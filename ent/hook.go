@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	entgo "entgo.io/ent"
-
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket"
 )
 
 // ErrNoTx is returned by a Hook's mutation that does not run in an Ent
@@ -27,7 +26,7 @@ type TxMutation[T Tx] interface {
 // what it returned (the entity for single-node operations, the number of
 // affected rows for bulk ones). Returning no items enqueues nothing; an
 // error fails the mutation, and the caller should roll its transaction back.
-type JobsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]outbox.Item, error)
+type JobsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]docket.Item, error)
 
 // Hook returns an ent.Hook that enqueues the jobs of jobs in the same
 // transaction as the mutation it is attached to, through c. Attach it to a
@@ -44,9 +43,9 @@ type JobsFunc[M any] func(ctx context.Context, m M, v entgo.Value) ([]outbox.Ite
 // M is your generated mutation type and T your generated *Tx; both are
 // inferred from jobs:
 //
-//	client.Shipment.Use(docketent.Hook(dc, func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]outbox.Item, error) { ... }))
+//	client.Shipment.Use(docketent.Hook(dc, func(ctx context.Context, m *ent.ShipmentMutation, v ent.Value) ([]docket.Item, error) { ... }))
 func Hook[M TxMutation[T], T Tx](c Enqueuer, jobs JobsFunc[M]) entgo.Hook {
-	return txHook(jobs, func(ctx context.Context, tx T, m entgo.Mutation, it outbox.Item) error {
+	return txHook(jobs, func(ctx context.Context, tx T, m entgo.Mutation, it docket.Item) error {
 		if _, err := c.EnqueueSQL(ctx, tx, it.Args, it.Opts); err != nil {
 			return fmt.Errorf("docket: %s %s: enqueue %s: %w", m.Op(), m.Type(), kindOf(it), err)
 		}
@@ -88,7 +87,7 @@ func txHook[M TxMutation[T], T Tx, V any](produce func(context.Context, M, entgo
 	}
 }
 
-func kindOf(it outbox.Item) string {
+func kindOf(it docket.Item) string {
 	if it.Args == nil {
 		return "<nil args>"
 	}

@@ -7,20 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/ent/internal/testent"
 	"github.com/docketq/docket/ent/internal/testent/hook"
-	"github.com/docketq/docket/outbox"
 )
 
 // trackingHook enqueues a tracking job keyed by the shipment id whenever a
 // shipment is created.
 func trackingHook(b *bundle) testent.Hook {
-	return hook.On(docketent.Hook(b.ob, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]outbox.Item, error) {
+	return hook.On(docketent.Hook(b.dc, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]docket.Item, error) {
 		s := v.(*testent.Shipment)
-		return []outbox.Item{{
+		return []docket.Item{{
 			Args: trackShipment{ShipmentID: s.ID, Carrier: s.Carrier},
-			Opts: outbox.Opts{UniqueKey: fmt.Sprintf("track:%d", s.ID), Tenant: s.Carrier},
+			Opts: docket.Opts{UniqueKey: fmt.Sprintf("track:%d", s.ID), Tenant: s.Carrier},
 		}}, nil
 	}), testent.OpCreate)
 }
@@ -98,15 +98,15 @@ func TestHookOutsideTx(t *testing.T) {
 func TestHookEnqueueFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.ent.Shipment.Use(docketent.Hook(b.ob, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]outbox.Item, error) {
-		return []outbox.Item{{Args: trackShipment{}, Opts: outbox.Opts{Priority: 99}}}, nil
+	b.ent.Shipment.Use(docketent.Hook(b.dc, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]docket.Item, error) {
+		return []docket.Item{{Args: trackShipment{}, Opts: docket.Opts{Priority: 99}}}, nil
 	}))
 	ctx := t.Context()
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		_, err := tx.Shipment.Create().SetTracking("T1").SetCarrier("dhl").Save(ctx)
 		return err
 	})
-	if !errors.Is(err, outbox.ErrInvalidJob) {
+	if !errors.Is(err, docket.ErrInvalidJob) {
 		t.Fatalf("WithTx = %v, want ErrInvalidJob", err)
 	}
 	if n := b.count(t, "shipments", ""); n != 0 {

@@ -6,29 +6,29 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/ent/internal/testent"
 	"github.com/docketq/docket/ent/internal/testent/hook"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 )
 
 type unregistered struct{}
 
 func (unregistered) Kind() string { return "test.unregistered" }
 
-// withKinds returns an outbox client on b's schema whose Kinds is a
-// registry holding trackShipment with its own defaults.
-func withKinds(t *testing.T, b *bundle) *outbox.Client {
+// withKinds returns a client on b's schema whose Registry holds
+// trackShipment with its own defaults.
+func withKinds(t *testing.T, b *bundle) *docket.Client {
 	t.Helper()
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[trackShipment]) error { return nil },
 		handlers.KindOpts{Queue: "tracking", Priority: 4, MaxAttempts: 6})
-	ob, err := outbox.New(outbox.Config{Schema: b.schema, Kinds: reg})
+	dc, err := docket.NewClient(b.pool, docket.Config{Schema: b.schema, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ob
+	return dc
 }
 
 // withDefaults counts the jobs of trackShipment stored with its kind's
@@ -44,20 +44,20 @@ func withDefaults(t *testing.T, b *bundle) int {
 func TestEnqueueKindDefaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ob := withKinds(t, b)
+	dc := withKinds(t, b)
 	ctx := t.Context()
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
-		if _, err := docketent.Enqueue(ctx, ob, tx, trackShipment{ShipmentID: 1}, outbox.Opts{}); err != nil {
+		if _, err := docketent.Enqueue(ctx, dc, tx, trackShipment{ShipmentID: 1}, docket.Opts{}); err != nil {
 			return err
 		}
-		if _, err := docketent.EnqueueMany(ctx, ob, tx, []outbox.Item{{Args: trackShipment{ShipmentID: 2}}}); err != nil {
+		if _, err := docketent.EnqueueMany(ctx, dc, tx, []docket.Item{{Args: trackShipment{ShipmentID: 2}}}); err != nil {
 			return err
 		}
-		if _, err := docketent.Enqueue(ctx, ob, tx, unregistered{}, outbox.Opts{}); !errors.Is(err, outbox.ErrUnknownKind) {
+		if _, err := docketent.Enqueue(ctx, dc, tx, unregistered{}, docket.Opts{}); !errors.Is(err, docket.ErrUnknownKind) {
 			return fmt.Errorf("Enqueue of an unknown kind: %v, want ErrUnknownKind", err)
 		}
-		items := []outbox.Item{{Args: trackShipment{ShipmentID: 3}}, {Args: unregistered{}}}
-		if _, err := docketent.EnqueueMany(ctx, ob, tx, items); !errors.Is(err, outbox.ErrUnknownKind) {
+		items := []docket.Item{{Args: trackShipment{ShipmentID: 3}}, {Args: unregistered{}}}
+		if _, err := docketent.EnqueueMany(ctx, dc, tx, items); !errors.Is(err, docket.ErrUnknownKind) {
 			return fmt.Errorf("EnqueueMany with an unknown kind: %v, want ErrUnknownKind", err)
 		}
 		// The transaction is still usable after the rejections.
@@ -82,14 +82,14 @@ func TestEnqueueKindDefaults(t *testing.T) {
 func TestHookKindDefaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ob := withKinds(t, b)
+	dc := withKinds(t, b)
 	ctx := t.Context()
-	b.ent.Shipment.Use(hook.On(docketent.Hook(ob, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]outbox.Item, error) {
+	b.ent.Shipment.Use(hook.On(docketent.Hook(dc, func(ctx context.Context, m *testent.ShipmentMutation, v testent.Value) ([]docket.Item, error) {
 		s := v.(*testent.Shipment)
 		if s.Carrier == "nobody" {
-			return []outbox.Item{{Args: unregistered{}}}, nil
+			return []docket.Item{{Args: unregistered{}}}, nil
 		}
-		return []outbox.Item{{Args: trackShipment{ShipmentID: s.ID}}}, nil
+		return []docket.Item{{Args: trackShipment{ShipmentID: s.ID}}}, nil
 	}), testent.OpCreate))
 
 	err := docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
@@ -101,7 +101,7 @@ func TestHookKindDefaults(t *testing.T) {
 	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		return tx.Shipment.Create().SetTracking("T2").SetCarrier("nobody").Exec(ctx)
 	})
-	if !errors.Is(err, outbox.ErrUnknownKind) {
+	if !errors.Is(err, docket.ErrUnknownKind) {
 		t.Errorf("hook enqueuing an unknown kind: %v, want ErrUnknownKind", err)
 	}
 	if n := withDefaults(t, b); n != 1 {

@@ -8,13 +8,14 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/ent/entgen"
 	"github.com/docketq/docket/ent/internal/testent"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -26,7 +27,8 @@ type bundle struct {
 	schema string
 	pool   *pgxpool.Pool
 	db     *sql.DB
-	ob     *outbox.Client
+	dc     *docket.Client  // enqueues jobs
+	ob     *outbox.Client  // publishes events
 	ent    *testent.Client // the domain client (test schema)
 	docket *entgen.Client  // Docket's tables as Ent models
 }
@@ -46,11 +48,15 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := docket.NewClient(pool, docket.Config{Schema: schema})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ob, err := outbox.New(outbox.Config{Schema: schema})
@@ -73,7 +79,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	return &bundle{
-		schema: schema, pool: pool, db: db, ob: ob, ent: client,
+		schema: schema, pool: pool, db: db, dc: dc, ob: ob, ent: client,
 		docket: entgen.NewClient(entgen.Driver(drv)),
 	}
 }

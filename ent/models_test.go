@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/ent/entgen/deadjob"
 	"github.com/docketq/docket/ent/entgen/donejob"
@@ -15,7 +16,6 @@ import (
 	"github.com/docketq/docket/ent/entgen/schedule"
 	"github.com/docketq/docket/ent/internal/testent"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 )
 
 type failing struct{}
@@ -38,28 +38,31 @@ func TestSharedPoolAndModels(t *testing.T) {
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[failing]) error {
 		return handlers.Cancel(errors.New("carrier rejected the label"))
 	}, handlers.KindOpts{})
-	dc, err := outbox.New(outbox.Config{Schema: b.ob.Schema(), Kinds: reg})
+	dc, err := docket.NewClient(b.pool, docket.Config{Schema: b.schema, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	var res outbox.Enqueued
+	var res docket.Enqueued
 	err = docketent.WithTx(ctx, b.ent, func(tx *testent.Tx) error {
 		var err error
 		if res, err = createWithJob(ctx, b, tx, "T1"); err != nil {
 			return err
 		}
-		// An outbox client with the registry as its Kinds is an Enqueuer too.
-		_, err = docketent.Enqueue(ctx, dc, tx, failing{}, outbox.Opts{})
+		// A client with a Registry is an Enqueuer too.
+		_, err = docketent.Enqueue(ctx, dc, tx, failing{}, docket.Opts{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: b.pool, Outbox: b.ob, Registry: reg, PollInterval: 50 * time.Millisecond,
-		Pools:  []handlers.PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	w, err := docket.NewClient(b.pool, docket.Config{
+		Schema: b.schema, Registry: reg,
+		Worker: docket.WorkerConfig{
+			PollInterval: 50 * time.Millisecond,
+			Pools:        []docket.PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
+			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

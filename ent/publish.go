@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	entgo "entgo.io/ent"
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/outbox"
 )
 
 // EventPublisher writes events through database/sql: *outbox.Client.
 type EventPublisher interface {
-	PublishSQL(ctx context.Context, db outbox.SQLDB, m outbox.Message) (outbox.Published, error)
+	PublishSQL(ctx context.Context, db docket.SQLDB, m outbox.Message) (outbox.Published, error)
 }
 
 // Publish writes one event inside the Ent transaction tx: the relay

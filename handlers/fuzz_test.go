@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 )
 
 // decodeArgs has a field of every JSON shape a typed handler's args use.
@@ -69,7 +69,7 @@ func FuzzDecodeArgs(f *testing.F) {
 	k := r.lookup(decodeArgs{}.Kind())
 	decode := func(payload []byte) (decodeArgs, error) {
 		got = decodeArgs{}
-		err := k.inner(context.Background(), nil, &docket.Job{Kind: k.name, Payload: payload})
+		err := k.run(context.Background(), nil, &core.Job{Kind: k.name, Payload: payload})
 		return got, err
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {

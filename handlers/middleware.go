@@ -5,31 +5,26 @@ import (
 	"log/slog"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 )
 
-// Work is one run of a job as middleware sees it: the job (with its raw
+// Work is one run of a job as middleware sees it, a
+// func(ctx context.Context, job *docket.Job) error: the job (with its raw
 // payload, which middleware must not log) and the error that decides the
 // outcome. The innermost Work decodes the payload and calls the handler.
-type Work func(ctx context.Context, job *docket.Job) error
+type Work = core.Work
 
-// Middleware wraps every handler run: logging, metrics, tracing, panics
-// turned into errors. It may change ctx (add values, a span) and the error
-// it returns, which then decides the job's outcome. Config.Middleware[0] is
-// the outermost. Middleware runs inside a transactional handler's
-// transaction and inside a serial key's lock.
-type Middleware func(next Work) Work
+// Middleware wraps every handler run, a func(next Work) Work: logging,
+// metrics, tracing, panics turned into errors. It may change ctx (add
+// values, a span) and the error it returns, which then decides the job's
+// outcome. The first of docket.WorkerConfig.Middleware is the outermost.
+// Middleware runs inside a transactional handler's transaction and inside a
+// serial key's lock.
+type Middleware = core.Middleware
 
 // JobAttrs returns the attributes Docket logs for a job, for slog calls in
 // middleware and handlers: job_id, kind, attempt and queue. Never the payload.
-func JobAttrs(job *docket.Job) []any {
-	return []any{
-		slog.Int64("job_id", job.ID),
-		slog.String("kind", job.Kind),
-		slog.Int("attempt", job.Attempt),
-		slog.String("queue", job.Queue),
-	}
-}
+func JobAttrs(job *core.Job) []any { return core.JobAttrs(job) }
 
 // Logging returns middleware that logs every run: at Debug when it
 // succeeds, at Warn when it returns an error, with the job's attributes
@@ -41,7 +36,7 @@ func Logging(logger *slog.Logger) Middleware {
 		logger = slog.Default()
 	}
 	return func(next Work) Work {
-		return func(ctx context.Context, job *docket.Job) error {
+		return func(ctx context.Context, job *core.Job) error {
 			start := time.Now()
 			err := next(ctx, job)
 			if err == nil {
@@ -55,12 +50,4 @@ func Logging(logger *slog.Logger) Middleware {
 			return err
 		}
 	}
-}
-
-// chain wraps w in mws, the first outermost.
-func chain(mws []Middleware, w Work) Work {
-	for i := len(mws) - 1; i >= 0; i-- {
-		w = mws[i](w)
-	}
-	return w
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,7 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,8 +21,8 @@ import (
 // receives it. The embedded *docket.Job carries the id, kind, attempt, max
 // attempts, meta and the raw payload (its fields are listed at
 // [github.com/docketq/docket.Job]); Args is that payload decoded into T.
-type Job[T docket.Args] struct {
-	*docket.Job
+type Job[T core.Args] struct {
+	*core.Job
 	Args T
 }
 
@@ -31,73 +31,69 @@ type Job[T docket.Args] struct {
 // steer it; any other error is a failed attempt. ctx is cancelled when the
 // kind's timeout elapses, when the worker loses the job's lease and when
 // shutdown's deadline passes (see context.Cause).
-type HandlerFunc[T docket.Args] func(ctx context.Context, job *Job[T]) error
+type HandlerFunc[T core.Args] func(ctx context.Context, job *Job[T]) error
 
 // TxHandlerFunc is a HandlerFunc that runs inside a transaction: the job's
 // completion is written in tx and commits together with the handler's own
 // writes, so its database effects happen exactly once. If the handler
 // returns an error (or panics), tx is rolled back and the failure recorded.
 // The handler must not commit or roll back tx itself.
-type TxHandlerFunc[T docket.Args] func(ctx context.Context, tx pgx.Tx, job *Job[T]) error
+type TxHandlerFunc[T core.Args] func(ctx context.Context, tx pgx.Tx, job *Job[T]) error
 
 // KindOpts are the per-kind options given at registration. The zero value
-// means: queue "default", priority 0, 25 attempts, no timeout,
-// [outbox.Backoff].
+// means: queue "default", priority 0, 25 attempts, no timeout, [Backoff].
+// Its fields:
 //
-// Queue, Priority and MaxAttempts are enqueue defaults, nothing more: an
-// outbox client whose Config.Kinds is the registry (as docket.NewClient
-// sets it) writes them into a job when neither the enqueue options nor the
-// args' own Opts set them. From then on the job's stored values govern it
-// everywhere (the pools that claim it, the claim order, the worker and the
-// reaper deciding its last attempt, `docket jobs show`, the dashboard);
-// changing a kind's options later changes only jobs enqueued after. A job
-// enqueued by a client without the registry gets the built-in defaults
-// (queue "default", priority 0, 25 attempts), not the kind's.
+//   - Queue string: the queue jobs of the kind are enqueued into when the
+//     enqueue options name none. Empty means "default". Which pools run a
+//     job depends only on the queue it was stored in.
+//   - Priority int: the priority jobs of the kind are enqueued with when
+//     the enqueue options set none, in docket.MinPriority..MaxPriority.
+//     Zero means 0. Claims order a queue by each job's stored priority.
+//   - MaxAttempts int: how many runs a job of the kind gets when the
+//     enqueue options set none. Zero means 25 (docket.DefaultMaxAttempts).
+//     Negative is an error.
+//   - Timeout time.Duration: bounds one run of every job of the kind: the
+//     handler's context is cancelled with cause [ErrTimeout], and an error
+//     returned after it counts as a failed attempt. Zero means no timeout.
+//     Negative is an error.
+//   - Backoff func(attempt int) time.Duration: the delay before the next
+//     attempt after failed attempt n (1 for the first), for every job of
+//     the kind; [RetryAfter] overrides it for one retry. Nil means
+//     [Backoff]. It must be safe for concurrent use.
+//
+// Queue, Priority and MaxAttempts are enqueue defaults, nothing more: a
+// client built with the registry (docket.NewClient) writes them into a job
+// when neither the enqueue options nor the args' own Opts set them. From
+// then on the job's stored values govern it everywhere (the pools that
+// claim it, the claim order, the worker and the reaper deciding its last
+// attempt, `docket jobs show`, the dashboard); changing a kind's options
+// later changes only jobs enqueued after. A job enqueued by a client
+// without the registry gets the built-in defaults, not the kind's.
 //
 // Timeout and Backoff are per kind only: jobs have no value of their own,
-// so every run of the kind gets the options of the worker that runs it. A
-// handler sets one retry's delay with [RetryAfter].
-type KindOpts struct {
-	// Queue is the queue jobs of the kind are enqueued into when the
-	// enqueue options name none. Empty means "default". Which pools run a
-	// job depends only on the queue it was stored in.
-	Queue string
-	// Priority is the priority jobs of the kind are enqueued with when the
-	// enqueue options set none, in outbox.MinPriority..outbox.MaxPriority.
-	// Zero means 0. Claims order a queue by each job's stored priority.
-	Priority int
-	// MaxAttempts is how many runs a job of this kind gets when the
-	// enqueue options set none: it is written on enqueue, and the job's
-	// stored value is what the worker and the reaper obey, more or fewer
-	// than this. Zero means 25 (outbox.DefaultMaxAttempts). Negative is an
-	// error.
-	MaxAttempts int
-	// Timeout bounds one run of every job of the kind: the handler's
-	// context is cancelled with cause [ErrTimeout] and an error returned
-	// after it counts as a failed attempt. Zero means no timeout. Negative
-	// is an error.
-	Timeout time.Duration
-	// Backoff gives the delay before the next attempt after failed attempt
-	// n (1 for the first), for every job of the kind; [RetryAfter] overrides
-	// it for one retry. Nil means [outbox.Backoff]. It must be safe for
-	// concurrent use.
-	Backoff func(attempt int) time.Duration
-}
+// so every run of the kind gets the options of the worker that runs it.
+type KindOpts = core.KindOpts
+
+// Backoff is the default retry delay after the given failed attempt (1 for
+// the first): capped exponential with jitter. The un-jittered delay is
+// 1s·2^(attempt-1), capped at 1 hour; the result is drawn uniformly from
+// [d/2, d], so retries of jobs that failed together spread out instead of
+// returning in lockstep, while each still waits at least half its step.
+func Backoff(attempt int) time.Duration { return core.Backoff(attempt) }
 
 // kind is one registered handler, type-erased.
 type kind struct {
-	name    string
-	opts    KindOpts
-	tx      bool
-	backoff func(int) time.Duration
-	hook    OutcomeHook // nil unless set with SetOutcomeHook
-	// inner decodes the payload and calls the handler; tx is nil unless the
+	name string
+	opts KindOpts // Backoff set
+	tx   bool
+	// run decodes the payload and calls the handler; tx is nil unless the
 	// handler is transactional. It recovers the handler's panics.
-	inner func(ctx context.Context, tx pgx.Tx, job *docket.Job) error
+	run func(ctx context.Context, tx pgx.Tx, job *core.Job) error
 }
 
 // Registry maps kinds to their handlers and options. Register everything
-// before passing it to [NewWorker], which takes a snapshot. The zero value
+// before passing it to docket.NewClient, whose worker takes a snapshot. The zero value
 // is not usable; create one with [NewRegistry]. It is safe for concurrent use.
 type Registry struct {
 	mu    sync.RWMutex
@@ -119,7 +115,7 @@ var (
 // zero value. It returns an error wrapping [ErrDuplicateKind] if the kind is
 // taken, or [ErrInvalidKind] for a nil handler, an invalid kind name or
 // invalid options.
-func Register[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error {
+func Register[T core.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %s", ErrInvalidKind, typeName[T]())
 	}
@@ -128,7 +124,7 @@ func Register[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) error
 
 // MustRegister is [Register] that panics on error, for registrations that
 // are fixed in code.
-func MustRegister[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
+func MustRegister[T core.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
 	if err := Register(r, h, opts); err != nil {
 		panic(err)
 	}
@@ -136,7 +132,7 @@ func MustRegister[T docket.Args](r *Registry, h HandlerFunc[T], opts KindOpts) {
 
 // RegisterTx registers a transactional handler for the args type T; see
 // [TxHandlerFunc]. Errors are those of [Register].
-func RegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) error {
+func RegisterTx[T core.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler for %s", ErrInvalidKind, typeName[T]())
 	}
@@ -144,25 +140,25 @@ func RegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) e
 }
 
 // MustRegisterTx is [RegisterTx] that panics on error.
-func MustRegisterTx[T docket.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) {
+func MustRegisterTx[T core.Args](r *Registry, h TxHandlerFunc[T], opts KindOpts) {
 	if err := RegisterTx(r, h, opts); err != nil {
 		panic(err)
 	}
 }
 
-func add[T docket.Args](r *Registry, opts KindOpts, tx bool, h func(context.Context, pgx.Tx, *Job[T]) error) error {
+func add[T core.Args](r *Registry, opts KindOpts, tx bool, h func(context.Context, pgx.Tx, *Job[T]) error) error {
 	name, err := kindOf[T]()
 	if err != nil {
 		return err
 	}
-	if err := checkName("kind", name, false); err != nil {
+	if err := core.CheckName("kind", name, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidKind, err)
 	}
-	if err := checkName("queue", opts.Queue, true); err != nil {
+	if err := core.CheckName("queue", opts.Queue, true); err != nil {
 		return fmt.Errorf("%w: kind %s: %w", ErrInvalidKind, name, err)
 	}
-	if opts.Priority < outbox.MinPriority || opts.Priority > outbox.MaxPriority {
-		return fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidKind, name, opts.Priority, outbox.MinPriority, outbox.MaxPriority)
+	if opts.Priority < core.MinPriority || opts.Priority > core.MaxPriority {
+		return fmt.Errorf("%w: kind %s: priority %d outside %d..%d", ErrInvalidKind, name, opts.Priority, core.MinPriority, core.MaxPriority)
 	}
 	if opts.MaxAttempts < 0 {
 		return fmt.Errorf("%w: kind %s: negative MaxAttempts", ErrInvalidKind, name)
@@ -170,13 +166,12 @@ func add[T docket.Args](r *Registry, opts KindOpts, tx bool, h func(context.Cont
 	if opts.Timeout < 0 {
 		return fmt.Errorf("%w: kind %s: negative Timeout", ErrInvalidKind, name)
 	}
-	backoff := opts.Backoff
-	if backoff == nil {
-		backoff = outbox.Backoff
+	if opts.Backoff == nil {
+		opts.Backoff = core.Backoff
 	}
 	tname := typeName[T]()
-	k := &kind{name: name, opts: opts, tx: tx, backoff: backoff}
-	k.inner = func(ctx context.Context, tx pgx.Tx, dj *docket.Job) (err error) {
+	k := &kind{name: name, opts: opts, tx: tx}
+	k.run = func(ctx context.Context, tx pgx.Tx, dj *core.Job) (err error) {
 		defer func() {
 			if v := recover(); v != nil {
 				err = &PanicError{Value: v, Stack: debug.Stack()}
@@ -209,19 +204,39 @@ func (r *Registry) Kinds() []string {
 	return out
 }
 
-// EnqueueDefaults returns the Queue, Priority and MaxAttempts kind was
-// registered with, and false for a kind not registered. It makes the
-// registry an [outbox.Kinds], so every enqueue of an outbox client
-// configured with it applies the kind's defaults and rejects unknown kinds.
-func (r *Registry) EnqueueDefaults(kind string) (outbox.Opts, bool) {
+// KindOpts returns the options kind was registered with (Backoff filled
+// in with the default when it was nil), and false for a kind not
+// registered.
+func (r *Registry) KindOpts(kind string) (KindOpts, bool) {
 	k := r.lookup(kind)
 	if k == nil {
-		return outbox.Opts{}, false
+		return KindOpts{}, false
 	}
-	return outbox.Opts{Queue: k.opts.Queue, Priority: k.opts.Priority, MaxAttempts: k.opts.MaxAttempts}, true
+	return k.opts, true
 }
 
-var _ outbox.Kinds = (*Registry)(nil)
+// Transactional reports whether kind's handler was registered with
+// [RegisterTx]: it runs in a transaction that also writes its job's
+// completion.
+func (r *Registry) Transactional(kind string) bool {
+	k := r.lookup(kind)
+	return k != nil && k.tx
+}
+
+// Handle runs the handler of job's kind on job: it decodes the payload into
+// the kind's args type and calls the handler, with tx for a transactional
+// kind (nil otherwise), and returns what the handler returned. A panic
+// becomes a *PanicError, a payload that does not decode a *DecodeError, an
+// unregistered kind an error wrapping ErrInvalidKind. It runs no
+// middleware, applies no timeout and writes nothing: the worker wraps it
+// in all of that (and package dockettest runs one job the same way).
+func (r *Registry) Handle(ctx context.Context, tx pgx.Tx, job *core.Job) error {
+	k := r.lookup(job.Kind)
+	if k == nil {
+		return fmt.Errorf("%w: kind %s is not registered", ErrInvalidKind, job.Kind)
+	}
+	return k.run(ctx, tx, job)
+}
 
 // Queues returns the queues the registered kinds are enqueued into by
 // default ("default" for kinds without one), sorted and without repeats.
@@ -230,11 +245,7 @@ func (r *Registry) Queues() []string {
 	defer r.mu.RUnlock()
 	var out []string
 	for _, k := range r.kinds {
-		q := k.opts.Queue
-		if q == "" {
-			q = outbox.DefaultQueue
-		}
-		out = append(out, q)
+		out = append(out, cmp.Or(k.opts.Queue, core.DefaultQueue))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -246,19 +257,9 @@ func (r *Registry) lookup(name string) *kind {
 	return r.kinds[name]
 }
 
-func (r *Registry) snapshot() map[string]*kind {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make(map[string]*kind, len(r.kinds))
-	for n, k := range r.kinds {
-		out[n] = k
-	}
-	return out
-}
-
 // kindOf calls Kind on T's zero value; a nil-pointer T whose Kind
 // dereferences is reported instead of crashing.
-func kindOf[T docket.Args]() (name string, err error) {
+func kindOf[T core.Args]() (name string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%w: %s: Kind() on the zero value panicked: %v", ErrInvalidKind, typeName[T](), v)
@@ -269,23 +270,6 @@ func kindOf[T docket.Args]() (name string, err error) {
 }
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }
-
-// checkName applies outbox's rules for queue and kind names.
-func checkName(what, v string, emptyOK bool) error {
-	if v == "" {
-		if emptyOK {
-			return nil
-		}
-		return fmt.Errorf("empty %s name", what)
-	}
-	if len(v) > outbox.MaxNameLen {
-		return fmt.Errorf("%s name longer than %d bytes", what, outbox.MaxNameLen)
-	}
-	if strings.ContainsFunc(v, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
-		return fmt.Errorf("%s name %q contains spaces or control characters", what, v)
-	}
-	return nil
-}
 
 // decodeDetail describes a JSON decoding error without quoting the payload:
 // encoding/json's messages may include a number or a character from it.

@@ -1,125 +1,18 @@
 package handlers
 
-import (
-	"context"
+import "github.com/docketq/docket/internal/engine/core"
 
-	"github.com/docketq/docket/outbox"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-)
-
-// tracerName names Docket's tracer, the instrumentation scope of its spans.
-const tracerName = "github.com/docketq/docket"
-
-// The attributes of a run span. The payload is never one of them: it may
-// hold personal data.
+// The attributes of a job's run span ("docket.run <kind>", see Tracing in
+// the package doc) and of the worker's metrics. The payload is never one
+// of them: it may hold personal data.
 const (
-	AttrKind    = attribute.Key("docket.job.kind")    // the job's kind
-	AttrQueue   = attribute.Key("docket.job.queue")   // the job's queue
-	AttrJobID   = attribute.Key("docket.job.id")      // the job's id
-	AttrAttempt = attribute.Key("docket.job.attempt") // this run's attempt, from 1
+	AttrKind    = core.AttrKind    // docket.job.kind: the job's kind
+	AttrQueue   = core.AttrQueue   // docket.job.queue: the job's queue
+	AttrJobID   = core.AttrJobID   // docket.job.id: the job's id
+	AttrAttempt = core.AttrAttempt // docket.job.attempt: this run's attempt, from 1
 	// AttrOutcome is what the run led to: completed, retried, snoozed,
 	// cancelled, dead, released (handed back at shutdown) or lost (the
 	// lease was lost; the job runs again elsewhere).
-	AttrOutcome = attribute.Key("docket.job.outcome")
+	AttrOutcome = core.AttrOutcome
+	AttrPool    = core.AttrPool // docket.pool: the worker pool that ran it (metrics)
 )
-
-// tracing starts the span of each job run (see Tracing in the package doc).
-type tracing struct {
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
-}
-
-// newTracing returns the tracing of a worker: nil tp means the global
-// TracerProvider (a no-op until the application installs an SDK), nil
-// prop means W3C Trace Context, matching outbox.Config.Propagator.
-func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) tracing {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	if prop == nil {
-		prop = propagation.TraceContext{}
-	}
-	return tracing{tracer: tp.Tracer(tracerName), prop: prop}
-}
-
-// runSpanOptions are the start options of every run span.
-var runSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-
-// runSpanName names the run spans of kind.
-func runSpanName(kind string) string { return "docket.run " + kind }
-
-// start begins the run span of e, a child of the trace context its
-// enqueuer left in the job's meta, and keeps it in e.span. A job without
-// meta carries no trace context, and its span needs nothing extracted.
-func (t tracing) start(e *task) {
-	j := e.job
-	parent := context.Background()
-	if len(j.Meta) > 0 {
-		parent = t.prop.Extract(parent, propagation.MapCarrier(j.Meta))
-	}
-	name := ""
-	if e.kind != nil {
-		name = e.kind.spanName
-	} else {
-		name = runSpanName(j.Kind)
-	}
-	_, e.span = t.tracer.Start(parent, name, runSpanOptions...)
-	// Without an SDK the span records nothing: spare the hot path the
-	// attributes.
-	if e.span.IsRecording() {
-		e.span.SetAttributes(
-			AttrKind.String(j.Kind), AttrQueue.String(j.Queue),
-			AttrJobID.Int64(j.ID), AttrAttempt.Int(j.Attempt),
-		)
-	}
-}
-
-// withSpan returns ctx carrying e's run span, so that the handler's own
-// spans nest under it.
-func withSpan(ctx context.Context, e *task) context.Context {
-	if e.span == nil {
-		return ctx // runOnce: no worker, no span
-	}
-	if !e.span.IsRecording() && !e.span.SpanContext().IsValid() {
-		return ctx // what the handler would find there anyway: no span
-	}
-	return trace.ContextWithSpan(ctx, e.span)
-}
-
-// traceOutcome records what a run led to on its span; err is the
-// handler's error, recorded when the run failed.
-func traceOutcome(e *task, what string, err error) {
-	if e.span == nil || !e.span.IsRecording() {
-		return
-	}
-	e.span.SetAttributes(AttrOutcome.String(what))
-	switch what {
-	case "retried", "dead", "cancelled":
-		if err != nil {
-			e.span.RecordError(err)
-			e.span.SetStatus(codes.Error, err.Error())
-		} else {
-			e.span.SetStatus(codes.Error, what)
-		}
-	}
-}
-
-// tracedOutcome is the outcome attribute of o: outcomeName's, with a job
-// its handler cancelled told apart from one that died of failures.
-func tracedOutcome(o outcome) string {
-	if o.what == oDead && o.reason == outbox.ReasonCancelled {
-		return "cancelled"
-	}
-	return outcomeName(o)
-}
-
-// endSpan ends e's run span, if it has one.
-func endSpan(e *task) {
-	if e.span != nil {
-		e.span.End()
-	}
-}

@@ -1,58 +1,41 @@
-// Package outbox is Docket's queue as its users see it: the schema and its
-// migrations, enqueue inside the caller's transaction, and the operator's
-// operations. The worker protocol on the same tables (claims, leases,
-// outcomes, reaping, promotion) is internal, driven by package handlers.
+// Package outbox is Docket's transactional outbox: events written in the
+// caller's transaction, next to the domain rows that cause them, for a relay
+// (package outbox/relay) to publish to a broker once they commit; and the
+// consumer's inbox, which makes a consumer's effects happen once.
 //
-// # Tables
+// A [Client] serves one schema; docket.Client.Outbox returns the client's,
+// or build one with [New]. It holds no connection: every method takes the
+// handle to write through, so a publish joins the caller's transaction.
 //
-// docket_jobs holds live jobs only (scheduled, ready, waiting, running);
-// finished jobs move to docket_jobs_done (history, one partition per UTC
-// day) or docket_jobs_dead (dead letters), so its unique index on
-// unique_key means exactly "no duplicate in-flight job". Config.Schema
-// names the schema that holds them; each file here holds the statements it
-// runs.
+// # Publish
 //
-// # Enqueue
+// [Client.Publish] and [Client.PublishMany] (one COPY) take a pgx
+// transaction, connection or pool ([DB]); [Client.PublishSQL] a
+// database/sql one ([SQLDB]), which is also how package ent publishes in an
+// Ent transaction. Events go into docket_events (migration 007, one
+// partition per UTC day). A keyed event takes its key's row lock in
+// docket_event_keys until the transaction ends and draws its id under it,
+// so one key's events are ordered by commit and numbered without gaps; in a
+// REPEATABLE READ or SERIALIZABLE transaction a key another transaction
+// published meanwhile fails with [ErrSerialization]. Bad input is refused
+// with [ErrInvalidEvent] before anything is sent, so the caller's
+// transaction stays usable. Committed events are announced on
+// [Client.EventChannel], at most once per Config.NotifyDebounce.
 //
-// Client.Enqueue and Client.EnqueueMany take a pgx transaction, connection
-// or pool (Pgx); Client.EnqueueSQL and Client.EnqueueManySQL a database/sql
-// transaction, database or connection (SQLDB), which is also how package
-// ent writes in an Ent transaction. Any other value does not compile. Pass
-// the transaction that writes your domain rows and the job commits or rolls
-// back with them.
+// # Inbox
 //
-// Every path resolves a job's options in one place: non-zero Opts, then the
-// args' own Opts (OptsProvider), then the kind's registered defaults
-// (Config.Kinds, which *handlers.Registry implements), then the built-in
-// defaults. With Config.Kinds set, an unknown kind is refused with
-// ErrUnknownKind before anything is sent.
+// [Client.Inbox] and [Client.InboxSQL] record a consumed message's id in the
+// consumer's transaction and report repeats: the consumer's effects and the
+// record commit together. [Client.PruneInbox] deletes old records.
 //
-// A unique key makes enqueue idempotent: while a job with that key is in
-// flight, a second enqueue inserts nothing and reports the existing job with
-// Duplicate set (MoveOnDuplicate moves its run_at instead). EnqueueMany
-// writes a batch with one COPY or set-based inserts; a taken key makes
-// that item a Duplicate, never fails the batch. Due jobs are announced with
-// NOTIFY on Client.NotifyChannel, at most once per queue per debounce window.
+// # Operators
 //
-// # Events
+// [Client.ListDeadEvents], [Client.ReplayDeadEvents],
+// [Client.PurgeDeadEvents] triage the events a broker refused for good, and
+// [Client.EventStatus] reads the relay's backlog (`docket relay dlq`,
+// `docket relay status`). docs/outbox.md describes the guarantee (at least
+// once, in commit order per key) and how to run the relay.
 //
-// Client.Publish, PublishSQL and PublishMany (COPY) write events for the
-// relay (package outbox/relay) in the caller's transaction, into
-// docket_events (migration 007, one partition per UTC day). A keyed event
-// takes its key's row lock in docket_event_keys until the transaction ends
-// and draws its id under it, so one key's events are ordered by commit and
-// numbered without gaps. Client.Inbox and InboxSQL record a consumed
-// message's id in the consumer's transaction and report repeats.
-// ListDeadEvents, ReplayDeadEvents, PurgeDeadEvents and EventStatus serve
-// operators (docs/outbox.md).
-//
-// # Operations and migrations
-//
-// Client.Status reads the status views (migration 003; also for psql) and
-// draws warnings against Thresholds; PauseQueue and ResumeQueue stop and
-// restart claims of a queue; ListDead, ReplayDead and PurgeDead triage dead
-// letters; CancelJob and RetryJob act on one job (docs/operations.md is the
-// runbook). Migrator applies the embedded up/down SQL in one transaction
-// under an advisory lock, so every process may call Up at start; Migrator.SQL
-// (`docket migrate sql`) gives the SQL to teams with their own tool.
+// Jobs are not here: enqueue with docket.Client, operate with package
+// admin, migrate with package migrate.
 package outbox

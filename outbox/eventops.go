@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"time"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
 )
 
 // DeadEvent is an event the broker refused permanently as many times as the
@@ -24,11 +26,11 @@ type DeadEvent struct {
 
 // ListDeadEvents returns up to limit dead events, oldest first; topic, when
 // not empty, keeps that topic's only. limit <= 0 means 100.
-func (c *Client) ListDeadEvents(ctx context.Context, db Pgx, topic string, limit int) ([]DeadEvent, error) {
+func (c *Client) ListDeadEvents(ctx context.Context, db DB, topic string, limit int) ([]DeadEvent, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := db.Query(ctx, c.sql.eventDeadList, topic, limit)
+	rows, err := db.Query(ctx, sqlEventDeadList.For(c.schema), topic, limit)
 	if err != nil {
 		return nil, c.wrapErr(err)
 	}
@@ -50,15 +52,15 @@ func (c *Client) ListDeadEvents(ctx context.Context, db Pgx, topic string, limit
 // before the later events of its key that its dead letter held back.
 // (Events dead-lettered with the skip option let later events of their key
 // pass: replaying one publishes it after them.)
-func (c *Client) ReplayDeadEvents(ctx context.Context, db Pgx, ids []int64) ([]int64, error) {
-	return c.ids(ctx, db, c.sql.eventReplay, ids)
+func (c *Client) ReplayDeadEvents(ctx context.Context, db DB, ids []int64) ([]int64, error) {
+	return c.ids(ctx, db, sqlEventReplay.For(c.schema), ids)
 }
 
 // PurgeDeadEvents deletes dead events, never publishing them, and returns
 // the ids it deleted; nil ids means every dead event. The later events of a
 // key blocked by a purged event proceed.
-func (c *Client) PurgeDeadEvents(ctx context.Context, db Pgx, ids []int64) ([]int64, error) {
-	return c.ids(ctx, db, c.sql.eventPurge, ids)
+func (c *Client) PurgeDeadEvents(ctx context.Context, db DB, ids []int64) ([]int64, error) {
+	return c.ids(ctx, db, sqlEventPurge.For(c.schema), ids)
 }
 
 // EventStatus is the relay's backlog (the docket_event_status view).
@@ -81,32 +83,35 @@ type EventStatus struct {
 // EventStatus reads the relay's backlog from the docket_event_status view
 // (migration 011). Its counts walk the pending and dead indexes, never the
 // published events, so its cost follows the backlog, not the retention.
-func (c *Client) EventStatus(ctx context.Context, db Pgx) (EventStatus, error) {
+func (c *Client) EventStatus(ctx context.Context, db DB) (EventStatus, error) {
 	var s EventStatus
 	var oldest *time.Time
 	var lag float64
-	err := db.QueryRow(ctx, c.sql.eventStatus).Scan(&s.Pending, &oldest, &lag, &s.Dead, &s.BlockedKeys, &s.Relays)
-	s.OldestPending, s.Lag = deref(oldest), seconds(lag)
+	err := db.QueryRow(ctx, sqlEventStatus.For(c.schema)).Scan(&s.Pending, &oldest, &lag, &s.Dead, &s.BlockedKeys, &s.Relays)
+	if oldest != nil {
+		s.OldestPending = *oldest
+	}
+	s.Lag = time.Duration(lag * float64(time.Second))
 	return s, c.wrapErr(err)
 }
 
-const (
-	sqlEventDeadList = `SELECT id, topic, COALESCE(key, ''), COALESCE(seq, 0), attempts, COALESCE(last_error, ''),
+var (
+	sqlEventDeadList = pgsql.SQL(`SELECT id, topic, COALESCE(key, ''), COALESCE(seq, 0), attempts, COALESCE(last_error, ''),
 	created_at, dead_at, blocks_key
 FROM {{schema}}.docket_events
 WHERE dead_at IS NOT NULL AND ($1 = '' OR topic = $1)
 ORDER BY dead_at, id
-LIMIT $2`
+LIMIT $2`)
 
-	sqlEventReplay = `UPDATE {{schema}}.docket_events
+	sqlEventReplay = pgsql.SQL(`UPDATE {{schema}}.docket_events
 SET dead_at = NULL, blocks_key = false, attempts = 0
 WHERE dead_at IS NOT NULL AND ($1::bigint[] IS NULL OR id = ANY($1))
-RETURNING id`
+RETURNING id`)
 
-	sqlEventPurge = `DELETE FROM {{schema}}.docket_events
+	sqlEventPurge = pgsql.SQL(`DELETE FROM {{schema}}.docket_events
 WHERE dead_at IS NOT NULL AND ($1::bigint[] IS NULL OR id = ANY($1))
-RETURNING id`
+RETURNING id`)
 
-	sqlEventStatus = `SELECT pending, oldest_pending_at, lag_seconds, dead, blocked_keys, relays_live
-FROM {{schema}}.docket_event_status`
+	sqlEventStatus = pgsql.SQL(`SELECT pending, oldest_pending_at, lag_seconds, dead, blocked_keys, relays_live
+FROM {{schema}}.docket_event_status`)
 )

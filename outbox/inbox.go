@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 )
 
 // ErrInvalidInbox is returned by Inbox for an empty or oversized consumer
@@ -25,26 +28,26 @@ var ErrInvalidInbox = errors.New("docket: invalid inbox entry")
 //
 // consumer names the consuming service or handler, so that several
 // consumers of one message each process it once; it must be 1 to
-// MaxNameLen bytes of valid UTF-8. id is the message id the broker
-// delivered (the relay sets it to the event's id), 1 to MaxKeyLen bytes.
-func (c *Client) Inbox(ctx context.Context, db Pgx, consumer, id string) (repeat bool, err error) {
-	return c.inbox(ctx, pgxConn{db}, consumer, id)
+// docket.MaxNameLen bytes of valid UTF-8. id is the message id the broker
+// delivered (the relay sets it to the event's id), 1 to docket.MaxKeyLen bytes.
+func (c *Client) Inbox(ctx context.Context, db DB, consumer, id string) (repeat bool, err error) {
+	return c.inbox(ctx, pgsql.OnPgx(db), consumer, id)
 }
 
 // InboxSQL is Inbox through database/sql: pass the *sql.Tx that applies the
 // message's effects.
 func (c *Client) InboxSQL(ctx context.Context, db SQLDB, consumer, id string) (repeat bool, err error) {
-	return c.inbox(ctx, sqlConn{db}, consumer, id)
+	return c.inbox(ctx, pgsql.OnSQL(db), consumer, id)
 }
 
-func (c *Client) inbox(ctx context.Context, cn conn, consumer, id string) (bool, error) {
-	if consumer == "" || len(consumer) > MaxNameLen || badText(consumer) != "" {
-		return false, fmt.Errorf("%w: consumer name must be 1 to %d bytes of UTF-8 without NUL", ErrInvalidInbox, MaxNameLen)
+func (c *Client) inbox(ctx context.Context, cn pgsql.Conn, consumer, id string) (bool, error) {
+	if consumer == "" || len(consumer) > core.MaxNameLen || core.BadText(consumer) != "" {
+		return false, fmt.Errorf("%w: consumer name must be 1 to %d bytes of UTF-8 without NUL", ErrInvalidInbox, core.MaxNameLen)
 	}
-	if id == "" || len(id) > MaxKeyLen || badText(id) != "" {
-		return false, fmt.Errorf("%w: consumer %s: message id must be 1 to %d bytes of UTF-8 without NUL", ErrInvalidInbox, consumer, MaxKeyLen)
+	if id == "" || len(id) > core.MaxKeyLen || core.BadText(id) != "" {
+		return false, fmt.Errorf("%w: consumer %s: message id must be 1 to %d bytes of UTF-8 without NUL", ErrInvalidInbox, consumer, core.MaxKeyLen)
 	}
-	n, err := cn.exec(ctx, c.sql.inbox, consumer, id)
+	n, err := cn.Exec(ctx, sqlInbox.For(c.schema), consumer, id)
 	if err != nil {
 		return false, c.wrapErr(fmt.Errorf("docket: inbox of %s, message %s: %w", consumer, id, err))
 	}
@@ -55,14 +58,14 @@ func (c *Client) inbox(ctx context.Context, cn conn, consumer, id string) (bool,
 // many. Keep entries longer than the broker can redeliver a message (its
 // de-duplication window, its redelivery limits): a repeat arriving after
 // its entry was pruned is processed again.
-func (c *Client) PruneInbox(ctx context.Context, db Pgx, cutoff time.Time) (int64, error) {
-	tag, err := db.Exec(ctx, c.sql.inboxPrune, cutoff)
+func (c *Client) PruneInbox(ctx context.Context, db DB, cutoff time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, sqlInboxPrune.For(c.schema), cutoff)
 	return tag.RowsAffected(), c.wrapErr(err)
 }
 
-const (
-	sqlInbox = `INSERT INTO {{schema}}.docket_inbox (consumer, message_id) VALUES ($1, $2)
-ON CONFLICT (consumer, message_id) DO NOTHING`
+var (
+	sqlInbox = pgsql.SQL(`INSERT INTO {{schema}}.docket_inbox (consumer, message_id) VALUES ($1, $2)
+ON CONFLICT (consumer, message_id) DO NOTHING`)
 
-	sqlInboxPrune = `DELETE FROM {{schema}}.docket_inbox WHERE received_at < $1`
+	sqlInboxPrune = pgsql.SQL(`DELETE FROM {{schema}}.docket_inbox WHERE received_at < $1`)
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
@@ -64,7 +65,7 @@ type Message struct {
 	Topic string
 	// Key orders events: events with the same key reach the broker in the
 	// order their transactions committed. Empty means no order is needed.
-	// At most MaxKeyLen bytes of valid UTF-8 without NUL.
+	// At most docket.MaxKeyLen bytes of valid UTF-8 without NUL.
 	Key string
 	// Payload is the body, passed to the broker unchanged. At most
 	// Config.MaxEventPayload bytes, and never more than 1 GiB - 1 MiB
@@ -108,19 +109,19 @@ func (c *Client) prepareEvent(ctx context.Context, m Message) (event, error) {
 	if err := checkTopic(m.Topic); err != nil {
 		return event{}, err
 	}
-	if len(m.Key) > MaxKeyLen {
-		return event{}, fmt.Errorf("%w: topic %s: key longer than %d bytes", ErrInvalidEvent, m.Topic, MaxKeyLen)
+	if len(m.Key) > core.MaxKeyLen {
+		return event{}, fmt.Errorf("%w: topic %s: key longer than %d bytes", ErrInvalidEvent, m.Topic, core.MaxKeyLen)
 	}
-	if p := badText(m.Key); p != "" {
+	if p := core.BadText(m.Key); p != "" {
 		return event{}, fmt.Errorf("%w: topic %s: key %s", ErrInvalidEvent, m.Topic, p)
 	}
 	if c.maxPayload > 0 && len(m.Payload) > c.maxPayload {
 		return event{}, fmt.Errorf("%w: topic %s: payload of %d bytes over the limit of %d", ErrInvalidEvent, m.Topic, len(m.Payload), c.maxPayload)
 	}
-	if len(m.Payload) > maxRowBytes {
-		return event{}, fmt.Errorf("%w: topic %s: payload of %d bytes over the limit of %d one PostgreSQL row can carry", ErrInvalidEvent, m.Topic, len(m.Payload), maxRowBytes)
+	if len(m.Payload) > pgsql.MaxRowBytes {
+		return event{}, fmt.Errorf("%w: topic %s: payload of %d bytes over the limit of %d one PostgreSQL row can carry", ErrInvalidEvent, m.Topic, len(m.Payload), pgsql.MaxRowBytes)
 	}
-	headers := traceMeta(ctx, c.prop, m.Headers)
+	headers := core.TraceMeta(ctx, c.prop, m.Headers)
 	size := 0
 	for k, v := range headers {
 		if err := checkHeader(k, v); err != nil {
@@ -198,18 +199,18 @@ func checkHeader(k, v string) error {
 // An invalid Message (see its fields) returns an ErrInvalidEvent error and
 // missing tables an ErrNotMigrated error, both before anything is sent, so
 // the caller's transaction stays usable.
-func (c *Client) Publish(ctx context.Context, db Pgx, m Message) (Published, error) {
-	return c.publish(ctx, pgxConn{db}, m)
+func (c *Client) Publish(ctx context.Context, db DB, m Message) (Published, error) {
+	return c.publish(ctx, pgsql.OnPgx(db), m)
 }
 
 // PublishSQL is Publish through database/sql: pass the caller's *sql.Tx (or
 // an Ent transaction, see package ent) to commit the event with the
 // caller's writes.
 func (c *Client) PublishSQL(ctx context.Context, db SQLDB, m Message) (Published, error) {
-	return c.publish(ctx, sqlConn{db}, m)
+	return c.publish(ctx, pgsql.OnSQL(db), m)
 }
 
-func (c *Client) publish(ctx context.Context, cn conn, m Message) (Published, error) {
+func (c *Client) publish(ctx context.Context, cn pgsql.Conn, m Message) (Published, error) {
 	ev, err := c.prepareEvent(ctx, m)
 	if err != nil {
 		return Published{}, err
@@ -221,7 +222,7 @@ func (c *Client) publish(ctx context.Context, cn conn, m Message) (Published, er
 	// costs one round trip; it reaches the relays when the caller commits.
 	var channel any
 	now := time.Now()
-	prev, announce := c.takeNotify(eventsAnnounced, now)
+	prev, announce := c.notified.Take(eventsAnnounced, now)
 	if announce {
 		channel = c.EventChannel()
 	}
@@ -229,13 +230,13 @@ func (c *Client) publish(ctx context.Context, cn conn, m Message) (Published, er
 	var notified *bool
 	scan := func(scan func(...any) error) error { return scan(&p.ID, &p.Seq, &notified) }
 	if ev.key == "" {
-		err = cn.query(ctx, c.sql.publish, []any{ev.topic, ev.payload, nullableJSON(ev.headers), channel}, scan)
+		err = cn.Query(ctx, sqlPublish.For(c.schema), []any{ev.topic, ev.payload, pgsql.NullJSON(ev.headers), channel}, scan)
 	} else {
-		err = cn.query(ctx, c.sql.publishKeyed, []any{ev.topic, ev.key, keyPart(ev.key), ev.payload, nullableJSON(ev.headers), channel}, scan)
+		err = cn.Query(ctx, sqlPublishKeyed.For(c.schema), []any{ev.topic, ev.key, keyPart(ev.key), ev.payload, pgsql.NullJSON(ev.headers), channel}, scan)
 	}
 	if err != nil {
 		if announce {
-			c.giveBackNotify(eventsAnnounced, now, prev)
+			c.notified.GiveBack(eventsAnnounced, now, prev)
 		}
 		return Published{}, c.wrapErr(serializationErr(err, "topic "+ev.topic))
 	}
@@ -262,7 +263,7 @@ const eventsAnnounced = "@events"
 // of its own. Any invalid message fails the call with an ErrInvalidEvent
 // error naming its index, before anything is sent. Keyed messages may fail
 // with ErrSerialization, as for Publish.
-func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Published, error) {
+func (c *Client) PublishMany(ctx context.Context, db DB, msgs []Message) ([]Published, error) {
 	evs := make([]event, len(msgs))
 	for i, m := range msgs {
 		ev, err := c.prepareEvent(ctx, m)
@@ -274,11 +275,11 @@ func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Pub
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	if err := c.checkEvents(ctx, pgxConn{db}); err != nil {
+	if err := c.checkEvents(ctx, pgsql.OnPgx(db)); err != nil {
 		return nil, err
 	}
 	var out []Published
-	write := func(tx Pgx) error {
+	write := func(tx DB) error {
 		var err error
 		out, err = c.publishMany(ctx, tx, evs)
 		return err
@@ -287,7 +288,7 @@ func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Pub
 	switch d := db.(type) {
 	case pgx.Tx:
 		err = write(d)
-	case TxBeginner:
+	case pgsql.Beginner:
 		err = pgx.BeginFunc(ctx, d, func(tx pgx.Tx) error { return write(tx) })
 	default:
 		err = write(db)
@@ -295,8 +296,8 @@ func (c *Client) PublishMany(ctx context.Context, db Pgx, msgs []Message) ([]Pub
 	return out, c.wrapErr(serializationErr(err, fmt.Sprintf("%d events", len(evs))))
 }
 
-func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Published, error) {
-	cp, ok := db.(copier)
+func (c *Client) publishMany(ctx context.Context, db DB, evs []event) ([]Published, error) {
+	cp, ok := db.(pgsql.Copier)
 	if !ok {
 		return nil, fmt.Errorf("docket: %T cannot COPY; pass a pgx.Tx, *pgx.Conn or *pgxpool.Pool", db)
 	}
@@ -318,7 +319,7 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 		for i, k := range keys {
 			ns[i] = counts[k]
 		}
-		rows, err := db.Query(ctx, c.sql.reserveSeqs, keys, ns)
+		rows, err := db.Query(ctx, sqlReserveSeqs.For(c.schema), keys, ns)
 		if err != nil {
 			return nil, err
 		}
@@ -338,7 +339,7 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 	}
 	// Ids are drawn after the keys are locked: among one key's events id
 	// order is then commit order, as for Publish.
-	ids, err := c.ids(ctx, db, c.sql.eventIDs, len(evs))
+	ids, err := c.ids(ctx, db, sqlEventIDs.For(c.schema), len(evs))
 	if err != nil {
 		return nil, err
 	}
@@ -355,9 +356,9 @@ func (c *Client) publishMany(ctx context.Context, db Pgx, evs []event) ([]Publis
 		return nil, err
 	}
 	now := time.Now()
-	if prev, ok := c.takeNotify(eventsAnnounced, now); ok {
+	if prev, ok := c.notified.Take(eventsAnnounced, now); ok {
 		if _, err := db.Exec(ctx, pgsql.NotifyEvents, c.EventChannel()); err != nil {
-			c.giveBackNotify(eventsAnnounced, now, prev)
+			c.notified.GiveBack(eventsAnnounced, now, prev)
 			return nil, err
 		}
 	}
@@ -381,7 +382,7 @@ func (c *eventCopy) Next() bool {
 
 func (c *eventCopy) Values() ([]any, error) {
 	ev, p := &c.evs[c.at-1], c.out[c.at-1]
-	c.values = [7]any{p.ID, ev.topic, nil, nil, int16(p.ID % EventParts), ev.payload, rawOrNil(ev.headers)}
+	c.values = [7]any{p.ID, ev.topic, nil, nil, int16(p.ID % EventParts), ev.payload, pgsql.RawJSON(ev.headers)}
 	if ev.key != "" {
 		c.values[2], c.values[3], c.values[4] = ev.key, p.Seq, keyPart(ev.key)
 	}
@@ -391,12 +392,12 @@ func (c *eventCopy) Values() ([]any, error) {
 func (c *eventCopy) Err() error { return nil }
 
 // checkEvents is checkMigrated for the events table of migration 007.
-func (c *Client) checkEvents(ctx context.Context, cn conn) error {
+func (c *Client) checkEvents(ctx context.Context, cn pgsql.Conn) error {
 	if c.eventsMigrated.Load() {
 		return nil
 	}
 	var ok bool
-	err := cn.query(ctx, sqlMigrated, []any{`"` + c.schema + `".docket_events`}, func(scan func(...any) error) error {
+	err := cn.Query(ctx, pgsql.TableExists, []any{`"` + c.schema + `".docket_events`}, func(scan func(...any) error) error {
 		return scan(&ok)
 	})
 	if err != nil {
@@ -409,22 +410,22 @@ func (c *Client) checkEvents(ctx context.Context, cn conn) error {
 	return nil
 }
 
-const (
+var (
 	// sqlPublish writes an event without key; its partition follows its id.
 	// When $4 names a channel it announces the event there (see
 	// EventChannel).
-	sqlPublish = `WITH e AS (
+	sqlPublish = pgsql.SQL(`WITH e AS (
 	INSERT INTO {{schema}}.docket_events (id, topic, part, payload, headers)
 	SELECT i.id, $1::text, i.id % 64, $2::bytea, $3::jsonb
 	FROM (SELECT nextval('{{schema}}.docket_events_id_seq') AS id) i
 	RETURNING id
 )
-SELECT id, 0::bigint, CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') IS NOT NULL END FROM e`
+SELECT id, 0::bigint, CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') IS NOT NULL END FROM e`)
 
 	// sqlPublishKeyed bumps the key's sequence, which locks its row until
 	// the transaction ends, and draws the event's id in RETURNING, that is
 	// once the lock is held. $6 as sqlPublish's $4.
-	sqlPublishKeyed = `WITH k AS (
+	sqlPublishKeyed = pgsql.SQL(`WITH k AS (
 	INSERT INTO {{schema}}.docket_event_keys AS k (key, seq) VALUES ($2::text, 1)
 	ON CONFLICT (key) DO UPDATE SET seq = k.seq + 1
 	RETURNING k.seq, nextval('{{schema}}.docket_events_id_seq') AS id
@@ -433,14 +434,14 @@ SELECT id, 0::bigint, CASE WHEN $4::text IS NOT NULL THEN pg_notify($4, '') IS N
 	SELECT k.id, $1::text, $2::text, k.seq, $3::smallint, $4::bytea, $5::jsonb FROM k
 	RETURNING id, seq
 )
-SELECT id, seq, CASE WHEN $6::text IS NOT NULL THEN pg_notify($6, '') IS NOT NULL END FROM e`
+SELECT id, seq, CASE WHEN $6::text IS NOT NULL THEN pg_notify($6, '') IS NOT NULL END FROM e`)
 
 	// sqlReserveSeqs takes $2[i] sequence numbers for key $1[i], locking the
 	// keys in the order given, and returns each key's last number.
-	sqlReserveSeqs = `INSERT INTO {{schema}}.docket_event_keys AS k (key, seq)
+	sqlReserveSeqs = pgsql.SQL(`INSERT INTO {{schema}}.docket_event_keys AS k (key, seq)
 SELECT key, n FROM unnest($1::text[], $2::bigint[]) AS r(key, n) ORDER BY key
 ON CONFLICT (key) DO UPDATE SET seq = k.seq + EXCLUDED.seq
-RETURNING key, seq`
+RETURNING key, seq`)
 
-	sqlEventIDs = `SELECT nextval('{{schema}}.docket_events_id_seq') FROM generate_series(1, $1::int)`
+	sqlEventIDs = pgsql.SQL(`SELECT nextval('{{schema}}.docket_events_id_seq') FROM generate_series(1, $1::int)`)
 )

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -31,7 +33,7 @@ func TestPublishRejectsBadInput(t *testing.T) {
 		{"space in topic", outbox.Message{Topic: "orders placed"}, "only ASCII letters"},
 		{"empty token", outbox.Message{Topic: "orders..placed"}, "empty dot-separated token"},
 		{"leading dot", outbox.Message{Topic: ".orders"}, "empty dot-separated token"},
-		{"long key", outbox.Message{Topic: "t", Key: strings.Repeat("k", outbox.MaxKeyLen+1)}, "key longer than"},
+		{"long key", outbox.Message{Topic: "t", Key: strings.Repeat("k", docket.MaxKeyLen+1)}, "key longer than"},
 		{"NUL in key", outbox.Message{Topic: "t", Key: "a\x00b"}, "NUL"},
 		{"payload over limit", outbox.Message{Topic: "t", Payload: make([]byte, 101)}, "payload of 101 bytes over the limit of 100"},
 		{"header name with colon", outbox.Message{Topic: "t", Headers: map[string]string{"a:b": "v"}}, "header name"},
@@ -211,7 +213,7 @@ func TestPublishNotMigrated(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.UpTo(context.Background(), pool, 6); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,7 @@ func TestPublishNotMigrated(t *testing.T) {
 func TestInbox(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	rec := func(db outbox.Pgx, id string) bool {
+	rec := func(db outbox.DB, id string) bool {
 		t.Helper()
 		r, err := b.client.Inbox(b.ctx, db, "billing", id)
 		if err != nil {

@@ -8,6 +8,11 @@
 // at start. Each schedule has at most one pending run: a job with unique key
 // "schedule:<name>" and meta {"schedule": name, "fire": fire time}.
 //
+// This package holds what a user declares: [Schedule], [Misfire] and its
+// policies, specs ([ParseSpec]), [Offset], the errors and the tuning
+// ([Config], as docket.Config.Scheduler). The engine that runs schedules is
+// internal to Docket; docket.NewClient wires it in.
+//
 // # Wiring
 //
 // Schedules are configuration of the client that runs their handlers:
@@ -24,16 +29,17 @@
 // schedules' kinds, adds the middleware that skips late runs, and runs the
 // reconciler from Start to Stop; none of these is a step to remember. A
 // schedule whose kind has no handler fails docket.NewClient with
-// [ErrNoHandler]; so does a later [Service.Register] through
-// client.Schedules() of a kind not among Config.Schedules'.
+// [ErrNoHandler]; so does a later docket.Client.RegisterSchedules of a kind
+// not among Config.Schedules'.
 //
-// A [Service] made with [New] is for operations alone: [Service.List],
-// [Service.Stale], [Service.Pause], [Service.Resume], [Service.Remove],
-// [Service.Trigger] and [Service.Reconcile], as `docket schedules` uses it.
-// Such a service has no registry; so that a run it triggers gets the
-// queue, priority and attempts of the schedule's own runs (the schedule's,
-// else the kind's handlers.KindOpts, else the defaults), the client that
-// registers a schedule stores them in the schedule's row ([Info].Run).
+// The operations on stored schedules are in package admin:
+// client.Admin().Schedules() (or admin.New(...).Schedules()) lists them,
+// finds stale ones, pauses, resumes, removes, triggers and reconciles, as
+// `docket schedules` and the dashboard do. Those processes have no
+// registry; so that a run they trigger gets the queue, priority and
+// attempts of the schedule's own runs (the schedule's, else the kind's
+// handlers.KindOpts, else the defaults), the client that registers a
+// schedule stores them in the schedule's row (admin.ScheduleInfo's Run).
 //
 // # Spec syntax
 //
@@ -50,26 +56,28 @@
 //
 // # Next run at completion
 //
-// The outcome hook (a handlers.OutcomeHook) runs in the worker inside the
-// transaction that completes or dead-letters a run (also a transactional
-// handler's own transaction). It locks the schedule's row and, only if the
-// row still expects this run's fire time, enqueues the next run and records
-// last_fire and next_fire, all in that transaction. The next fire time is
-// computed from the previous fire time, not from now, so schedules do not
-// drift; the guard on next_fire and the unique key make two completions of
-// one fire time insert one run. A run enqueued by [Service.Trigger] has no
-// fire time and leaves the timetable alone.
+// The client's outcome hook runs in the worker inside the transaction that
+// completes or dead-letters a run (also a transactional handler's own
+// transaction). It locks the schedule's row and, only if the row still
+// expects this run's fire time, enqueues the next run and records last_fire
+// and next_fire, all in that transaction. The next fire time is computed
+// from the previous fire time, not from now, so schedules do not drift; the
+// guard on next_fire and the unique key make two completions of one fire
+// time insert one run. A run enqueued by a trigger (admin's
+// Schedules().Trigger, `docket schedules trigger`) has no fire time and
+// leaves the timetable alone.
 //
-// [Service.Reconcile] (every minute while the client runs) gives every
-// active schedule without a pending run one: schedules whose run was deleted
-// by hand, dead-lettered by the reaper (lease expired on its last attempt:
-// no worker writes that outcome, so no hook runs) or that were just resumed.
-// It is one ON CONFLICT DO NOTHING insert per batch under a
-// transaction-scoped advisory lock: safe in every process at once. A
-// client's reconciler looks after the schedules of its own kinds (those of
-// its Config.Schedules) only, so services with different schedules can
-// share a schema: schedules of other kinds are left to the processes that
-// run them, and each such kind is logged once per process, at INFO.
+// The reconciler (every [Config].ReconcileInterval, a minute by default,
+// while the client runs) gives every active schedule without a pending run
+// one: schedules whose run was deleted by hand, dead-lettered by the reaper
+// (lease expired on its last attempt: no worker writes that outcome, so no
+// hook runs) or that were just resumed. It is one ON CONFLICT DO NOTHING
+// insert per batch under a transaction-scoped advisory lock: safe in every
+// process at once. A client's reconciler looks after the schedules of its
+// own kinds (those of its Config.Schedules) only, so services with different
+// schedules can share a schema: schedules of other kinds are left to the
+// processes that run them, and each such kind is logged once per process, at
+// INFO.
 //
 // # Spread
 //
@@ -135,6 +143,7 @@
 //     client's middleware.
 //   - A spec or template changed by a new registration applies from the
 //     next run; the pending run keeps its time and payload. Schedules that
-//     no process registers any more are listed by [Service.Stale] (and
-//     `docket schedules list --stale 24h`) for removal.
+//     no process registers any more are listed by admin's
+//     Schedules().Stale (and `docket schedules list --stale 24h`) for
+//     removal.
 package schedule

@@ -39,7 +39,7 @@ func TestHelpForEveryCommand(t *testing.T) {
 	for _, l := range walk(commands(), "") {
 		args := append(strings.Fields(l.path), "--help")
 		for _, form := range [][]string{args, append([]string{"help"}, strings.Fields(l.path)...)} {
-			code, out, errOut := docket(t, form...)
+			code, out, errOut := runDocket(t, form...)
 			want := strings.TrimSpace("usage: docket " + l.path)
 			if code != 0 || !strings.HasPrefix(out, want) || errOut != "" {
 				t.Errorf("docket %v: exit %d, stdout %q, stderr %q; want exit 0 and %q on stdout", form, code, out, errOut, want)
@@ -59,25 +59,25 @@ func TestHelpForEveryCommand(t *testing.T) {
 			}
 		}
 	}
-	if code, out, _ := docket(t, "-h"); code != 0 || !strings.Contains(out, "DOCKET_SCHEMA") || !strings.Contains(out, "DATABASE_URL") {
+	if code, out, _ := runDocket(t, "-h"); code != 0 || !strings.Contains(out, "DOCKET_SCHEMA") || !strings.Contains(out, "DATABASE_URL") {
 		t.Errorf("docket -h: %d, does not name the environment:\n%s", code, out)
 	}
 }
 
 func TestNoArgumentsIsUsage(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := docket(t)
+	code, out, errOut := runDocket(t)
 	if code != 2 || out != "" || !strings.HasPrefix(errOut, "usage: docket <command>") {
 		t.Errorf("docket: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if code, _, errOut := docket(t, "help", "nope"); code != 2 || !strings.Contains(errOut, `no help for "nope"`) {
+	if code, _, errOut := runDocket(t, "help", "nope"); code != 2 || !strings.Contains(errOut, `no help for "nope"`) {
 		t.Errorf("docket help nope: %d %q", code, errOut)
 	}
 }
 
 func TestBenchHelpListsEveryScenario(t *testing.T) {
 	t.Parallel()
-	_, out, _ := docket(t, "bench", "--help")
+	_, out, _ := runDocket(t, "bench", "--help")
 	for _, s := range []string{"insert", "drain", "sustained", "idle", "all", "heldxmin"} {
 		if !strings.Contains(out, "\n  "+s+" ") {
 			t.Errorf("bench help lacks scenario %s:\n%s", s, out)
@@ -88,13 +88,13 @@ func TestBenchHelpListsEveryScenario(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
-		code, out, errOut := docket(t, args...)
+		code, out, errOut := runDocket(t, args...)
 		// A test binary is not stamped with a module version or revision.
 		if code != 0 || out != "docket (devel) "+runtime.Version()+"\n" || errOut != "" {
 			t.Errorf("docket %v: %d %q %q", args, code, out, errOut)
 		}
 	}
-	code, out, _ := docket(t, "version", "--json")
+	code, out, _ := runDocket(t, "version", "--json")
 	var v map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != "(devel)" || v["go_version"] != runtime.Version() {
 		t.Errorf("version --json: %d %s", code, out)
@@ -105,19 +105,19 @@ func TestMigrateStatusExitCodeAndEnvironment(t *testing.T) {
 	schema := pgtest.Schema(t)
 	t.Setenv("DATABASE_URL", pgtest.URL(t))
 	t.Setenv("DOCKET_SCHEMA", schema)
-	code, out, errOut := docket(t, "migrate", "status")
+	code, out, errOut := runDocket(t, "migrate", "status")
 	if code != exitPending || !strings.Contains(out, "schema "+schema+": at version 0 of") || !strings.Contains(out, "pending 001_core") ||
 		!strings.Contains(errOut, "migrations pending: run docket migrate up") {
 		t.Fatalf("migrate status before up: %d %q %q", code, out, errOut)
 	}
-	if code, out, errOut = docket(t, "migrate", "up"); code != 0 || !strings.Contains(out, "applied 1_core") {
+	if code, out, errOut = runDocket(t, "migrate", "up"); code != 0 || !strings.Contains(out, "applied 1_core") {
 		t.Fatalf("migrate up from the environment: %d %q %q", code, out, errOut)
 	}
-	if code, out, errOut = docket(t, "migrate", "status"); code != 0 || strings.Contains(out, "pending") || errOut != "" {
+	if code, out, errOut = runDocket(t, "migrate", "status"); code != 0 || strings.Contains(out, "pending") || errOut != "" {
 		t.Fatalf("migrate status after up: %d %q %q", code, out, errOut)
 	}
 	// The flag wins over the environment.
-	if code, out, _ = docket(t, "migrate", "status", "--schema", pgtest.Schema(t)); code != exitPending {
+	if code, out, _ = runDocket(t, "migrate", "status", "--schema", pgtest.Schema(t)); code != exitPending {
 		t.Fatalf("migrate status of another schema: %d %q", code, out)
 	}
 }

@@ -119,7 +119,7 @@ func TestDashboardFlagErrors(t *testing.T) {
 		{"--allowed-hosts", "http://dash.internal"},
 		{"--token-max-age", "10ms"},
 	} {
-		code, _, errOut := docket(t, append([]string{"dashboard", "--database-url", unreachable}, args...)...)
+		code, _, errOut := runDocket(t, append([]string{"dashboard", "--database-url", unreachable}, args...)...)
 		if code != 2 || strings.Contains(errOut, "cannot connect") {
 			t.Errorf("%v: exit %d, want 2 before connecting: %s", args, code, errOut)
 		}

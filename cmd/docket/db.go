@@ -6,13 +6,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // connect opens a small pool with Docket's connection defaults (see
-// outbox.ParsePoolConfig) and checks it reaches the server, with an error
+// docket.ParsePoolConfig) and checks it reaches the server, with an error
 // that names the server but never the password. An empty url means
 // $DATABASE_URL. With pgbouncer the pool uses a query mode that PgBouncer
 // in transaction mode serves (see pgbouncerMode).
@@ -23,7 +25,7 @@ func connect(ctx context.Context, url string, maxConns int32, pgbouncer bool) (*
 	if url == "" {
 		return nil, fmt.Errorf("%w: no database: pass --database-url or set DATABASE_URL", errUsage)
 	}
-	cfg, err := outbox.ParsePoolConfig(url)
+	cfg, err := docket.ParsePoolConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: invalid database URL: %v", errUsage, err) // pgconn hides the password
 	}
@@ -48,9 +50,23 @@ func connect(ctx context.Context, url string, maxConns int32, pgbouncer bool) (*
 	return pool, nil
 }
 
-// open checks the schema name and connects: the client for the schema and a
-// small pool, for a command that runs a few statements.
-func (d *dbFlags) open(ctx context.Context) (*outbox.Client, *pgxpool.Pool, error) {
+// open checks the schema name and connects: the operations on the schema
+// and a small pool, for a command that runs a few statements.
+func (d *dbFlags) open(ctx context.Context) (*admin.Client, *pgxpool.Pool, error) {
+	client, err := admin.New(admin.Config{Schema: d.schema})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	pool, err := connect(ctx, d.url, 2, d.pgbouncer)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, pool, nil
+}
+
+// openEvents is open for the relay's verbs: the events' client of the
+// schema and a small pool.
+func (d *dbFlags) openEvents(ctx context.Context) (*outbox.Client, *pgxpool.Pool, error) {
 	client, err := outbox.New(outbox.Config{Schema: d.schema})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)

@@ -15,10 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	docketq "github.com/docketq/docket" // the CLI's tests have a docket func
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -143,7 +143,7 @@ func leaveBehind(pool *pgxpool.Pool, target string, keep, private bool, out io.W
 
 type demo struct {
 	pool   *pgxpool.Pool
-	client *docketq.Client
+	client *docket.Client
 	out    io.Writer
 	errOut io.Writer
 	orders int
@@ -158,7 +158,7 @@ func (d *demo) run(ctx context.Context) error {
 	if _, err := d.pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+demoSchema+` CASCADE`); err != nil {
 		return err
 	}
-	m, err := outbox.NewMigrator(demoSchema)
+	m, err := migrate.New(demoSchema)
 	if err != nil {
 		return err
 	}
@@ -198,11 +198,11 @@ func (d *demo) run(ctx context.Context) error {
 
 	// One client enqueues with the kinds' registered defaults and runs
 	// their handlers.
-	if d.client, err = docketq.NewClient(d.pool, docketq.Config{
-		Outbox:   outbox.Config{Schema: demoSchema},
+	if d.client, err = docket.NewClient(d.pool, docket.Config{
+		Schema:   demoSchema,
 		Registry: reg,
-		Worker: handlers.Config{
-			Pools:  []handlers.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
+		Worker: docket.WorkerConfig{
+			Pools:  []docket.PoolConfig{{Name: "default", Queues: []string{"default"}, Concurrency: 50}},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		},
 	}); err != nil {
@@ -245,7 +245,7 @@ func (d *demo) enqueue(ctx context.Context) (jobs int, dupID int64, err error) {
 			if _, err := tx.Exec(ctx, `INSERT INTO `+demoSchema+`.orders VALUES ($1, $2, $3)`, id, tenants[i%3], 100*i); err != nil {
 				return err
 			}
-			_, err := d.client.Enqueue(ctx, tx, sendReceipt{OrderID: id}, outbox.Opts{UniqueKey: fmt.Sprintf("receipt:%d", id), Tenant: tenants[i%3]})
+			_, err := d.client.Enqueue(ctx, tx, sendReceipt{OrderID: id}, docket.Opts{UniqueKey: fmt.Sprintf("receipt:%d", id), Tenant: tenants[i%3]})
 			return err
 		})
 		if err != nil {
@@ -254,18 +254,18 @@ func (d *demo) enqueue(ctx context.Context) (jobs int, dupID int64, err error) {
 		jobs++
 	}
 	// Enqueuing a receipt again while the first is in flight inserts nothing.
-	res, err := d.client.Enqueue(ctx, d.pool, sendReceipt{OrderID: 1}, outbox.Opts{UniqueKey: "receipt:1"})
+	res, err := d.client.Enqueue(ctx, d.pool, sendReceipt{OrderID: 1}, docket.Opts{UniqueKey: "receipt:1"})
 	if err != nil {
 		return 0, 0, err
 	}
 	if !res.Duplicate {
 		return 0, 0, errors.New("a duplicate unique key was inserted twice")
 	}
-	more := []outbox.Item{
+	more := []docket.Item{
 		{Args: flakyCharge{OrderID: 2}},
 		{Args: brokenExport{OrderID: 3}}, // 2 attempts: its kind's default
-		{Args: ledgerPost{Tenant: "acme", N: 1}, Opts: outbox.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
-		{Args: ledgerPost{Tenant: "acme", N: 2}, Opts: outbox.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
+		{Args: ledgerPost{Tenant: "acme", N: 1}, Opts: docket.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
+		{Args: ledgerPost{Tenant: "acme", N: 2}, Opts: docket.Opts{SerialKey: "ledger:acme", Tenant: "acme"}},
 	}
 	if _, err := d.client.EnqueueMany(ctx, d.pool, more); err != nil {
 		return 0, 0, err

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 )
 
 // dlqFilter are the selection flags of dlq list and replay.
@@ -27,8 +27,8 @@ func (f *dlqFilter) register(fs *flag.FlagSet, limit int) {
 	fs.IntVar(&f.limit, "limit", limit, "at most this many jobs (-1: no limit)")
 }
 
-func (f *dlqFilter) filter(now time.Time) (outbox.DeadFilter, error) {
-	out := outbox.DeadFilter{Kind: f.kind, Queue: f.queue, ErrorLike: f.errLike, Limit: f.limit}
+func (f *dlqFilter) filter(now time.Time) (admin.DeadFilter, error) {
+	out := admin.DeadFilter{Kind: f.kind, Queue: f.queue, ErrorLike: f.errLike, Limit: f.limit}
 	if f.limit == 0 || f.limit < -1 {
 		return out, fmt.Errorf("%w: --limit %d: want -1 (no limit) or 1 or more", errUsage, f.limit)
 	}
@@ -118,7 +118,7 @@ func dlqList(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		dead, err := client.ListDead(ctx, pool, filter)
+		dead, err := client.DeadLetters().List(ctx, pool, filter)
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func dlqShow(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		d, err := client.DeadJobByID(ctx, pool, ids[0], *payload)
+		d, err := client.DeadLetters().Get(ctx, pool, ids[0], *payload)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func dlqReplay(fs *flag.FlagSet) action {
 		}
 		defer pool.Close()
 		if *dryRun {
-			dead, err := client.ListDead(ctx, pool, filter)
+			dead, err := client.DeadLetters().List(ctx, pool, filter)
 			if err != nil {
 				return err
 			}
@@ -223,7 +223,7 @@ func dlqReplay(fs *flag.FlagSet) action {
 			return nil
 		}
 		last := time.Now()
-		res, err := client.ReplayDead(ctx, pool, filter, outbox.ReplayOptions{Rate: perSecond, Progress: func(r outbox.ReplayResult) {
+		res, err := client.DeadLetters().Replay(ctx, pool, filter, admin.ReplayOptions{Rate: perSecond, Progress: func(r admin.ReplayResult) {
 			if time.Since(last) >= 5*time.Second {
 				last = time.Now()
 				fmt.Fprintf(errOut, "replayed %d so far\n", len(r.Replayed))
@@ -257,14 +257,14 @@ func dlqPurge(fs *flag.FlagSet) action {
 		defer pool.Close()
 		cutoff := time.Now().Add(-*olderThan)
 		if *dryRun {
-			dead, err := client.ListDead(ctx, pool, outbox.DeadFilter{Before: cutoff, Limit: -1})
+			dead, err := client.DeadLetters().List(ctx, pool, admin.DeadFilter{Before: cutoff, Limit: -1})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "would delete %d dead jobs that died before %s\n", len(dead), cutoff.UTC().Format(time.RFC3339))
 			return nil
 		}
-		n, err := client.PurgeDead(ctx, pool, cutoff)
+		n, err := client.DeadLetters().Purge(ctx, pool, cutoff)
 		if err != nil {
 			return err
 		}

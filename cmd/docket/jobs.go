@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,8 +32,8 @@ func jobsCancel(fs *flag.FlagSet) action {
 	db.register(fs)
 	note := fs.String("note", "cancelled by operator", "the error recorded on the cancelled job")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onJob(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
-			if err := client.CancelJob(ctx, pool, id, *note); err != nil {
+		return onJob(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
+			if err := client.Jobs().Cancel(ctx, pool, id, *note); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "job %d cancelled: it is in the dead-letter table\n", id)
@@ -46,8 +46,8 @@ func jobsRetry(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onJob(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
-			if err := client.RetryJob(ctx, pool, id); err != nil {
+		return onJob(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
+			if err := client.Jobs().Retry(ctx, pool, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "job %d is ready to run\n", id)
@@ -57,7 +57,7 @@ func jobsRetry(fs *flag.FlagSet) action {
 }
 
 // onJob checks the one job id argument, connects and runs op.
-func onJob(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client, *pgxpool.Pool, int64) error) error {
+func onJob(ctx context.Context, db dbFlags, pos []string, op func(*admin.Client, *pgxpool.Pool, int64) error) error {
 	if err := wantArgs(pos, 1, "one job id"); err != nil {
 		return err
 	}
@@ -76,22 +76,22 @@ func onJob(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client
 func jobsList(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
-	var f outbox.JobFilter
-	fs.StringVar(&f.State, "state", "", "one of "+strings.Join(outbox.JobStates(), ", ")+" (default: every live job)")
+	var f admin.JobFilter
+	fs.StringVar(&f.State, "state", "", "one of "+strings.Join(admin.JobStates(), ", ")+" (default: every live job)")
 	fs.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
 	fs.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
 	fs.StringVar(&f.Tenant, "tenant", "", "only jobs of this tenant")
 	fs.StringVar(&f.SerialKey, "serial-key", "", "only jobs of this serial key")
 	fs.StringVar(&f.ErrorContains, "error", "", "only jobs whose last error contains this text (any case)")
 	fs.Int64Var(&f.After, "after", 0, "continue after this job id (the last id of the previous page)")
-	fs.IntVar(&f.Limit, "limit", 50, fmt.Sprintf("page size, 1 to %d", outbox.MaxJobPage))
+	fs.IntVar(&f.Limit, "limit", 50, fmt.Sprintf("page size, 1 to %d", admin.MaxJobPage))
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return fmt.Errorf("%w (list takes no ids; use show ID)", err)
 		}
 		if f.Limit == 0 {
-			return fmt.Errorf("%w: --limit 0: want 1 to %d", errUsage, outbox.MaxJobPage)
+			return fmt.Errorf("%w: --limit 0: want 1 to %d", errUsage, admin.MaxJobPage)
 		}
 		if err := f.Check(); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
@@ -101,7 +101,7 @@ func jobsList(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		page, err := client.ListJobs(ctx, pool, f)
+		page, err := client.Jobs().List(ctx, pool, f)
 		if err != nil {
 			return err
 		}
@@ -133,8 +133,8 @@ func jobsShow(fs *flag.FlagSet) action {
 	asJSON := fs.Bool("json", false, "print JSON")
 	payload := fs.Bool("payload", false, "include the payload (it may hold personal data)")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onJob(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
-			j, err := client.JobByID(ctx, pool, id, *payload)
+		return onJob(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
+			j, err := client.Jobs().Get(ctx, pool, id, *payload)
 			if err != nil {
 				return err
 			}
@@ -147,7 +147,7 @@ func jobsShow(fs *flag.FlagSet) action {
 	}
 }
 
-func printJob(out io.Writer, j outbox.JobInfo, payload bool) {
+func printJob(out io.Writer, j admin.JobInfo, payload bool) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" && v != "-" {
@@ -167,13 +167,13 @@ func printJob(out io.Writer, j outbox.JobInfo, payload bool) {
 	row("run at", fmtTime(j.RunAt))
 	row("started", fmtTime(j.StartedAt))
 	row("lease until", fmtTime(j.LeaseUntil))
-	if j.State == outbox.StateDead {
+	if j.State == admin.StateDead {
 		row("died", fmtTime(j.FinishedAt))
 	} else {
 		row("finished", fmtTime(j.FinishedAt))
 	}
 	row("reason", j.Reason)
-	if j.State == outbox.StateRunning {
+	if j.State == admin.StateRunning {
 		holder := j.LockedBy.String()
 		if j.WorkerHost != "" {
 			holder += fmt.Sprintf(" (%s pid %d)", j.WorkerHost, j.WorkerPID)

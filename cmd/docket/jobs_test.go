@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 )
 
 func TestJobsListAndShow(t *testing.T) {
@@ -14,7 +14,7 @@ func TestJobsListAndShow(t *testing.T) {
 	db := []string{"--database-url", url, "--schema", schema}
 	run := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := docket(t, append(args, db...)...)
+		code, out, errOut := runDocket(t, append(args, db...)...)
 		if code != 0 {
 			t.Fatalf("docket %v: %d %s", args, code, errOut)
 		}
@@ -43,38 +43,38 @@ func TestJobsListAndShow(t *testing.T) {
 	if out := run("jobs", "show", itoa(dead[0]), "--payload"); !strings.Contains(out, "secret@example.com") {
 		t.Errorf("jobs show --payload:\n%s", out)
 	}
-	if code, _, errOut := docket(t, append([]string{"jobs", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no job 99999999") {
+	if code, _, errOut := runDocket(t, append([]string{"jobs", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no job 99999999") {
 		t.Errorf("jobs show of an unknown id: %d %s", code, errOut)
 	}
 }
 
 // TestJobsListOffersEveryState checks that `docket jobs list --state` names
-// and lists every state of outbox.JobStates, the list that TestStatesAgree
+// and lists every state of admin.JobStates, the list that TestStatesAgree
 // (in the root package) holds against the migrations, the Ent schema, the
 // dashboard and docs/state-machine.md, and that it refuses another state
 // naming them all.
 func TestJobsListOffersEveryState(t *testing.T) {
 	t.Parallel()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}
-	_, out, errOut := docket(t, "jobs", "list", "--help")
+	_, out, errOut := runDocket(t, "jobs", "list", "--help")
 	_, usage, ok := strings.Cut(out+errOut, "-state string\n")
 	usage, _, _ = strings.Cut(usage, "\n")
 	if !ok {
 		t.Fatalf("jobs list --help has no --state flag:\n%s%s", out, errOut)
 	}
-	states := outbox.JobStates()
+	states := admin.JobStates()
 	for _, s := range states {
 		if !strings.Contains(usage, " "+s) {
 			t.Errorf("the usage of --state does not name state %q: %s", s, usage)
 		}
-		if code, _, errOut := docket(t, "jobs", "list", "--state", s, "--database-url", url, "--schema", schema); code != 0 {
+		if code, _, errOut := runDocket(t, "jobs", "list", "--state", s, "--database-url", url, "--schema", schema); code != 0 {
 			t.Errorf("jobs list --state %s: %d %s", s, code, errOut)
 		}
 	}
-	code, _, errOut := docket(t, "jobs", "list", "--state", "finished")
+	code, _, errOut := runDocket(t, "jobs", "list", "--state", "finished")
 	if want := "want one of " + strings.Join(states, ", "); code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("jobs list --state finished: %d %q, want an error saying %q", code, errOut, want)
 	}

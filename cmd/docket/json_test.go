@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"
@@ -70,7 +73,7 @@ func normalize(v any, key string, shape bool) any {
 // zero time) and compares its normalized output with testdata/NAME.json.
 func checkGolden(t *testing.T, name string, shape bool, args ...string) any {
 	t.Helper()
-	code, out, errOut := docket(t, args...)
+	code, out, errOut := runDocket(t, args...)
 	if code != 0 {
 		t.Fatalf("docket %v: %d %s", args, code, errOut)
 	}
@@ -127,7 +130,7 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 	ctx := context.Background()
 	url, schema, dead = opsSetup(t)
 	pool := pgtest.Pool(t)
-	ob, _ := outbox.New(outbox.Config{Schema: schema})
+	c := enqueueClient(t, pool, schema)
 	q, err := queue.New(schema, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +141,7 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 		Claims: 10, ClaimP50: time.Millisecond, ClaimP95: 2 * time.Millisecond, ClaimP99: 3 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ob.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, outbox.Opts{Queue: "stuck"}); err != nil {
+	if _, err := c.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, docket.Opts{Queue: "stuck"}); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := q.Claim(ctx, pool, queue.ClaimParams{Worker: worker, Queues: []string{"stuck"}, Kinds: []string{"mail"},
@@ -146,17 +149,17 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
-	wf, err := ob.EnqueueWorkflow(ctx, pool, outbox.Workflow{Name: "nightly-report", Jobs: []outbox.WorkflowJob{
+	wf, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "nightly-report", Jobs: []docket.WorkflowJob{
 		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
-		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: outbox.After("extract")},
+		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: docket.After("extract")},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ob.SetLimit(ctx, pool, outbox.Limit{Name: "stuck-cap", Queue: "stuck", MaxRunning: 5}); err != nil {
+	if err := c.Admin().Limits().Set(ctx, pool, admin.Limit{Name: "stuck-cap", Queue: "stuck", MaxRunning: 5}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ob.Publish(ctx, pool, outbox.Message{Topic: "orders", Key: "k"})
+	p, err := c.Outbox().Publish(ctx, pool, outbox.Message{Topic: "orders", Key: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,21 +369,14 @@ func TestJSONOutput(t *testing.T) {
 	check("jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail})
 	check("jobs_show_running", false, with("jobs", "show", itoa(running), "--json"), objectAt{"", "job", jobDetail})
 	check("queues_list_empty", false, with("queues", "list", "--json"))
-	if code, _, errOut := docket(t, with("queues", "pause", "mail")...); code != 0 {
+	if code, _, errOut := runDocket(t, with("queues", "pause", "mail")...); code != 0 {
 		t.Fatal(errOut)
 	}
 	check("queues_list", false, with("queues", "list", "--json"), objectAt{"[]", "queue", nil})
 	check("migrate_list", false, with("migrate", "list", "--json"), objectAt{"[]", "migration", nil})
 	check("migrate_status", false, with("migrate", "status", "--json"), objectAt{"", "migrate status", nil})
 	check("schedules_list_empty", false, with("schedules", "list", "--json"))
-	ob, _ := outbox.New(outbox.Config{Schema: schema})
-	svc, err := schedule.New(schedule.Config{DB: pgtest.Pool(t), Outbox: ob})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Register(context.Background(), schedule.Schedule{Name: "nightly", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: cliReport{}}); err != nil {
-		t.Fatal(err)
-	}
+	registerSchedules(t, pgtest.Pool(t), schema, schedule.Schedule{Name: "nightly", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: cliReport{}})
 	check("schedules_list", false, with("schedules", "list", "--json"), objectAt{"[]", "schedule", nil})
 	check("workflows_list", false, with("workflows", "list", "--json"), objectAt{"[]", "workflow", nil})
 	check("workflows_show", false, with("workflows", "show", itoa(workflow), "--json"),
@@ -422,9 +418,9 @@ func TestJSONJobViewsUseJobKeys(t *testing.T) {
 	}
 }
 
-// Every field of what the outbox returns is printed by its --json object
-// (the names match without underscores and case), or is named here as
-// renamed or left out: a field added to outbox without a decision here
+// Every field of what admin, outbox and migrate return is printed by its
+// --json object (the names match without underscores and case), or is named
+// here as renamed or left out: a field added there without a decision here
 // fails.
 func TestJSONObjectsCoverTheirSource(t *testing.T) {
 	t.Parallel()
@@ -433,25 +429,25 @@ func TestJSONObjectsCoverTheirSource(t *testing.T) {
 		renamed  map[string]string // source field -> key
 		leftOut  []string          // source fields not printed, and why
 	}{
-		{src: reflect.TypeFor[outbox.JobInfo](), dst: reflect.TypeFor[jobDetailJSON]()},
-		{src: reflect.TypeFor[outbox.DeadJob](), dst: reflect.TypeFor[jobDetailJSON](), renamed: map[string]string{"DeadAt": "finished_at"}},
-		{src: reflect.TypeFor[outbox.JobPage](), dst: reflect.TypeFor[jobPageJSON]()},
-		{src: reflect.TypeFor[outbox.QueueStatus](), dst: reflect.TypeFor[queueStatusJSON]()},
-		{src: reflect.TypeFor[outbox.WorkerStatus](), dst: reflect.TypeFor[workerJSON]()},
-		{src: reflect.TypeFor[outbox.TableStatus](), dst: reflect.TypeFor[tableJSON]()},
-		{src: reflect.TypeFor[outbox.StuckJob](), dst: reflect.TypeFor[stuckJobJSON]()},
-		{src: reflect.TypeFor[outbox.UnservedKind](), dst: reflect.TypeFor[unservedJSON]()},
-		{src: reflect.TypeFor[outbox.HorizonHolder](), dst: reflect.TypeFor[horizonJSON]()},
-		{src: reflect.TypeFor[outbox.Warning](), dst: reflect.TypeFor[warningJSON]()},
+		{src: reflect.TypeFor[admin.JobInfo](), dst: reflect.TypeFor[jobDetailJSON]()},
+		{src: reflect.TypeFor[admin.DeadJob](), dst: reflect.TypeFor[jobDetailJSON](), renamed: map[string]string{"DeadAt": "finished_at"}},
+		{src: reflect.TypeFor[admin.JobPage](), dst: reflect.TypeFor[jobPageJSON]()},
+		{src: reflect.TypeFor[admin.QueueStatus](), dst: reflect.TypeFor[queueStatusJSON]()},
+		{src: reflect.TypeFor[admin.WorkerStatus](), dst: reflect.TypeFor[workerJSON]()},
+		{src: reflect.TypeFor[admin.TableStatus](), dst: reflect.TypeFor[tableJSON]()},
+		{src: reflect.TypeFor[admin.StuckJob](), dst: reflect.TypeFor[stuckJobJSON]()},
+		{src: reflect.TypeFor[admin.UnservedKind](), dst: reflect.TypeFor[unservedJSON]()},
+		{src: reflect.TypeFor[admin.HorizonHolder](), dst: reflect.TypeFor[horizonJSON]()},
+		{src: reflect.TypeFor[admin.Warning](), dst: reflect.TypeFor[warningJSON]()},
 		{src: reflect.TypeFor[outbox.EventStatus](), dst: reflect.TypeFor[eventStatusJSON]()},
-		{src: reflect.TypeFor[outbox.Status](), dst: reflect.TypeFor[statusJSON]()},
-		{src: reflect.TypeFor[schedule.Info](), dst: reflect.TypeFor[scheduleJSON]()},
-		{src: reflect.TypeFor[outbox.WorkflowState](), dst: reflect.TypeFor[workflowJSON]()},
-		{src: reflect.TypeFor[outbox.WorkflowJobState](), dst: reflect.TypeFor[workflowJobJSON]()},
-		{src: reflect.TypeFor[outbox.Limit](), dst: reflect.TypeFor[limitJSON]()},
-		{src: reflect.TypeFor[outbox.LimitUsage](), dst: reflect.TypeFor[limitKeyJSON](),
+		{src: reflect.TypeFor[admin.Status](), dst: reflect.TypeFor[statusJSON]()},
+		{src: reflect.TypeFor[admin.ScheduleInfo](), dst: reflect.TypeFor[scheduleJSON]()},
+		{src: reflect.TypeFor[admin.WorkflowState](), dst: reflect.TypeFor[workflowJSON]()},
+		{src: reflect.TypeFor[admin.WorkflowJobState](), dst: reflect.TypeFor[workflowJobJSON]()},
+		{src: reflect.TypeFor[admin.Limit](), dst: reflect.TypeFor[limitJSON]()},
+		{src: reflect.TypeFor[admin.LimitUsage](), dst: reflect.TypeFor[limitKeyJSON](),
 			leftOut: []string{"Limit"}}, // the limit the key is listed under
-		{src: reflect.TypeFor[outbox.MigrationStatus](), dst: reflect.TypeFor[migrationJSON](),
+		{src: reflect.TypeFor[migrate.MigrationStatus](), dst: reflect.TypeFor[migrationJSON](),
 			leftOut: []string{"Up", "Down"}}, // the SQL: migrate sql prints it
 		{src: reflect.TypeFor[outbox.DeadEvent](), dst: reflect.TypeFor[deadEventJSON]()},
 	} {
@@ -538,7 +534,7 @@ func TestJSONObjectsDocumented(t *testing.T) {
 func TestJSONPendingMigrations(t *testing.T) {
 	t.Parallel()
 	args := []string{"migrate", "status", "--json", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t)}
-	code, out, _ := docket(t, args...)
+	code, out, _ := runDocket(t, args...)
 	var s struct{ Pending []map[string]any }
 	if code != exitPending || json.Unmarshal([]byte(out), &s) != nil || len(s.Pending) == 0 || s.Pending[0]["name"] != "core" {
 		t.Fatalf("migrate status --json before up: %d %s", code, out)

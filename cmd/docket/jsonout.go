@@ -11,8 +11,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
-	"github.com/docketq/docket/schedule"
 	"github.com/google/uuid"
 )
 
@@ -218,7 +219,7 @@ type jobPageJSON struct {
 	Next int64     `json:"next"`
 }
 
-func jobFromInfo(j outbox.JobInfo) jobDetailJSON {
+func jobFromInfo(j admin.JobInfo) jobDetailJSON {
 	return jobDetailJSON{jobJSON{
 		ID: j.ID, State: j.State, Queue: j.Queue, Kind: j.Kind, Priority: j.Priority, Tenant: j.Tenant,
 		SerialKey: j.SerialKey, UniqueKey: j.UniqueKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
@@ -228,16 +229,16 @@ func jobFromInfo(j outbox.JobInfo) jobDetailJSON {
 	}, j.Payload}
 }
 
-func jobFromDead(d outbox.DeadJob) jobDetailJSON {
+func jobFromDead(d admin.DeadJob) jobDetailJSON {
 	return jobDetailJSON{jobJSON{
-		ID: d.ID, State: outbox.StateDead, Queue: d.Queue, Kind: d.Kind, Priority: d.Priority, Tenant: d.Tenant,
+		ID: d.ID, State: admin.StateDead, Queue: d.Queue, Kind: d.Kind, Priority: d.Priority, Tenant: d.Tenant,
 		SerialKey: d.SerialKey, UniqueKey: d.UniqueKey, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
 		CreatedAt: d.CreatedAt, RunAt: d.RunAt, FinishedAt: d.DeadAt,
 		Reason: d.Reason, LastError: d.LastError, Meta: d.Meta,
 	}, d.Payload}
 }
 
-func jobPageFrom(p outbox.JobPage) jobPageJSON {
+func jobPageFrom(p admin.JobPage) jobPageJSON {
 	out := jobPageJSON{Jobs: make([]jobJSON, len(p.Jobs)), Next: p.Next}
 	for i, j := range p.Jobs {
 		out.Jobs[i] = jobFromInfo(j).jobJSON
@@ -245,7 +246,7 @@ func jobPageFrom(p outbox.JobPage) jobPageJSON {
 	return out
 }
 
-func deadJobsFrom(list []outbox.DeadJob) []jobJSON {
+func deadJobsFrom(list []admin.DeadJob) []jobJSON {
 	out := make([]jobJSON, len(list))
 	for i, d := range list {
 		out[i] = jobFromDead(d).jobJSON
@@ -394,7 +395,7 @@ func eventStatusFrom(e outbox.EventStatus) eventStatusJSON {
 		Dead: e.Dead, BlockedKeys: e.BlockedKeys, Relays: e.Relays}
 }
 
-func statusFrom(s *outbox.Status) statusJSON {
+func statusFrom(s *admin.Status) statusJSON {
 	out := statusJSON{At: s.At, StuckCount: s.StuckCount}
 	for _, q := range s.Queues {
 		out.Queues = append(out.Queues, queueStatusJSON{queueJSON: queueJSON{Queue: q.Queue, Paused: q.Paused},
@@ -469,7 +470,7 @@ type runOptionsJSON struct {
 	MaxAttempts int    `json:"max_attempts"`
 }
 
-func schedulesFrom(list []schedule.Info) []scheduleJSON {
+func schedulesFrom(list []admin.ScheduleInfo) []scheduleJSON {
 	out := make([]scheduleJSON, len(list))
 	for i, s := range list {
 		out[i] = scheduleJSON{Name: s.Name, Spec: s.Spec, TimeZone: s.TimeZone, Kind: s.Kind, Queue: s.Queue,
@@ -514,12 +515,12 @@ type workflowDetailJSON struct {
 	LiveOrDeadJobs []workflowJobJSON `json:"live_or_dead_jobs"`
 }
 
-func workflowFrom(w outbox.WorkflowState) workflowJSON {
+func workflowFrom(w admin.WorkflowState) workflowJSON {
 	return workflowJSON{ID: w.ID, Name: w.Name, State: w.State, Jobs: w.Jobs, Remaining: w.Remaining,
 		Failed: w.Failed, CreatedAt: w.CreatedAt, CancelledAt: w.CancelledAt}
 }
 
-func workflowsFrom(list []outbox.WorkflowState) []workflowJSON {
+func workflowsFrom(list []admin.WorkflowState) []workflowJSON {
 	out := make([]workflowJSON, len(list))
 	for i, w := range list {
 		out[i] = workflowFrom(w)
@@ -527,7 +528,7 @@ func workflowsFrom(list []outbox.WorkflowState) []workflowJSON {
 	return out
 }
 
-func workflowDetailFrom(w outbox.WorkflowState, jobs []outbox.WorkflowJobState) workflowDetailJSON {
+func workflowDetailFrom(w admin.WorkflowState, jobs []admin.WorkflowJobState) workflowDetailJSON {
 	out := workflowDetailJSON{workflowFrom(w), make([]workflowJobJSON, len(jobs))}
 	for i, j := range jobs {
 		out.LiveOrDeadJobs[i] = workflowJobJSON{ID: j.ID, State: j.State, Queue: j.Queue, Kind: j.Kind,
@@ -564,7 +565,7 @@ type limitUsageJSON struct {
 	Keys []limitKeyJSON `json:"keys"`
 }
 
-func limitFrom(l outbox.Limit, usage []outbox.LimitUsage) limitUsageJSON {
+func limitFrom(l admin.Limit, usage []admin.LimitUsage) limitUsageJSON {
 	out := limitUsageJSON{limitJSON{Name: l.Name, Queue: l.Queue, Kind: l.Kind, PerTenant: l.PerTenant,
 		MaxRunning: l.MaxRunning, Rate: l.Rate, Per: l.Per, Burst: l.Burst}, []limitKeyJSON{}}
 	for _, u := range usage {
@@ -595,7 +596,7 @@ type migrateStatusJSON struct {
 	Pending []migrationJSON `json:"pending"`
 }
 
-func migrationsFrom(list []outbox.MigrationStatus, pendingOnly bool) []migrationJSON {
+func migrationsFrom(list []migrate.MigrationStatus, pendingOnly bool) []migrationJSON {
 	out := []migrationJSON{}
 	for _, s := range list {
 		if !pendingOnly || s.AppliedAt.IsZero() {

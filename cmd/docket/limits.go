@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 )
 
 func limitsCommand() *command {
@@ -32,7 +32,7 @@ started per --per. See docs/flow-control.md.`,
 func limitsSet(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
-	var l outbox.Limit
+	var l admin.Limit
 	fs.StringVar(&l.Queue, "queue", "", "govern the jobs of this queue")
 	fs.StringVar(&l.Kind, "kind", "", "govern the jobs of this kind")
 	fs.BoolVar(&l.PerTenant, "per-tenant", false, "apply the limit to each tenant on its own")
@@ -56,7 +56,7 @@ func limitsSet(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		if err := client.SetLimit(ctx, pool, l); err != nil {
+		if err := client.Limits().Set(ctx, pool, l); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "limit %s set: %s; workers apply it within one poll interval\n", l.Name, describeLimit(l))
@@ -65,7 +65,7 @@ func limitsSet(fs *flag.FlagSet) action {
 }
 
 // describeLimit says what l allows, in a line.
-func describeLimit(l outbox.Limit) string {
+func describeLimit(l admin.Limit) string {
 	var parts []string
 	if l.MaxRunning > 0 {
 		parts = append(parts, fmt.Sprintf("%d running at once", l.MaxRunning))
@@ -86,8 +86,8 @@ func describeLimit(l outbox.Limit) string {
 
 // limitLine is one limit of limits list, with its keys' usage.
 type limitLine struct {
-	outbox.Limit
-	Keys []outbox.LimitUsage
+	admin.Limit
+	Keys []admin.LimitUsage
 }
 
 func limitsList(fs *flag.FlagSet) action {
@@ -103,17 +103,17 @@ func limitsList(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		limits, err := client.Limits(ctx, pool)
+		limits, err := client.Limits().List(ctx, pool)
 		if err != nil {
 			return err
 		}
-		usage, err := client.LimitUsage(ctx, pool)
+		usage, err := client.Limits().Usage(ctx, pool)
 		if err != nil {
 			return err
 		}
 		lines := make([]limitLine, len(limits))
 		for i, l := range limits {
-			lines[i] = limitLine{Limit: l, Keys: []outbox.LimitUsage{}}
+			lines[i] = limitLine{Limit: l, Keys: []admin.LimitUsage{}}
 			for _, u := range usage {
 				if u.Limit == l.Name {
 					lines[i].Keys = append(lines[i].Keys, u)
@@ -167,7 +167,7 @@ func limitsRemove(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		removed, err := client.RemoveLimit(ctx, pool, pos[0])
+		removed, err := client.Limits().Remove(ctx, pool, pos[0])
 		if err != nil {
 			return err
 		}

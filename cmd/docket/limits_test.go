@@ -11,7 +11,7 @@ func TestLimitsCommands(t *testing.T) {
 	t.Parallel()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
 	db := []string{"--database-url", url, "--schema", schema}
-	cmd := func(args ...string) (int, string, string) { return docket(t, append(args, db...)...) }
+	cmd := func(args ...string) (int, string, string) { return runDocket(t, append(args, db...)...) }
 	if code, _, errOut := cmd("migrate", "up"); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}

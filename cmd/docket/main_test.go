@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -25,8 +25,8 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-// docket runs the CLI in-process and returns its exit code and output.
-func docket(t *testing.T, args ...string) (int, string, string) {
+// runDocket runs the CLI in-process and returns its exit code and output.
+func runDocket(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, &out, &errOut)
@@ -36,29 +36,29 @@ func docket(t *testing.T, args ...string) (int, string, string) {
 func TestMigrateVerbs(t *testing.T) {
 	t.Parallel()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	code, out, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema)
+	code, out, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema)
 	if code != 0 || !strings.Contains(out, "applied 1_core") {
 		t.Fatalf("up: %d %q %q", code, out, errOut)
 	}
-	if code, out, _ = docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "nothing applied") {
+	if code, out, _ = runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "nothing applied") {
 		t.Fatalf("second up: %d %q", code, out)
 	}
-	if code, out, _ = docket(t, "migrate", "list", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "001      core") {
+	if code, out, _ = runDocket(t, "migrate", "list", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "001      core") {
 		t.Fatalf("list: %d %q", code, out)
 	}
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	migs := m.Migrations()
 	newest, before := migs[len(migs)-1], migs[len(migs)-2]
-	if code, out, _ = docket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, fmt.Sprintf("reverted %d_%s", newest.Version, newest.Name)) || strings.Contains(out, fmt.Sprintf("%d_%s", before.Version, before.Name)) {
+	if code, out, _ = runDocket(t, "migrate", "down", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, fmt.Sprintf("reverted %d_%s", newest.Version, newest.Name)) || strings.Contains(out, fmt.Sprintf("%d_%s", before.Version, before.Name)) {
 		t.Fatalf("down one step: %d %q", code, out)
 	}
-	if code, out, _ = docket(t, "migrate", "down", "--version", "0", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 1_core") {
+	if code, out, _ = runDocket(t, "migrate", "down", "--version", "0", "--database-url", url, "--schema", schema); code != 0 || !strings.Contains(out, "reverted 1_core") {
 		t.Fatalf("down: %d %q", code, out)
 	}
-	if code, out, _ = docket(t, "migrate", "sql", "--schema", "abc"); code != 0 || !strings.Contains(out, `"abc".docket_jobs`) {
+	if code, out, _ = runDocket(t, "migrate", "sql", "--schema", "abc"); code != 0 || !strings.Contains(out, `"abc".docket_jobs`) {
 		t.Fatalf("sql: %d %q", code, out)
 	}
 }
@@ -80,7 +80,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"migrate", "up", "--database-url", pgtest.URL(t), "--schema", "Bad-Name"}, 2, "invalid schema name"},
 	}
 	for _, c := range cases {
-		code, _, errOut := docket(t, c.args...)
+		code, _, errOut := runDocket(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("docket %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.want)
 		}
@@ -104,7 +104,7 @@ func TestDemoRunsToCompletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := docket(t, "demo", "--orders", "50")
+	code, out, errOut := runDocket(t, "demo", "--orders", "50")
 	if code != 0 {
 		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -126,7 +126,7 @@ func TestDemoRunsToCompletion(t *testing.T) {
 		t.Errorf("the demo left schema %s behind without --keep", demoSchema)
 	}
 
-	code, out, errOut = docket(t, "demo", "--orders", "5", "--keep")
+	code, out, errOut = runDocket(t, "demo", "--orders", "5", "--keep")
 	if code != 0 {
 		t.Fatalf("demo --keep exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/metricserver"
+	"github.com/docketq/docket/migrate"
 )
 
 func metricsCommand() *command {
@@ -46,13 +48,17 @@ func serveMetrics(ctx context.Context, db dbFlags, th thresholdFlags, addr strin
 		return err
 	}
 	defer pool.Close()
-	reg := handlers.NewMetricsRegistry()
-	reg.MustRegister(handlers.NewStatusCollector(pool, client, th.th))
-	ready, err := handlers.SchemaReadiness(pool, client.Schema())
+	reg := metricserver.NewRegistry()
+	reg.MustRegister(admin.NewStatusCollector(pool, client, th.th))
+	m, err := migrate.New(client.Schema())
 	if err != nil {
 		return err
 	}
-	srv, err := handlers.ServeMetrics(addr, reg, ready)
+	ready, err := metricserver.SchemaReadiness(pool, client.Schema(), m.Latest())
+	if err != nil {
+		return err
+	}
+	srv, err := metricserver.Serve(addr, reg, ready, nil)
 	if err != nil {
 		return err
 	}

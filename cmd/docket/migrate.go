@@ -10,8 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 )
 
 // exitPending is migrate status's exit code when migrations are pending, so
@@ -51,8 +50,8 @@ running it; no connection is made then.`},
 }
 
 // migrator is the migrator for the schema flag, its errors usage errors.
-func migrator(schema string) (*outbox.Migrator, error) {
-	m, err := outbox.NewMigrator(schema)
+func migrator(schema string) (*migrate.Migrator, error) {
+	m, err := migrate.New(schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -63,7 +62,7 @@ func versionFlag(fs *flag.FlagSet, help string) *int { return fs.Int("version", 
 
 // checkVersion checks --version before anything connects: -1 (the flag's
 // default), a version this binary knows, or 0 where zeroOK (down to none).
-func checkVersion(m *outbox.Migrator, v int, zeroOK bool) error {
+func checkVersion(m *migrate.Migrator, v int, zeroOK bool) error {
 	if v == -1 || (v == 0 && zeroOK) {
 		return nil
 	}
@@ -105,13 +104,6 @@ func migrateUp(fs *flag.FlagSet) action {
 		defer pool.Close()
 		done, err := m.UpTo(ctx, pool, v)
 		if err != nil {
-			return err
-		}
-		q, err := queue.New(db.schema, queue.Config{})
-		if err != nil {
-			return err
-		}
-		if err := q.EnsurePartitions(ctx, pool, time.Now(), 3); err != nil {
 			return err
 		}
 		report(out, "applied", done)
@@ -158,7 +150,7 @@ func migrateDown(fs *flag.FlagSet) action {
 
 // previous is the version below the highest applied one: the highest known
 // version under it (versions need not be contiguous), 0 when there is none.
-func previous(list []outbox.MigrationStatus) int {
+func previous(list []migrate.MigrationStatus) int {
 	cur, v := current(list), 0
 	for _, s := range list {
 		if s.Version < cur && s.Version > v {
@@ -169,7 +161,7 @@ func previous(list []outbox.MigrationStatus) int {
 }
 
 // current is the highest applied version, 0 when none is.
-func current(list []outbox.MigrationStatus) int {
+func current(list []migrate.MigrationStatus) int {
 	v := 0
 	for _, s := range list {
 		if !s.AppliedAt.IsZero() && s.Version > v {
@@ -204,7 +196,7 @@ func migrateList(fs *flag.FlagSet) action {
 	}
 }
 
-func loadMigrations(ctx context.Context, db dbFlags, pos []string) ([]outbox.MigrationStatus, error) {
+func loadMigrations(ctx context.Context, db dbFlags, pos []string) ([]migrate.MigrationStatus, error) {
 	if err := wantArgs(pos, 0, ""); err != nil {
 		return nil, err
 	}
@@ -315,7 +307,7 @@ func migrateSQL(fs *flag.FlagSet) action {
 	}
 }
 
-func report(out io.Writer, verb string, done []outbox.Migration) {
+func report(out io.Writer, verb string, done []migrate.Migration) {
 	if len(done) == 0 {
 		fmt.Fprintf(out, "nothing %s: already at the target version\n", verb)
 		return

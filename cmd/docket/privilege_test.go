@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	docketq "github.com/docketq/docket"
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
@@ -68,13 +70,13 @@ func restrictedRoles(t *testing.T) *roles {
 		}
 	})
 	r.ownerURL, r.appURL = urlAs(t, r.owner), urlAs(t, r.app)
-	if code, out, errOut := docket(t, "migrate", "up", "--database-url", r.ownerURL, "--schema", r.schema); code != 0 {
+	if code, out, errOut := runDocket(t, "migrate", "up", "--database-url", r.ownerURL, "--schema", r.schema); code != 0 {
 		t.Fatalf("migrate up as owner: %d %s %s", code, out, errOut)
 	}
-	if code, out, errOut := docket(t, "migrate", "grant", "--role", r.app, "--database-url", r.ownerURL, "--schema", r.schema); code != 0 || !strings.Contains(out, "granted role "+r.app) {
+	if code, out, errOut := runDocket(t, "migrate", "grant", "--role", r.app, "--database-url", r.ownerURL, "--schema", r.schema); code != 0 || !strings.Contains(out, "granted role "+r.app) {
 		t.Fatalf("migrate grant as owner: %d %s %s", code, out, errOut)
 	}
-	cfg, err := outbox.ParsePoolConfig(r.appURL)
+	cfg, err := docket.ParsePoolConfig(r.appURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ func TestLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	made, err := q.Partitions(ctx, r.admin)
+	made, err := partition.Of(q.Schema()).List(ctx, r.admin)
 	if err != nil || len(made) < 4 {
 		t.Fatalf("partitions after migrate up: %v %v", made, err)
 	}
@@ -192,7 +194,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 	old := time.Now().UTC().AddDate(0, 0, -30)
-	if err := q.EnsurePartitions(ctx, r.appPool, old, 0); err != nil {
+	if err := partition.Of(q.Schema()).Ensure(ctx, r.appPool, old, 0); err != nil {
 		t.Fatalf("app role making a partition through the definer function: %v", err)
 	}
 	oldName := "docket_jobs_done_" + old.Format("20060102")
@@ -241,13 +243,13 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 
-	c, err := docketq.NewClient(r.appPool, docketq.Config{
-		Outbox:    outbox.Config{Schema: r.schema},
+	c, err := docket.NewClient(r.appPool, docket.Config{
+		Schema:    r.schema,
 		Registry:  reg,
 		Schedules: []schedule.Schedule{{Name: "tick", Spec: "@every 1s", Args: privTick{}}},
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			PollInterval: 50 * time.Millisecond,
-			Pools:        []handlers.PoolConfig{{Name: "all", Queues: []string{"default", "held"}, Concurrency: 8}},
+			Pools:        []docket.PoolConfig{{Name: "all", Queues: []string{"default", "held"}, Concurrency: 8}},
 		},
 	})
 	if err != nil {
@@ -255,7 +257,7 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	// Pause "held" before anything runs (--create: nothing uses it yet):
 	// its job must wait for resume.
-	if code, _, errOut := docket(t, "queues", "pause", "held", "--create", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
+	if code, _, errOut := runDocket(t, "queues", "pause", "held", "--create", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
 		t.Fatalf("queues pause as app: %s", errOut)
 	}
 	if err := c.Start(ctx); err != nil {
@@ -277,41 +279,41 @@ func TestLeastPrivilege(t *testing.T) {
 	waitFor(t, "the worker to drop the partition past retention", func() bool { return r.relOwner(t, oldName) == "" })
 
 	// Enqueue: single, unique (twice), bulk by COPY.
-	if _, err := c.Enqueue(ctx, r.appPool, privOK{N: -1}, outbox.Opts{}); err != nil {
+	if _, err := c.Enqueue(ctx, r.appPool, privOK{N: -1}, docket.Opts{}); err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.Enqueue(ctx, r.appPool, privOK{N: -2}, outbox.Opts{UniqueKey: "once", Delay: time.Hour})
+	first, err := c.Enqueue(ctx, r.appPool, privOK{N: -2}, docket.Opts{UniqueKey: "once", Delay: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dup, err := c.Enqueue(ctx, r.appPool, privOK{N: -2}, outbox.Opts{UniqueKey: "once", Delay: time.Hour}); err != nil || !dup.Duplicate || dup.ID != first.ID {
+	if dup, err := c.Enqueue(ctx, r.appPool, privOK{N: -2}, docket.Opts{UniqueKey: "once", Delay: time.Hour}); err != nil || !dup.Duplicate || dup.ID != first.ID {
 		t.Fatalf("unique enqueue again: %+v %v", dup, err)
 	}
-	var items []outbox.Item
+	var items []docket.Item
 	for i := range 200 {
-		items = append(items, outbox.Item{Args: privOK{N: i}})
+		items = append(items, docket.Item{Args: privOK{N: i}})
 	}
-	items = append(items, outbox.Item{Args: privFlaky{}}, outbox.Item{Args: privSnooze{}}, outbox.Item{Args: privDoomed{}})
+	items = append(items, docket.Item{Args: privFlaky{}}, docket.Item{Args: privSnooze{}}, docket.Item{Args: privDoomed{}})
 	for i := range 5 {
-		items = append(items, outbox.Item{Args: privTx{N: i}})
+		items = append(items, docket.Item{Args: privTx{N: i}})
 	}
 	// Serial keys: the line's triggers run as the application role.
 	for i := range 3 {
-		items = append(items, outbox.Item{Args: privOK{N: 1000 + i}, Opts: outbox.Opts{SerialKey: "acct"}})
+		items = append(items, docket.Item{Args: privOK{N: 1000 + i}, Opts: docket.Opts{SerialKey: "acct"}})
 	}
 	if _, err := c.EnqueueMany(ctx, r.appPool, items); err != nil {
 		t.Fatalf("bulk enqueue as app: %v", err)
 	}
 	// A workflow: its release trigger and status view run as the
 	// application role.
-	flow, err := c.Outbox().EnqueueWorkflow(ctx, r.appPool, outbox.Workflow{Name: "priv", Jobs: []outbox.WorkflowJob{
-		{Ref: "a", Args: privOK{N: 2000}}, {Ref: "b", Args: privOK{N: 2001}, After: outbox.After("a")},
-		{Ref: "c", Args: privOK{N: 2002}, After: outbox.After("b")},
+	flow, err := c.EnqueueWorkflow(ctx, r.appPool, docket.Workflow{Name: "priv", Jobs: []docket.WorkflowJob{
+		{Ref: "a", Args: privOK{N: 2000}}, {Ref: "b", Args: privOK{N: 2001}, After: docket.After("a")},
+		{Ref: "c", Args: privOK{N: 2002}, After: docket.After("b")},
 	}})
 	if err != nil {
 		t.Fatalf("workflow enqueue as app: %v", err)
 	}
-	held, err := c.Enqueue(ctx, r.appPool, mailArgs{To: "x"}, outbox.Opts{})
+	held, err := c.Enqueue(ctx, r.appPool, mailArgs{To: "x"}, docket.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +322,7 @@ func TestLeastPrivilege(t *testing.T) {
 		return r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind IN ('priv_ok', 'priv_flaky', 'priv_snooze', 'priv_tx')`) == 214 &&
 			r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_dead WHERE kind = 'priv_doomed'`) == 1
 	})
-	if st, err := c.Outbox().WorkflowStatus(ctx, r.appPool, flow.ID); err != nil || st.State != outbox.WorkflowSucceeded {
+	if st, err := c.Admin().Workflows().Status(ctx, r.appPool, flow.ID); err != nil || st.State != admin.WorkflowSucceeded {
 		t.Errorf("workflow status read as app: %+v %v", st, err)
 	}
 	if n := r.count(t, `SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE kind = 'priv_flaky' AND attempts = 2`); n != 1 {
@@ -341,10 +343,10 @@ func TestLeastPrivilege(t *testing.T) {
 	if n := r.count(t, fmt.Sprintf(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = %d AND state = 'ready'`, held.ID)); n != 1 {
 		t.Fatalf("the job of the paused queue is no longer ready")
 	}
-	if code, out, errOut := docket(t, "queues", "list", "--database-url", r.appURL, "--schema", r.schema); code != 0 || !strings.Contains(out, "held") {
+	if code, out, errOut := runDocket(t, "queues", "list", "--database-url", r.appURL, "--schema", r.schema); code != 0 || !strings.Contains(out, "held") {
 		t.Fatalf("queues list as app: %d %q %s", code, out, errOut)
 	}
-	if code, _, errOut := docket(t, "queues", "resume", "held", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
+	if code, _, errOut := runDocket(t, "queues", "resume", "held", "--database-url", r.appURL, "--schema", r.schema); code != 0 {
 		t.Fatalf("queues resume as app: %s", errOut)
 	}
 	waitFor(t, "the resumed queue's job", func() bool {
@@ -356,7 +358,7 @@ func TestLeastPrivilege(t *testing.T) {
 	app := func(args ...string) string {
 		t.Helper()
 		args = append(args, "--database-url", r.appURL, "--schema", r.schema)
-		code, out, errOut := docket(t, args...)
+		code, out, errOut := runDocket(t, args...)
 		if code != 0 {
 			t.Fatalf("docket %v as app: exit %d: %s", args[:2], code, errOut)
 		}

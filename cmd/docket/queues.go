@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/admin"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -33,9 +33,9 @@ func queuesPause(fs *flag.FlagSet) action {
 	db.register(fs)
 	create := fs.Bool("create", false, "pause a queue nothing uses yet (no job, live worker or earlier pause names it), e.g. before its first deploy")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onQueue(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, name string) error {
-			err := client.PauseQueue(ctx, pool, name, outbox.PauseOptions{Create: *create})
-			if errors.Is(err, outbox.ErrUnknownQueue) {
+		return onQueue(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, name string) error {
+			err := client.Queues().Pause(ctx, pool, name, admin.PauseOptions{Create: *create})
+			if errors.Is(err, admin.ErrUnknownQueue) {
 				return fmt.Errorf("queue %q is not in use (no job, live worker or earlier pause names it): check the name, or pass --create to pause it before its first job", name)
 			}
 			if err != nil {
@@ -51,9 +51,9 @@ func queuesResume(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onQueue(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, name string) error {
-			err := client.ResumeQueue(ctx, pool, name)
-			if errors.Is(err, outbox.ErrUnknownQueue) {
+		return onQueue(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, name string) error {
+			err := client.Queues().Resume(ctx, pool, name)
+			if errors.Is(err, admin.ErrUnknownQueue) {
 				return fmt.Errorf("queue %q is not in use (no job, live worker or earlier pause names it): nothing to resume; check the name", name)
 			}
 			if err != nil {
@@ -66,7 +66,7 @@ func queuesResume(fs *flag.FlagSet) action {
 }
 
 // onQueue checks the one queue name argument, connects and runs op.
-func onQueue(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client, *pgxpool.Pool, string) error) error {
+func onQueue(ctx context.Context, db dbFlags, pos []string, op func(*admin.Client, *pgxpool.Pool, string) error) error {
 	if err := wantArgs(pos, 1, "one queue name"); err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func queuesList(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		paused, err := client.PausedQueues(ctx, pool)
+		paused, err := client.Queues().Paused(ctx, pool)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ func TestQueuesPauseUnknownQueue(t *testing.T) {
 	t.Parallel()
 	url, schema, _ := opsSetup(t)
 	cmd := func(args ...string) (int, string, string) {
-		return docket(t, append(args, "--database-url", url, "--schema", schema)...)
+		return runDocket(t, append(args, "--database-url", url, "--schema", schema)...)
 	}
 	if code, out, errOut := cmd("queues", "pause", "mial"); code != exitFailure || out != "" ||
 		!strings.Contains(errOut, `queue "mial" is not in use`) || !strings.Contains(errOut, "--create") {

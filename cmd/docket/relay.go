@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/metricserver"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
@@ -170,9 +170,9 @@ func relayRun(fs *flag.FlagSet) action {
 			relays = append(relays, r)
 		}
 		if *metricsAddr != "" {
-			reg := handlers.NewMetricsRegistry()
+			reg := metricserver.NewRegistry()
 			reg.MustRegister(relay.Collector(relays...))
-			srv, err := handlers.ServeMetrics(*metricsAddr, reg, nil)
+			srv, err := metricserver.Serve(*metricsAddr, reg, nil, nil)
 			if err != nil {
 				return err
 			}
@@ -254,7 +254,7 @@ func relayDLQList(fs *flag.FlagSet) action {
 		if *limit < 1 {
 			return fmt.Errorf("%w: --limit must be at least 1", errUsage)
 		}
-		client, pool, err := db.open(ctx)
+		client, pool, err := db.openEvents(ctx)
 		if err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func relayDLQAct(fs *flag.FlagSet, verb string, op func(context.Context, relayDL
 		if len(ids) > 0 && *all {
 			return fmt.Errorf("%w: give event ids or --all, not both", errUsage)
 		}
-		client, pool, err := db.open(ctx)
+		client, pool, err := db.openEvents(ctx)
 		if err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func relayStatus(fs *flag.FlagSet) action {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
 		}
-		client, pool, err := db.open(ctx)
+		client, pool, err := db.openEvents(ctx)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/internal/testkit/rabbitsrv"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
@@ -55,7 +56,7 @@ func relayProcesses(t *testing.T, b relayTarget, total int) {
 	ctx := t.Context()
 	pool := pgtest.PoolN(t, producers+2)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}

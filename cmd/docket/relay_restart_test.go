@@ -13,6 +13,7 @@ import (
 
 	"github.com/docketq/docket/internal/testkit/natssrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,7 +59,7 @@ func TestRelayRestartResumesAtOnce(t *testing.T) {
 	}
 	pool := pgtest.PoolN(t, 6)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}

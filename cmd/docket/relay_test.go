@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 )
@@ -15,7 +16,7 @@ import (
 func TestRelayHelpNamesEveryBroker(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"relay", "--help"}, {"relay", "run", "--help"}} {
-		_, out, _ := docket(t, args...)
+		_, out, _ := runDocket(t, args...)
 		for _, want := range []string{"NATS JetStream", "RabbitMQ", "Kafka", "--nats-url", "--amqp-url", "--kafka-brokers"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("docket %s does not name %s:\n%s", strings.Join(args, " "), want, out)
@@ -31,7 +32,7 @@ func TestRelayDLQVerbs(t *testing.T) {
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -46,23 +47,23 @@ func TestRelayDLQVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := []string{"--database-url", pgtest.URL(t), "--schema", schema}
-	code, out, errOut := docket(t, append([]string{"relay", "status", "--json"}, conn...)...)
+	code, out, errOut := runDocket(t, append([]string{"relay", "status", "--json"}, conn...)...)
 	var st outbox.EventStatus
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Dead != 1 || st.BlockedKeys != 1 || st.Pending != 0 {
 		t.Fatalf("relay status: %d %q %q", code, out, errOut)
 	}
-	code, out, _ = docket(t, append([]string{"relay", "dlq", "list", "--json"}, conn...)...)
+	code, out, _ = runDocket(t, append([]string{"relay", "dlq", "list", "--json"}, conn...)...)
 	var dead []map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &dead) != nil || len(dead) != 1 || dead[0]["last_error"] != "message too large" || dead[0]["blocks_key"] != true {
 		t.Fatalf("dlq list: %d %q", code, out)
 	}
-	if code, _, errOut := docket(t, append([]string{"relay", "dlq", "purge"}, conn...)...); code != 2 || !strings.Contains(errOut, "--all") {
+	if code, _, errOut := runDocket(t, append([]string{"relay", "dlq", "purge"}, conn...)...); code != 2 || !strings.Contains(errOut, "--all") {
 		t.Fatalf("purge without ids: %d %q", code, errOut)
 	}
-	if code, _, errOut := docket(t, "relay", "dlq", "replay", "x1"); code != 2 || !strings.Contains(errOut, "not a positive integer") {
+	if code, _, errOut := runDocket(t, "relay", "dlq", "replay", "x1"); code != 2 || !strings.Contains(errOut, "not a positive integer") {
 		t.Fatalf("replay with a bad id: %d %q", code, errOut)
 	}
-	code, out, _ = docket(t, append([]string{"relay", "dlq", "replay", "--all"}, conn...)...)
+	code, out, _ = runDocket(t, append([]string{"relay", "dlq", "replay", "--all"}, conn...)...)
 	if code != 0 || out != "replayed 1 dead events\n" {
 		t.Fatalf("replay: %d %q", code, out)
 	}
@@ -70,7 +71,7 @@ func TestRelayDLQVerbs(t *testing.T) {
 		t.Fatalf("after replay %+v", st)
 	}
 	// docket status shows the relay's backlog too.
-	code, out, _ = docket(t, append([]string{"status"}, conn...)...)
+	code, out, _ = runDocket(t, append([]string{"status"}, conn...)...)
 	if code != 0 || !strings.Contains(out, "events: 1 pending, lag ") || !strings.Contains(out, "0 dead (0 keys blocked), 0 relays live") {
 		t.Fatalf("status: %d %q", code, out)
 	}
@@ -81,7 +82,7 @@ func TestRelayDLQVerbs(t *testing.T) {
 // not echo its password.
 func TestRelayRunBadListenURL(t *testing.T) {
 	t.Parallel()
-	code, _, errOut := docket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
+	code, _, errOut := runDocket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
 		"--listen-url", "postgres://u:hunter2@127.0.0.1:notaport/db")
 	if code != 2 || !strings.Contains(errOut, "--listen-url: invalid") || strings.Contains(errOut, "hunter2") {
 		t.Errorf("bad --listen-url: exit %d, %q; want a usage error (2) without the password", code, errOut)
@@ -92,7 +93,7 @@ func TestRelayRunBadListenURL(t *testing.T) {
 // usage error before anything connects, and does not echo its password.
 func TestRelayRunBadAMQPURL(t *testing.T) {
 	t.Parallel()
-	code, _, errOut := docket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
+	code, _, errOut := runDocket(t, "relay", "run", "--database-url", pgtest.URL(t), "--schema", pgtest.Schema(t),
 		"--amqp-url", "http://guest:guest@127.0.0.1:5672/")
 	if code != 2 || !strings.Contains(errOut, "--amqp-url: not an amqp:// or amqps:// URL") || strings.Contains(errOut, "guest") {
 		t.Errorf("bad --amqp-url: exit %d, %q; want a usage error (2)", code, errOut)
@@ -113,7 +114,7 @@ func TestRelayRunBrokerFlags(t *testing.T) {
 		{[]string{"--exchange", "events"}, "--exchange needs --amqp-url"},
 	} {
 		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
-		code, _, errOut := docket(t, all...)
+		code, _, errOut := runDocket(t, all...)
 		if code != 2 || !strings.Contains(errOut, c.says) {
 			t.Errorf("relay run %v: exit %d, %q; want a usage error (2) saying %q", c.args, code, errOut, c.says)
 		}
@@ -135,7 +136,7 @@ func TestRelayRunIDFlag(t *testing.T) {
 		{[]string{"--id", "a", "--pgbouncer"}, "--id with --pgbouncer needs --listen-url"},
 	} {
 		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
-		code, _, errOut := docket(t, all...)
+		code, _, errOut := runDocket(t, all...)
 		if code != 2 || !strings.Contains(errOut, c.says) {
 			t.Errorf("relay run %v: exit %d, %q; want a usage error (2) saying %q", c.args, code, errOut, c.says)
 		}

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/docketq/docket/outbox"
-	"github.com/docketq/docket/schedule"
+	"github.com/docketq/docket/admin"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func schedulesCommand() *command {
@@ -26,22 +26,14 @@ func schedulesCommand() *command {
 	}
 }
 
-// openSchedules connects and returns the schedule service of the schema.
-func openSchedules(ctx context.Context, db dbFlags) (*schedule.Service, func(), error) {
-	ob, err := outbox.New(outbox.Config{Schema: db.schema})
+// openSchedules connects and returns the schedule operations of the schema
+// and the pool they run through.
+func openSchedules(ctx context.Context, db dbFlags) (admin.Schedules, *pgxpool.Pool, error) {
+	ops, pool, err := db.open(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+		return admin.Schedules{}, nil, err
 	}
-	pool, err := connect(ctx, db.url, 2, db.pgbouncer)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob, ReconcileInterval: -1})
-	if err != nil {
-		pool.Close()
-		return nil, nil, err
-	}
-	return svc, pool.Close, nil
+	return ops.Schedules(), pool, nil
 }
 
 func schedulesList(fs *flag.FlagSet) action {
@@ -56,16 +48,16 @@ func schedulesList(fs *flag.FlagSet) action {
 		if *stale < 0 {
 			return fmt.Errorf("%w: --stale %s: want a positive duration", errUsage, *stale)
 		}
-		svc, done, err := openSchedules(ctx, db)
+		svc, pool, err := openSchedules(ctx, db)
 		if err != nil {
 			return err
 		}
-		defer done()
-		var list []schedule.Info
+		defer pool.Close()
+		var list []admin.ScheduleInfo
 		if *stale > 0 {
-			list, err = svc.Stale(ctx, *stale)
+			list, err = svc.Stale(ctx, pool, *stale)
 		} else {
-			list, err = svc.List(ctx)
+			list, err = svc.List(ctx, pool)
 		}
 		if err != nil {
 			return err
@@ -88,20 +80,20 @@ func scheduleOp(verb string) func(fs *flag.FlagSet) action {
 				return err
 			}
 			name := pos[0]
-			svc, done, err := openSchedules(ctx, db)
+			svc, pool, err := openSchedules(ctx, db)
 			if err != nil {
 				return err
 			}
-			defer done()
+			defer pool.Close()
 			switch verb {
 			case "pause":
-				err = svc.Pause(ctx, name)
+				err = svc.Pause(ctx, pool, name)
 			case "resume":
-				err = svc.Resume(ctx, name)
+				err = svc.Resume(ctx, pool, name)
 			case "remove":
-				err = svc.Remove(ctx, name)
+				err = svc.Remove(ctx, pool, name)
 			case "trigger":
-				id, err := svc.Trigger(ctx, name)
+				id, err := svc.Trigger(ctx, pool, name)
 				if err != nil {
 					return err
 				}
@@ -117,7 +109,7 @@ func scheduleOp(verb string) func(fs *flag.FlagSet) action {
 	}
 }
 
-func printSchedules(out io.Writer, list []schedule.Info) {
+func printSchedules(out io.Writer, list []admin.ScheduleInfo) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSPEC\tKIND\tQUEUE\tSTATE\tNEXT FIRE\tLAST FIRE\tREGISTERED")
 	for _, s := range list {

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	docketq "github.com/docketq/docket"
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 )
 
@@ -21,18 +20,11 @@ func (cliReport) Kind() string { return "cli_report" }
 func TestSchedulesVerbs(t *testing.T) {
 	t.Parallel()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
 		t.Fatal(errOut)
 	}
 	pool := pgtest.Pool(t)
-	ob, _ := outbox.New(outbox.Config{Schema: schema})
-	svc, err := schedule.New(schedule.Config{DB: pool, Outbox: ob})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Register(context.Background(), schedule.Schedule{Name: "nightly", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: cliReport{}}); err != nil {
-		t.Fatal(err)
-	}
+	registerSchedules(t, pool, schema, schedule.Schedule{Name: "nightly", Spec: "0 2 * * *", TimeZone: "Europe/Berlin", Args: cliReport{}})
 	db := []string{"--database-url", url, "--schema", schema}
 	for _, c := range []struct {
 		args []string
@@ -47,7 +39,7 @@ func TestSchedulesVerbs(t *testing.T) {
 		{[]string{"remove", "nightly"}, "schedule nightly: removed"},
 		{[]string{"list"}, "(no schedules)"},
 	} {
-		code, out, errOut := docket(t, append(append([]string{"schedules"}, c.args...), db...)...)
+		code, out, errOut := runDocket(t, append(append([]string{"schedules"}, c.args...), db...)...)
 		if code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("schedules %v: %d %q %q, want %q", c.args, code, out, errOut, c.want)
 		}
@@ -62,7 +54,7 @@ func TestSchedulesVerbs(t *testing.T) {
 		{[]string{"schedules", "fly", "x"}, 2, "unknown schedules verb"},
 		{append([]string{"schedules", "pause", "ghost"}, db...), 1, `schedule not found: "ghost"`},
 	} {
-		code, _, errOut := docket(t, c.args...)
+		code, _, errOut := runDocket(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: %d %q, want %d and %q", c.args, code, errOut, c.code, c.want)
 		}
@@ -75,7 +67,7 @@ func TestSchedulesVerbs(t *testing.T) {
 func TestSchedulesTriggerUsesKindOptions(t *testing.T) {
 	t.Parallel()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
 		t.Fatal(errOut)
 	}
 	pool := pgtest.Pool(t)
@@ -83,15 +75,15 @@ func TestSchedulesTriggerUsesKindOptions(t *testing.T) {
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[cliReport]) error { return nil },
 		handlers.KindOpts{Queue: "billing", Priority: 3, MaxAttempts: 3})
 	sched := schedule.Schedule{Name: "invoices", Spec: "@hourly", Args: cliReport{}}
-	c, err := docketq.NewClient(pool, docketq.Config{Outbox: outbox.Config{Schema: schema}, Registry: reg, Schedules: []schedule.Schedule{sched}})
+	c, err := docket.NewClient(pool, docket.Config{Schema: schema, Registry: reg, Schedules: []schedule.Schedule{sched}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Schedules().Register(t.Context(), sched); err != nil {
+	if err := c.RegisterSchedules(t.Context(), sched); err != nil {
 		t.Fatal(err)
 	}
 	db := []string{"--database-url", url, "--schema", schema}
-	code, out, errOut := docket(t, append([]string{"schedules", "trigger", "invoices"}, db...)...)
+	code, out, errOut := runDocket(t, append([]string{"schedules", "trigger", "invoices"}, db...)...)
 	var id int64
 	if _, err := fmt.Sscanf(out, "schedule invoices: triggered run enqueued as job %d", &id); code != 0 || err != nil {
 		t.Fatalf("trigger: %d %q %q", code, out, errOut)
@@ -103,10 +95,10 @@ func TestSchedulesTriggerUsesKindOptions(t *testing.T) {
 	if err != nil || queue != "billing" || prio != 3 || attempts != 3 {
 		t.Errorf("triggered job: queue %q priority %d max attempts %d (%v), want billing, 3, 3", queue, prio, attempts, err)
 	}
-	if code, out, errOut := docket(t, append([]string{"schedules", "list"}, db...)...); code != 0 || !strings.Contains(out, "cli_report  billing") {
+	if code, out, errOut := runDocket(t, append([]string{"schedules", "list"}, db...)...); code != 0 || !strings.Contains(out, "cli_report  billing") {
 		t.Errorf("list: %d %q %q, want the runs' queue billing", code, out, errOut)
 	}
-	code, out, errOut = docket(t, append([]string{"schedules", "list", "--json"}, db...)...)
+	code, out, errOut = runDocket(t, append([]string{"schedules", "list", "--json"}, db...)...)
 	var list []struct {
 		Run struct {
 			Queue       string `json:"queue"`

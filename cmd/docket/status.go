@@ -9,12 +9,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
-	"github.com/docketq/docket/outbox"
 )
 
 // thresholdFlags are the warning thresholds of status and metrics serve.
-type thresholdFlags struct{ th outbox.Thresholds }
+type thresholdFlags struct{ th admin.Thresholds }
 
 func (f *thresholdFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.th.Lag, "lag", time.Minute, "warn when a queue's oldest due job waited longer")
@@ -25,7 +25,7 @@ func (f *thresholdFlags) register(fs *flag.FlagSet) {
 }
 
 // check refuses a threshold that is not positive (zero would quietly mean
-// outbox's default), before anything connects.
+// admin.Thresholds' default), before anything connects.
 func (f *thresholdFlags) check() error {
 	for _, d := range []struct {
 		name string
@@ -110,7 +110,7 @@ warnings.`,
 
 // printStatus writes the compact text form of a status snapshot, with the
 // relay's backlog where the events tables exist.
-func printStatus(out io.Writer, s *outbox.Status) error {
+func printStatus(out io.Writer, s *admin.Status) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHED\tRUNNING\tLAG\tDONE 1m/1h\tRETRIES 1m/1h\tDEAD 1m/1h\tDLQ\tDLQ 24h")
 	for _, q := range s.Queues {

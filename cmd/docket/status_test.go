@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
 
@@ -25,18 +26,18 @@ func opsSetup(t *testing.T) (url, schema string, dead []int64) {
 	t.Helper()
 	ctx := context.Background()
 	url, schema = pgtest.URL(t), pgtest.Schema(t)
-	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}
 	pool := pgtest.Pool(t)
-	c, _ := outbox.New(outbox.Config{Schema: schema})
+	c := enqueueClient(t, pool, schema)
 	for range 3 {
-		if _, err := c.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, outbox.Opts{Queue: "mail", RunAt: time.Now().Add(-2 * time.Minute)}); err != nil {
+		if _, err := c.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, docket.Opts{Queue: "mail", RunAt: time.Now().Add(-2 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range 3 {
-		if _, err := c.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, outbox.Opts{Queue: "bounce"}); err != nil {
+		if _, err := c.Enqueue(ctx, pool, mailArgs{To: "secret@example.com"}, docket.Opts{Queue: "bounce"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +52,7 @@ func opsSetup(t *testing.T) (url, schema string, dead []int64) {
 	}
 	var d []queue.Dead
 	for _, j := range jobs {
-		d = append(d, queue.Dead{Run: queue.RunOf(j), Reason: outbox.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
+		d = append(d, queue.Dead{Run: queue.RunOf(j), Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
 		dead = append(dead, j.ID)
 	}
 	if _, err := q.DeadLetter(ctx, pool, w, d); err != nil {
@@ -64,7 +65,7 @@ func TestStatusCommand(t *testing.T) {
 	t.Parallel()
 	url, schema, _ := opsSetup(t)
 	db := []string{"--database-url", url, "--schema", schema}
-	code, out, errOut := docket(t, append([]string{"status"}, db...)...)
+	code, out, errOut := runDocket(t, append([]string{"status"}, db...)...)
 	if code != 0 {
 		t.Fatalf("status: %d %s", code, errOut)
 	}
@@ -78,13 +79,13 @@ func TestStatusCommand(t *testing.T) {
 	if strings.Contains(out, "secret") {
 		t.Error("status shows a payload")
 	}
-	code, out, _ = docket(t, append([]string{"status", "--json"}, db...)...)
+	code, out, _ = runDocket(t, append([]string{"status", "--json"}, db...)...)
 	var s struct{ Queues, Warnings []map[string]any }
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil || len(s.Queues) != 2 || len(s.Warnings) == 0 {
 		t.Fatalf("status --json: %d %s", code, out)
 	}
 	// A raised threshold silences the lag warning.
-	if _, out, _ = docket(t, append([]string{"status", "--lag", "1h"}, db...)...); strings.Contains(out, "[lag]") {
+	if _, out, _ = runDocket(t, append([]string{"status", "--lag", "1h"}, db...)...); strings.Contains(out, "[lag]") {
 		t.Errorf("lag warning over a 1h threshold:\n%s", out)
 	}
 	// Watch refreshes until interrupted.
@@ -103,7 +104,7 @@ func TestDLQJobsQueuesCommands(t *testing.T) {
 	t.Parallel()
 	url, schema, dead := opsSetup(t)
 	db := []string{"--database-url", url, "--schema", schema}
-	cmd := func(args ...string) (int, string, string) { return docket(t, append(args, db...)...) }
+	cmd := func(args ...string) (int, string, string) { return runDocket(t, append(args, db...)...) }
 
 	code, out, errOut := cmd("dlq", "list", "--kind", "mail", "--error", "%550%", "--since", "1h")
 	if code != 0 || strings.Count(out, "smtp: 550") != 3 || strings.Contains(out, "secret") {
@@ -169,7 +170,7 @@ func TestDLQJobsQueuesCommands(t *testing.T) {
 func TestMetricsServeCommand(t *testing.T) {
 	t.Parallel()
 	url, schema, _ := opsSetup(t)
-	if code, _, errOut := docket(t, "metrics", "sideways", "--database-url", url); code != 2 || !strings.Contains(errOut, "want serve") {
+	if code, _, errOut := runDocket(t, "metrics", "sideways", "--database-url", url); code != 2 || !strings.Contains(errOut, "want serve") {
 		t.Errorf("metrics sideways: %d %s", code, errOut)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -217,21 +218,21 @@ func TestStatusRetriesOfJobsThatNeverRan(t *testing.T) {
 	ctx := context.Background()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
 	db := []string{"--database-url", url, "--schema", schema}
-	if code, _, errOut := docket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
+	if code, _, errOut := runDocket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}
 	pool := pgtest.Pool(t)
-	c, _ := outbox.New(outbox.Config{Schema: schema})
-	e, err := c.Enqueue(ctx, pool, mailArgs{To: "a@example.com"}, outbox.Opts{Queue: "mail"})
+	c := enqueueClient(t, pool, schema)
+	e, err := c.Enqueue(ctx, pool, mailArgs{To: "a@example.com"}, docket.Opts{Queue: "mail"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := docket(t, append([]string{"jobs", "cancel", itoa(e.ID)}, db...)...); code != 0 {
+	if code, out, errOut := runDocket(t, append([]string{"jobs", "cancel", itoa(e.ID)}, db...)...); code != 0 {
 		t.Fatalf("jobs cancel: %d %s %s", code, out, errOut)
 	}
-	wf, err := c.EnqueueWorkflow(ctx, pool, outbox.Workflow{Name: "report", Jobs: []outbox.WorkflowJob{
-		{Ref: "extract", Args: mailArgs{}, Opts: outbox.Opts{Queue: "reports", MaxAttempts: 1}},
-		{Ref: "send", Args: mailArgs{}, Opts: outbox.Opts{Queue: "reports"}, After: outbox.After("extract")},
+	wf, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "report", Jobs: []docket.WorkflowJob{
+		{Ref: "extract", Args: mailArgs{}, Opts: docket.Opts{Queue: "reports", MaxAttempts: 1}},
+		{Ref: "send", Args: mailArgs{}, Opts: docket.Opts{Queue: "reports"}, After: docket.After("extract")},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestStatusRetriesOfJobsThatNeverRan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, out, errOut := docket(t, append([]string{"status", "--json"}, db...)...)
+	code, out, errOut := runDocket(t, append([]string{"status", "--json"}, db...)...)
 	var s struct {
 		Queues []struct {
 			Queue     string
@@ -267,7 +268,7 @@ func TestStatusRetriesOfJobsThatNeverRan(t *testing.T) {
 	if len(s.Queues) != 2 {
 		t.Errorf("status lists %d queues, want mail and reports: %s", len(s.Queues), out)
 	}
-	_, out, _ = docket(t, append([]string{"status"}, db...)...)
+	_, out, _ = runDocket(t, append([]string{"status"}, db...)...)
 	if strings.Contains(out, "-1/") || strings.Contains(out, "/-1") {
 		t.Errorf("status shows a negative retry count:\n%s", out)
 	}
@@ -281,7 +282,7 @@ func TestStatusUnservedScheduleAndPlurals(t *testing.T) {
 	ctx := context.Background()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
 	db := []string{"--database-url", url, "--schema", schema}
-	if code, _, errOut := docket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
+	if code, _, errOut := runDocket(t, append([]string{"migrate", "up"}, db...)...); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}
 	pool := pgtest.Pool(t)
@@ -295,7 +296,7 @@ func TestStatusUnservedScheduleAndPlurals(t *testing.T) {
 	if err := q.RegisterWorker(ctx, pool, mailer); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := docket(t, append([]string{"status"}, db...)...)
+	code, out, errOut := runDocket(t, append([]string{"status"}, db...)...)
 	if code != 0 {
 		t.Fatalf("status: %d %s", code, errOut)
 	}
@@ -312,7 +313,7 @@ func TestStatusUnservedScheduleAndPlurals(t *testing.T) {
 			t.Errorf("status says %q:\n%s", wrong, out)
 		}
 	}
-	_, out, _ = docket(t, append([]string{"status", "--json"}, db...)...)
+	_, out, _ = runDocket(t, append([]string{"status", "--json"}, db...)...)
 	var s struct {
 		UnservedSchedules []struct {
 			Kind      string
@@ -329,7 +330,7 @@ func TestStatusUnservedScheduleAndPlurals(t *testing.T) {
 	if err := q.RegisterWorker(ctx, pool, reporter); err != nil {
 		t.Fatal(err)
 	}
-	if _, out, _ = docket(t, append([]string{"status"}, db...)...); strings.Contains(out, "unserved_schedule") || !strings.Contains(out, "workers: 2 live") {
+	if _, out, _ = runDocket(t, append([]string{"status"}, db...)...); strings.Contains(out, "unserved_schedule") || !strings.Contains(out, "workers: 2 live") {
 		t.Errorf("status once a live worker serves report:\n%s", out)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,7 +44,7 @@ func workflowsList(fs *flag.FlagSet) action {
 			return err
 		}
 		defer pool.Close()
-		list, err := client.ListWorkflows(ctx, pool, *limit)
+		list, err := client.Workflows().List(ctx, pool, *limit)
 		if err != nil {
 			return err
 		}
@@ -69,12 +69,12 @@ func workflowsShow(fs *flag.FlagSet) action {
 	db.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onWorkflow(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
-			st, err := client.WorkflowStatus(ctx, pool, id)
+		return onWorkflow(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
+			st, err := client.Workflows().Status(ctx, pool, id)
 			if err != nil {
 				return err
 			}
-			jobs, err := client.WorkflowJobs(ctx, pool, id)
+			jobs, err := client.Workflows().Jobs(ctx, pool, id)
 			if err != nil {
 				return err
 			}
@@ -108,8 +108,8 @@ func workflowsCancel(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
-		return onWorkflow(ctx, db, pos, func(client *outbox.Client, pool *pgxpool.Pool, id int64) error {
-			n, err := client.CancelWorkflow(ctx, pool, id)
+		return onWorkflow(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
+			n, err := client.Workflows().Cancel(ctx, pool, id)
 			if err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ func workflowsCancel(fs *flag.FlagSet) action {
 }
 
 // onWorkflow checks the one workflow id argument, connects and runs op.
-func onWorkflow(ctx context.Context, db dbFlags, pos []string, op func(*outbox.Client, *pgxpool.Pool, int64) error) error {
+func onWorkflow(ctx context.Context, db dbFlags, pos []string, op func(*admin.Client, *pgxpool.Pool, int64) error) error {
 	if err := wantArgs(pos, 1, "one workflow id"); err != nil {
 		return err
 	}

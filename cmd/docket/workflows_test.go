@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
 
@@ -17,13 +17,13 @@ func TestWorkflowsCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, schema := pgtest.URL(t), pgtest.Schema(t)
-	if code, _, errOut := docket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
 		t.Fatalf("migrate: %s", errOut)
 	}
 	db := []string{"--database-url", url, "--schema", schema}
 	run := func(args ...string) string {
 		t.Helper()
-		code, out, errOut := docket(t, append(args, db...)...)
+		code, out, errOut := runDocket(t, append(args, db...)...)
 		if code != 0 {
 			t.Fatalf("docket %v: %d %s", args, code, errOut)
 		}
@@ -33,10 +33,11 @@ func TestWorkflowsCommand(t *testing.T) {
 	if out := run("workflows", "list"); !strings.Contains(out, "(no workflows)") {
 		t.Errorf("empty list:\n%s", out)
 	}
-	c, _ := outbox.New(outbox.Config{Schema: schema})
-	res, err := c.EnqueueWorkflow(ctx, pgtest.Pool(t), outbox.Workflow{Name: "nightly-report", Jobs: []outbox.WorkflowJob{
+	pool := pgtest.Pool(t)
+	c := enqueueClient(t, pool, schema)
+	res, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "nightly-report", Jobs: []docket.WorkflowJob{
 		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
-		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: outbox.After("extract")},
+		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: docket.After("extract")},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -63,34 +64,34 @@ func TestWorkflowsCommand(t *testing.T) {
 	if out := run("workflows", "show", id); !strings.Contains(out, "state cancelled") || strings.Count(out, "cancelled workflow "+id+" cancelled") != 2 {
 		t.Errorf("show after cancel:\n%s", out)
 	}
-	if code, _, errOut := docket(t, append([]string{"workflows", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no workflow 99999999") {
+	if code, _, errOut := runDocket(t, append([]string{"workflows", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no workflow 99999999") {
 		t.Errorf("unknown workflow: %d %s", code, errOut)
 	}
 	// A finished workflow is not cancelled: exit 1, and it stays succeeded.
-	done, err := c.EnqueueWorkflow(ctx, pgtest.Pool(t), outbox.Workflow{Name: "one-off", Jobs: []outbox.WorkflowJob{
-		{Ref: "only", Args: mailArgs{}, Opts: outbox.Opts{Queue: "one-off"}},
+	done, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "one-off", Jobs: []docket.WorkflowJob{
+		{Ref: "only", Args: mailArgs{}, Opts: docket.Opts{Queue: "one-off"}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	q, _ := queue.New(schema, queue.Config{})
 	w := uuid.New()
-	jobs, err := q.Claim(ctx, pgtest.Pool(t), queue.ClaimParams{Worker: w, Queues: []string{"one-off"}, Kinds: []string{"mail"}, Limit: 1, Lease: time.Minute})
+	jobs, err := q.Claim(ctx, pool, queue.ClaimParams{Worker: w, Queues: []string{"one-off"}, Kinds: []string{"mail"}, Limit: 1, Lease: time.Minute})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claimed %d jobs: %v", len(jobs), err)
 	}
-	if _, err := q.Complete(ctx, pgtest.Pool(t), w, []queue.Run{queue.RunOf(jobs[0])}, time.Time{}); err != nil {
+	if _, err := q.Complete(ctx, pool, w, []queue.Run{queue.RunOf(jobs[0])}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	doneID := itoa(done.ID)
-	code, out, errOut := docket(t, append([]string{"workflows", "cancel", doneID}, db...)...)
+	code, out, errOut := runDocket(t, append([]string{"workflows", "cancel", doneID}, db...)...)
 	if code != exitFailure || !strings.Contains(errOut, "workflow "+doneID+" succeeded") || !strings.Contains(errOut, "already finished") || out != "" {
 		t.Errorf("cancel of a succeeded workflow: exit %d, stdout %q, stderr %q; want exit 1 saying it already finished", code, out, errOut)
 	}
 	if out := run("workflows", "show", doneID); !strings.Contains(out, "state succeeded") || strings.Contains(out, "cancelled") {
 		t.Errorf("show after the refused cancel:\n%s", out)
 	}
-	if code, _, errOut := docket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a positive integer`) {
+	if code, _, errOut := runDocket(t, "workflows", "cancel", "x"); code != exitUsage || !strings.Contains(errOut, `workflow id "x" is not a positive integer`) {
 		t.Errorf("bad id: %d %s", code, errOut)
 	}
 }

@@ -7,13 +7,13 @@
 //
 // Docket's migrator owns these tables: every schema carries entsql.Skip, so
 // Ent's auto-migration never creates or alters them. Write jobs through
-// Docket (outbox.Client.Enqueue, or Enqueue in package
+// Docket (docket.Client.Enqueue, or Enqueue in package
 // github.com/docketq/docket/ent), never with Ent's create builders, so that
 // validation, unique keys and NOTIFY apply.
 //
 // # Drift
 //
-// A test in package ent migrates a fresh schema with outbox.Migrator and
+// A test in package ent migrates a fresh schema with migrate.Migrator and
 // compares the catalog's columns and indexes with these schemas, so the two
 // cannot drift apart.
 package schema

@@ -11,7 +11,7 @@ import (
 )
 
 // Job is docket_jobs, the hot table of live jobs: scheduled, ready,
-// waiting (in a serial key's line, or for its workflow parents) and running. Read it with Ent; write it through Docket (outbox.Client, or this
+// waiting (in a serial key's line, or for its workflow parents) and running. Read it with Ent; write it through Docket (docket.Client, or this
 // module's ent.Enqueue) so that validation, NOTIFY and unique keys apply.
 type Job struct {
 	ent.Schema

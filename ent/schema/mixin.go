@@ -61,7 +61,7 @@ func (JobMixin) Fields() []ent.Field {
 }
 
 // docketTable names a Docket table and keeps Ent's migration away from it:
-// Docket's own migrator (outbox.Migrator, `docket migrate`) owns the DDL.
+// Docket's own migrator (migrate.Migrator, `docket migrate`) owns the DDL.
 func docketTable(name string) []schema.Annotation {
 	return []schema.Annotation{entsql.Table(name), entsql.Skip()}
 }

@@ -32,7 +32,7 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -69,7 +69,7 @@ func main() {
 func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration) error {
 	// Docket's connection defaults: a server that stops answering is
 	// noticed in seconds, not minutes.
-	cfg, err := outbox.ParsePoolConfig(url)
+	cfg, err := docket.ParsePoolConfig(url)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration
 	if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
 		return err
 	}
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		return err
 	}
@@ -122,13 +122,13 @@ func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration
 		})
 	}
 	client, err := docket.NewClient(pool, docket.Config{
-		Outbox:    outbox.Config{Schema: schema},
+		Schema:    schema,
 		Registry:  reg,
 		Schedules: all,
 		Scheduler: schedule.Config{ReconcileInterval: time.Second},
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			Logger:       logger,
-			Pools:        []handlers.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
+			Pools:        []docket.PoolConfig{{Queues: []string{"reports"}, Concurrency: 10}},
 			PollInterval: 100 * time.Millisecond,
 		},
 	})
@@ -164,7 +164,7 @@ func run(ctx context.Context, out io.Writer, url, schema string, d time.Duration
 		fmt.Fprintln(out)
 		total += len(runs[t])
 	}
-	list, err := client.Schedules().List(context.Background())
+	list, err := client.Admin().Schedules().List(context.Background(), pool)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/docketq/docket/outbox"
+import "github.com/docketq/docket"
 
 // TrackShipment registers a shipment with its carrier and records the
 // carrier's tracking number. Its tenant is the carrier, so that claims and
@@ -14,7 +14,7 @@ type TrackShipment struct {
 func (TrackShipment) Kind() string { return "shipments.track" }
 
 // Opts routes tracking jobs to their own queue.
-func (TrackShipment) Opts() outbox.Opts { return outbox.Opts{Queue: "tracking"} }
+func (TrackShipment) Opts() docket.Opts { return docket.Opts{Queue: "tracking"} }
 
 // NotifyCustomer tells the tenant its shipment was created.
 type NotifyCustomer struct {
@@ -26,4 +26,4 @@ type NotifyCustomer struct {
 func (NotifyCustomer) Kind() string { return "shipments.notify" }
 
 // Opts routes notifications to their own queue.
-func (NotifyCustomer) Opts() outbox.Opts { return outbox.Opts{Queue: "notifications"} }
+func (NotifyCustomer) Opts() docket.Opts { return docket.Opts{Queue: "notifications"} }

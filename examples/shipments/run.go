@@ -11,15 +11,14 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/examples/shipments/ent/shipment"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 var (
@@ -34,7 +33,7 @@ var (
 func run(ctx context.Context, out, log io.Writer, url, schema string, n int) error {
 	// One pgx pool for everything: Docket's workers use it natively, Ent
 	// through database/sql. It has Docket's connection defaults.
-	cfg, err := outbox.ParsePoolConfig(url)
+	cfg, err := docket.ParsePoolConfig(url)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, db)))
 
 	// Docket's tables by Docket's migrator, the domain's by Ent's.
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		return err
 	}
@@ -70,11 +69,11 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 	// enqueue (also through the Ent hook) gets the kind's registered queue
 	// and attempts, and unknown kinds are refused.
 	dc, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: schema},
+		Schema:   schema,
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			PollInterval: 100 * time.Millisecond,
-			Pools: []handlers.PoolConfig{
+			Pools: []docket.PoolConfig{
 				{Name: "tracking", Queues: []string{"tracking"}, Concurrency: 8, TenantCap: carrierCap},
 				{Name: "notifications", Queues: []string{"notifications"}, Concurrency: 4},
 			},
@@ -84,9 +83,8 @@ func run(ctx context.Context, out, log io.Writer, url, schema string, n int) err
 	if err != nil {
 		return err
 	}
-	ob := dc.Outbox()
-	client.Shipment.Use(notifyOnCreate(ob))
-	svc := &Service{client: client, docket: ob}
+	client.Shipment.Use(notifyOnCreate(dc))
+	svc := &Service{client: client, docket: dc}
 
 	for _, name := range tenants {
 		if err := client.Tenant.Create().SetName(name).Exec(ctx); err != nil {
@@ -155,7 +153,7 @@ func waitDone(ctx context.Context, client *ent.Client, n int) error {
 	}
 }
 
-func summary(ctx context.Context, out io.Writer, client *ent.Client, pool *pgxpool.Pool, schema string, wk *workers, n int, dup outbox.Enqueued, outsideErr error) error {
+func summary(ctx context.Context, out io.Writer, client *ent.Client, pool *pgxpool.Pool, schema string, wk *workers, n int, dup docket.Enqueued, outsideErr error) error {
 	total, err := client.Shipment.Query().Count(ctx)
 	if err != nil {
 		return err

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/docketq/docket"
 	docketent "github.com/docketq/docket/ent"
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/examples/shipments/ent/tenant"
-	"github.com/docketq/docket/outbox"
 )
 
 // Service creates shipments.
@@ -20,9 +20,9 @@ type Service struct {
 // job in one Ent transaction: both are committed or neither is. The
 // notification job is added by the hook on Shipment, in the same
 // transaction. The tracking job's unique key makes a retried call harmless.
-func (s *Service) CreateShipment(ctx context.Context, tenantName, carrier string, address map[string]string) (*ent.Shipment, outbox.Enqueued, error) {
+func (s *Service) CreateShipment(ctx context.Context, tenantName, carrier string, address map[string]string) (*ent.Shipment, docket.Enqueued, error) {
 	var sh *ent.Shipment
-	var job outbox.Enqueued
+	var job docket.Enqueued
 	err := docketent.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		t, err := tx.Tenant.Query().Where(tenant.Name(tenantName)).Only(ctx)
 		if err != nil {
@@ -38,15 +38,15 @@ func (s *Service) CreateShipment(ctx context.Context, tenantName, carrier string
 	return sh, job, err
 }
 
-func (s *Service) enqueueTracking(ctx context.Context, tx *ent.Tx, sh *ent.Shipment) (outbox.Enqueued, error) {
+func (s *Service) enqueueTracking(ctx context.Context, tx *ent.Tx, sh *ent.Shipment) (docket.Enqueued, error) {
 	return docketent.Enqueue(ctx, s.docket, tx, TrackShipment{ShipmentID: sh.ID, Carrier: sh.Carrier},
-		outbox.Opts{UniqueKey: fmt.Sprintf("track:%d", sh.ID), Tenant: sh.Carrier})
+		docket.Opts{UniqueKey: fmt.Sprintf("track:%d", sh.ID), Tenant: sh.Carrier})
 }
 
 // Retrack enqueues a shipment's tracking job again: while the first is in
 // flight, nothing is inserted and its id is reported.
-func (s *Service) Retrack(ctx context.Context, id int) (outbox.Enqueued, error) {
-	var job outbox.Enqueued
+func (s *Service) Retrack(ctx context.Context, id int) (docket.Enqueued, error) {
+	var job docket.Enqueued
 	err := docketent.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		sh, err := tx.Shipment.Get(ctx, id)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,7 +29,7 @@ func setup(t *testing.T) *bundle {
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,16 +14,12 @@ import (
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DB is what the relay needs of a database: *pgxpool.Pool satisfies it.
 // It must not be a transaction: the relay commits as it goes.
 type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Begin(ctx context.Context) (pgx.Tx, error)
+	pgsql.TxDB
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 

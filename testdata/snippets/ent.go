@@ -7,9 +7,9 @@ import (
 	"context"
 
 	"entgo.io/ent/dialect"
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/examples/shipments/ent"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 )
 
 var (
@@ -17,7 +17,7 @@ var (
 	url          string
 	reg          *handlers.Registry
 	client       *ent.Client
-	docketClient *outbox.Client
+	docketClient *docket.Client
 	drv          dialect.Driver
 )
 

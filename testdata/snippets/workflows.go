@@ -7,7 +7,6 @@ import (
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,7 +15,6 @@ var (
 	tx     pgx.Tx
 	client *docket.Client
 	reg    *handlers.Registry
-	ob     *outbox.Client
 )
 
 type ResizeImage struct {

@@ -6,6 +6,7 @@ package core
 
 import (
 	"encoding/json"
+	"log/slog"
 	"time"
 )
 
@@ -76,3 +77,14 @@ const (
 	MinPriority = -10 // lowest priority
 	MaxPriority = 10  // highest priority
 )
+
+// JobAttrs returns the attributes Docket logs for a job: job_id, kind,
+// attempt and queue. Never the payload.
+func JobAttrs(job *Job) []any {
+	return []any{
+		slog.Int64("job_id", job.ID),
+		slog.String("kind", job.Kind),
+		slog.Int("attempt", job.Attempt),
+		slog.String("queue", job.Queue),
+	}
+}

@@ -37,6 +37,16 @@ func QueueList(queues []string) string {
 	return string(b)
 }
 
+// TableExists reports whether the table $1 (schema-qualified, quoted)
+// exists: a check that cannot fail, so a caller's transaction is never
+// aborted by a missing table.
+const TableExists = `SELECT to_regclass($1::text) IS NOT NULL`
+
+// NotifyChannel is the LISTEN/NOTIFY channel on which enqueuers announce
+// the queues of schema that received due jobs (the payload names them) and
+// workers listen. A schema name is at most 56 bytes, so it fits.
+func NotifyChannel(schema string) string { return "docket_" + schema }
+
 // EventChannel is the LISTEN/NOTIFY channel on which publishers announce
 // committed events of schema and relays listen. A channel name must fit in
 // 63 bytes: a long schema name is replaced by a hash of it.
@@ -57,3 +67,37 @@ const NotifyEvents = `SELECT pg_notify($1, '')`
 // NotifyRebalance announces on event channel $1 that a relay gave
 // partitions back, for the others to take them at once.
 const NotifyRebalance = `SELECT pg_notify($1, 'rebalance')`
+
+// MaxRowBytes bounds what one row carries beside its small columns: a
+// job's payload and meta together, as JSON text both as Docket sends them
+// and as PostgreSQL writes them back (jsonb_out, which spells numbers out
+// in full: 1e131071 comes back as 131,072 digits), and an event's payload.
+// PostgreSQL reads a statement's parameters in one protocol message, writes
+// a row in one and builds a value's text in one buffer, each of at most
+// 1 GiB; 1 MiB is left for the row's other columns.
+const MaxRowBytes = 1<<30 - 1<<20
+
+// NullJSON passes encoded JSON as a query parameter: SQL NULL for nil,
+// else text (database/sql drivers would send []byte for jsonb as bytea).
+func NullJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// RawJSON is NullJSON for COPY, which takes json.RawMessage as it is.
+func RawJSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// NullString passes s as a query parameter, SQL NULL when it is empty.
+func NullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -5,58 +5,68 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// migrateSchema applies Docket's migrations to schema on db.
+func migrateSchema(ctx context.Context, db pgsql.Beginner, schema string) error {
+	m, err := migrate.New(schema)
+	if err != nil {
+		return err
+	}
+	_, err = m.Up(ctx, db)
+	return err
+}
 
 // bundle is what most tests need: a migrated schema of their own.
 type bundle struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
 	schema string
-	client *outbox.Client
-	q      *queue.Queue // the worker protocol, to set up jobs in every state
+	jobs   *enqueue.Client // enqueues into schema
+	ops    *admin.Client   // the operations on schema, to set limits
+	q      *queue.Queue    // the worker protocol, to set up jobs in every state
 }
 
-func setup(t *testing.T, cfg ...outbox.Config) *bundle {
+func setup(t *testing.T, cfg ...queue.Config) *bundle {
 	t.Helper()
-	var c outbox.Config
+	var c queue.Config
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
 	return newBundle(t, pgtest.Pool(t), c)
 }
 
-// newBundle migrates a fresh schema on pool for a client of cfg and creates
-// today's and tomorrow's history partitions.
-func newBundle(t testing.TB, pool *pgxpool.Pool, cfg outbox.Config) *bundle {
+// newBundle migrates a fresh schema on pool, makes the Queue of cfg on it
+// and creates today's and tomorrow's history partitions.
+func newBundle(t testing.TB, pool *pgxpool.Pool, cfg queue.Config) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	schema := pgtest.Schema(t)
-	cfg.Schema = schema
-	client, err := outbox.New(cfg)
+	jobs, err := enqueue.New(enqueue.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := outbox.NewMigrator(schema)
+	ops, err := admin.New(admin.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Up(ctx, pool); err != nil {
+	if err := migrateSchema(ctx, pool, schema); err != nil {
 		t.Fatal(err)
 	}
-	q, err := queue.New(schema, queue.Config{DisableHistory: cfg.DisableHistory, CursorLag: cfg.ClaimCursorLag})
+	q, err := queue.New(schema, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
-		t.Fatal(err)
-	}
-	return &bundle{ctx: ctx, pool: pool, schema: schema, client: client, q: q}
+	return &bundle{ctx: ctx, pool: pool, schema: schema, jobs: jobs, ops: ops, q: q}
 }
 
 // count runs a count(*) style query with {{schema}}-free SQL where %s is the schema.
@@ -81,13 +91,13 @@ type other struct{}
 
 func (other) Kind() string { return "other" }
 
-func (b *bundle) enqueueN(t *testing.T, n int, opts outbox.Opts) []int64 {
+func (b *bundle) enqueueN(t *testing.T, n int, opts enqueue.Opts) []int64 {
 	t.Helper()
-	items := make([]outbox.Item, n)
+	items := make([]enqueue.Item, n)
 	for i := range items {
-		items[i] = outbox.Item{Args: noop{N: i}, Opts: opts}
+		items[i] = enqueue.Item{Args: noop{N: i}, Opts: opts}
 	}
-	out, err := b.client.EnqueueMany(b.ctx, b.pool, items)
+	out, err := b.jobs.EnqueueMany(b.ctx, b.pool, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +108,7 @@ func (b *bundle) enqueueN(t *testing.T, n int, opts outbox.Opts) []int64 {
 	return ids
 }
 
-func (b *bundle) claim(t *testing.T, worker uuid.UUID, limit int, lease time.Duration) []*docket.Job {
+func (b *bundle) claim(t *testing.T, worker uuid.UUID, limit int, lease time.Duration) []*core.Job {
 	t.Helper()
 	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
 		Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: limit, Lease: lease,
@@ -110,7 +120,7 @@ func (b *bundle) claim(t *testing.T, worker uuid.UUID, limit int, lease time.Dur
 }
 
 // runsOf returns the runs of claimed jobs.
-func runsOf(jobs []*docket.Job) []queue.Run {
+func runsOf(jobs []*core.Job) []queue.Run {
 	runs := make([]queue.Run, len(jobs))
 	for i, j := range jobs {
 		runs[i] = queue.RunOf(j)
@@ -119,7 +129,7 @@ func runsOf(jobs []*docket.Job) []queue.Run {
 }
 
 // byID returns the runs of claimed jobs by job id.
-func byID(jobs []*docket.Job) map[int64]queue.Run {
+func byID(jobs []*core.Job) map[int64]queue.Run {
 	m := make(map[int64]queue.Run, len(jobs))
 	for _, j := range jobs {
 		m[j.ID] = queue.RunOf(j)

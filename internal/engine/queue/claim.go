@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -43,7 +44,7 @@ const sqlClaimSettings = `SELECT set_config('enable_seqscan', 'off', true),
 	set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('synchronous_commit', 'off', true)`
 
-const (
+var (
 	// sqlClaim takes up to $3 ready jobs of kinds $2 from the (queue,
 	// priority, after, upto) ranges $1, $6, $7, $8 of ready_seq, probing them
 	// in that order: per range one descent of docket_jobs_claim_idx to the
@@ -51,7 +52,7 @@ const (
 	// long transaction elsewhere may keep vacuum from removing — are never
 	// visited. The outer UPDATE finds rows by id = ANY(array) so no
 	// statistics can turn it into a join over the whole table.
-	sqlClaim = `WITH c AS (
+	sqlClaim = pgsql.SQL(`WITH c AS (
 	SELECT j.id
 	FROM unnest($1::text[], $6::smallint[], $7::bigint[], $8::bigint[]) AS p(queue, priority, after, upto)
 	CROSS JOIN LATERAL (
@@ -63,7 +64,7 @@ const (
 		FOR NO KEY UPDATE SKIP LOCKED
 	) j
 	LIMIT $3
-)` + claimUpdate
+)` + claimUpdate)
 
 	// sqlClaimCapped is sqlClaim for one queue $1 where no tenant gets more
 	// than $6 of the batch. It walks the queue's distinct tenants with a
@@ -73,7 +74,7 @@ const (
 	// cost every insert an entry): they count as one more tenant, looked for
 	// among the queue's first 4×$3 ready jobs through the claim index. Of
 	// all these heads it keeps the best $3.
-	sqlClaimCapped = `WITH RECURSIVE t(tenant) AS (
+	sqlClaimCapped = pgsql.SQL(`WITH RECURSIVE t(tenant) AS (
 	SELECT min(tenant) FROM {{schema}}.docket_jobs WHERE state = 'ready' AND tenant <> '' AND queue = $1
 	UNION ALL
 	SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
@@ -106,7 +107,7 @@ const (
 	) heads
 	ORDER BY priority DESC, ready_seq
 	LIMIT $3
-)` + claimUpdate
+)` + claimUpdate)
 )
 
 // ClaimParams selects what a claim takes.
@@ -141,7 +142,7 @@ var errBadClaim = errors.New("docket: invalid claim")
 // with a generic plan and committed without waiting for its WAL flush (see
 // sqlClaimSettings); in a caller's transaction the caller's settings hold,
 // but for sequential scans, off for the claim alone.
-func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job, error) {
+func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*core.Job, error) {
 	if p.Worker == uuid.Nil || len(p.Queues) == 0 || len(p.Kinds) == 0 || p.Limit < 1 || p.Lease <= 0 {
 		return nil, fmt.Errorf("%w: want a worker id, queues, kinds, a positive limit and lease", errBadClaim)
 	}
@@ -149,9 +150,9 @@ func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job,
 	if p.TenantCap <= 0 {
 		return q.claimByCursor(ctx, db, p, lease)
 	}
-	var out []*docket.Job
+	var out []*core.Job
 	for _, name := range p.Queues {
-		jobs, _, err := q.runClaim(ctx, db, q.sql.claimCapped, name, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap)
+		jobs, _, err := q.runClaim(ctx, db, sqlClaimCapped.For(q.schema), name, p.Kinds, p.Limit-len(out), p.Worker, lease, p.TenantCap)
 		if err != nil {
 			return out, err
 		}
@@ -165,10 +166,10 @@ func (q *Queue) Claim(ctx context.Context, db DB, p ClaimParams) ([]*docket.Job,
 
 // claimByCursor runs the uncapped claim, each (queue, priority) scanned
 // from this Queue's cursor for it, and moves the cursors on.
-func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease int64) ([]*docket.Job, error) {
+func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease int64) ([]*core.Job, error) {
 	plan := q.cursors.plan(p.Queues, p.Kinds, time.Now())
 	q.runSweeps(ctx, db, plan.sweeps)
-	jobs, seqs, err := q.runClaim(ctx, db, q.sql.claim, plan.queues, p.Kinds, p.Limit, p.Worker, lease,
+	jobs, seqs, err := q.runClaim(ctx, db, sqlClaim.For(q.schema), plan.queues, p.Kinds, p.Limit, p.Worker, lease,
 		plan.priorities, plan.after, plan.upto)
 	if err != nil {
 		return nil, err
@@ -179,8 +180,8 @@ func (q *Queue) claimByCursor(ctx context.Context, db DB, p ClaimParams, lease i
 
 // runClaim runs a claim statement with sqlClaimSettings (see pgsql.Run for a
 // caller's transaction).
-func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([]*docket.Job, []int64, error) {
-	var jobs []*docket.Job
+func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([]*core.Job, []int64, error) {
+	var jobs []*core.Job
 	var seqs []int64
 	err := q.run(ctx, db, sqlClaimSettings, sql, args, func(rows pgx.Rows) error {
 		var err error
@@ -195,11 +196,11 @@ func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([
 
 // scanJobs reads the jobs a claim statement (ending in claimUpdate) returns,
 // with each job's ready_seq.
-func scanJobs(rows pgx.Rows) ([]*docket.Job, []int64, error) {
-	var out []*docket.Job
+func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
+	var out []*core.Job
 	var seqs []int64
 	for rows.Next() {
-		j := &docket.Job{}
+		j := &core.Job{}
 		// Payload and meta are read as bytes: into a json.RawMessage pgx
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.

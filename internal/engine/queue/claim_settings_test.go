@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -22,13 +22,10 @@ func TestClaimSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
-	ob, c, _ := migrated(t, ctx, pool, outbox.Config{})
-	if err := c.EnsurePartitions(ctx, pool, time.Now(), 1); err != nil {
-		t.Fatal(err)
-	}
+	enq, c, _ := migrated(t, ctx, pool, Config{})
 	const claims = 8
 	for range claims + 1 {
-		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
+		if _, err := enq.Enqueue(ctx, pool, noopArgs{}, enqueue.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,7 +57,7 @@ func TestClaimSettings(t *testing.T) {
 	}
 	var generic, custom int
 	err = conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
-		c.sql.claim).Scan(&generic, &custom)
+		sqlClaim.For(c.schema)).Scan(&generic, &custom)
 	if err != nil {
 		t.Fatalf("the claim is not among the connection's prepared statements: %v", err)
 	}
@@ -84,7 +81,7 @@ func TestRunSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 2)
-	_, c, _ := migrated(t, ctx, pool, outbox.Config{})
+	_, c, _ := migrated(t, ctx, pool, Config{})
 	during := func(db DB, settings string) string {
 		t.Helper()
 		var v string
@@ -140,7 +137,7 @@ func currentSettings(t *testing.T, ctx context.Context, db DB) string {
 // callerTx begins a caller's transaction on pool with a setting of its own,
 // synchronous_commit = remote_write, that Docket's statements must leave
 // alone; it is rolled back when the test ends.
-func callerTx(t *testing.T, ctx context.Context, pool outbox.TxBeginner) pgx.Tx {
+func callerTx(t *testing.T, ctx context.Context, pool pgsql.Beginner) pgx.Tx {
 	t.Helper()
 	tx, err := pool.Begin(ctx)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -50,14 +50,13 @@ import (
 // held, the sweeps grow slow but take a bounded share of the database's
 // time and never delay a claim.
 
-const (
-	// sqlStragglers finds, without locking anything, up to $3 ready jobs of
-	// kinds $2 per (queue, priority) that wait at or behind the cursors
-	// ($1, $4, $5): jobs whose transaction committed after the claimers had
-	// moved past them. It steps over every entry behind the cursor, which is
-	// what makes it slow while the vacuum horizon is held, so it runs off
-	// the claim path.
-	sqlStragglers = `SELECT p.queue, p.priority, j.ready_seq
+// sqlStragglers finds, without locking anything, up to $3 ready jobs of
+// kinds $2 per (queue, priority) that wait at or behind the cursors
+// ($1, $4, $5): jobs whose transaction committed after the claimers had
+// moved past them. It steps over every entry behind the cursor, which is
+// what makes it slow while the vacuum horizon is held, so it runs off
+// the claim path.
+var sqlStragglers = pgsql.SQL(`SELECT p.queue, p.priority, j.ready_seq
 FROM unnest($1::text[], $4::smallint[], $5::bigint[]) AS p(queue, priority, upto)
 CROSS JOIN LATERAL (
 	SELECT ready_seq FROM {{schema}}.docket_jobs
@@ -65,8 +64,9 @@ CROSS JOIN LATERAL (
 		AND ready_seq <= p.upto AND kind = ANY($2::text[])
 	ORDER BY ready_seq
 	LIMIT $3
-) j`
+) j`)
 
+const (
 	minSweepInterval = time.Second
 	sweepSpacing     = 25
 	sweepTimeout     = time.Minute
@@ -196,7 +196,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 		ls.at = now
 		cs.lagScans[p.key] = ls
 	}
-	for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
+	for prio := core.MaxPriority; prio >= core.MinPriority; prio-- {
 		for _, q := range queues {
 			var after int64
 			if cs.lag >= 0 {
@@ -223,7 +223,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 			continue
 		}
 		sw := sweep{key: key, kinds: kinds}
-		for prio := docket.MaxPriority; prio >= docket.MinPriority; prio-- {
+		for prio := core.MaxPriority; prio >= core.MinPriority; prio-- {
 			if c := cs.byKey[cursorKey{q, prio, p.kinds}]; c != nil && c.seen > 0 {
 				sw.queues = append(sw.queues, q)
 				sw.priorities = append(sw.priorities, int16(prio))
@@ -240,7 +240,7 @@ func (cs *cursors) plan(queues, kinds []string, now time.Time) claimPlan {
 }
 
 // advance moves the cursors past the claimed jobs of a claim of up to limit.
-func (cs *cursors) advance(p claimPlan, jobs []*docket.Job, seqs []int64, limit int, now time.Time) {
+func (cs *cursors) advance(p claimPlan, jobs []*core.Job, seqs []int64, limit int, now time.Time) {
 	if cs.lag < 0 {
 		return
 	}
@@ -335,7 +335,7 @@ func (q *Queue) sweep(ctx context.Context, db DB, sw sweep) {
 	args := []any{sw.queues, sw.kinds, maxStragglers, sw.priorities, sw.upto}
 	// A failed sweep is tried again at the next due time; the stragglers
 	// wait until then.
-	_ = q.run(ctx, db, pgsql.IndexSettings, q.sql.stragglers, args, func(rows pgx.Rows) error {
+	_ = q.run(ctx, db, pgsql.IndexSettings, sqlStragglers.For(q.schema), args, func(rows pgx.Rows) error {
 		var q string
 		var prio int16
 		var seq int64

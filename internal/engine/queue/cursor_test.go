@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 )
 
 // TestCursorLooksBackAfterShortClaimsAndEveryInterval checks when a claim
@@ -29,10 +29,10 @@ func TestCursorLooksBackAfterShortClaimsAndEveryInterval(t *testing.T) {
 		return p, 0
 	}
 	claimed := func(p claimPlan, from, to int64, limit int, now time.Time) {
-		var jobs []*docket.Job
+		var jobs []*core.Job
 		var seqs []int64
 		for s := from; s <= to; s++ {
-			jobs = append(jobs, &docket.Job{Queue: "q"})
+			jobs = append(jobs, &core.Job{Queue: "q"})
 			seqs = append(seqs, s)
 		}
 		cs.advance(p, jobs, seqs, limit, now)
@@ -70,7 +70,7 @@ func TestSweepFindingABacklogRewindsTheCursor(t *testing.T) {
 	queues, kinds := []string{"q"}, []string{"k"}
 	t0 := time.Unix(1_000_000, 0)
 	p := cs.plan(queues, kinds, t0)
-	jobs := []*docket.Job{{Queue: "q"}}
+	jobs := []*core.Job{{Queue: "q"}}
 	cs.advance(p, jobs, []int64{5000}, 10, t0)
 
 	// This claim is in flight while its sweep runs.

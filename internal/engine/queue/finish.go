@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -15,12 +16,12 @@ import (
 // by the same worker) changes nothing, and the job is missing from the
 // returned ids.
 
-const (
+var (
 	// sqlCompleteHistory moves runs ($1 ids, $3 their claims, see
 	// runClaims) of worker $2 to history, finished at $4, or when the
 	// statement runs if $4 is null (not at the start of its transaction: a
 	// transactional handler's transaction began before its handler ran).
-	sqlCompleteHistory = `WITH d AS (
+	sqlCompleteHistory = pgsql.SQL(`WITH d AS (
 	DELETE FROM {{schema}}.docket_jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
 	RETURNING j.*
@@ -31,15 +32,15 @@ INSERT INTO {{schema}}.docket_jobs_done
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
 	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id
 FROM d
-RETURNING id`
+RETURNING id`)
 
-	sqlCompleteDelete = `DELETE FROM {{schema}}.docket_jobs j
+	sqlCompleteDelete = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs j
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-RETURNING j.id`
+RETURNING j.id`)
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
 	// ready/scheduled after their delay; exhausted ones move to dead.
-	sqlFail = `WITH i AS (
+	sqlFail = pgsql.SQL(`WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS i(id, err, delay_ms, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
@@ -55,32 +56,32 @@ RETURNING j.id`
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts < j.max_attempts
 	RETURNING j.id
 )
-SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`
+SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`)
 
 	// sqlSnooze reschedules jobs without spending the attempt their claim counted.
-	sqlSnooze = `UPDATE {{schema}}.docket_jobs j
+	sqlSnooze = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
 	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + pgsql.NextReadySeq + `,
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 FROM unnest($1::bigint[], $3::bigint[], $4::bigint[]) AS i(id, delay_ms, claim_id)
 WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
-RETURNING j.id`
+RETURNING j.id`)
 
-	sqlDeadLetter = `WITH i AS (
+	sqlDeadLetter = pgsql.SQL(`WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[], $5::bigint[]) AS i(id, reason, err, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
 	RETURNING j.*, i.reason, i.err
 )
-` + pgsql.DeadInsert
+` + pgsql.DeadInsert)
 
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
-	sqlRelease = `UPDATE {{schema}}.docket_jobs j
+	sqlRelease = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-RETURNING j.id`
+RETURNING j.id`)
 )
 
 // Complete finishes the worker's runs: their jobs move to history, or are
@@ -90,23 +91,23 @@ RETURNING j.id`
 //
 // Outside a transaction, a missing history partition is created and the
 // statement run again. In a caller's transaction the failed statement has
-// aborted the transaction: the error is returned (see RepairHistory).
+// aborted the transaction: the error is returned (see partition.History.Repair).
 func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Run, finishedAt time.Time) ([]int64, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
 	ids, claims := runClaims(runs)
 	if !q.history {
-		return q.ids(ctx, db, q.sql.completeDelete, ids, worker, claims)
+		return q.ids(ctx, db, sqlCompleteDelete.For(q.schema), ids, worker, claims)
 	}
 	var at *time.Time
 	if !finishedAt.IsZero() {
 		at = &finishedAt
 	}
-	done, err := q.ids(ctx, db, q.sql.completeHistory, ids, worker, claims, at)
+	done, err := q.ids(ctx, db, sqlCompleteHistory.For(q.schema), ids, worker, claims, at)
 	if !pgsql.IsTx(db) {
-		if missing, perr := q.RepairHistory(ctx, db, err, finishedAt); missing && perr == nil {
-			return q.ids(ctx, db, q.sql.completeHistory, ids, worker, claims, at)
+		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
+			return q.ids(ctx, db, sqlCompleteHistory.For(q.schema), ids, worker, claims, at)
 		}
 	}
 	return done, err
@@ -141,7 +142,7 @@ func (q *Queue) Fail(ctx context.Context, db DB, worker uuid.UUID, failures []Fa
 	for i, f := range failures {
 		ids[i], claims[i], errs[i], delays[i] = f.ID, f.ClaimID, f.Error, f.Delay.Milliseconds()
 	}
-	err := q.run(ctx, db, pgsql.IndexSettings, q.sql.fail, []any{ids, worker, errs, delays, claims}, func(rows pgx.Rows) error {
+	err := q.run(ctx, db, pgsql.IndexSettings, sqlFail.For(q.schema), []any{ids, worker, errs, delays, claims}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id int64
 			var dead bool
@@ -180,7 +181,7 @@ func (q *Queue) Snooze(ctx context.Context, db DB, worker uuid.UUID, jobs []Snoo
 	for i, j := range jobs {
 		ids[i], claims[i], delays[i] = j.ID, j.ClaimID, j.Delay.Milliseconds()
 	}
-	return q.ids(ctx, db, q.sql.snooze, ids, worker, delays, claims)
+	return q.ids(ctx, db, sqlSnooze.For(q.schema), ids, worker, delays, claims)
 }
 
 // Dead is one job to move to the dead-letter table at once.
@@ -203,7 +204,7 @@ func (q *Queue) DeadLetter(ctx context.Context, db DB, worker uuid.UUID, jobs []
 	for i, j := range jobs {
 		ids[i], claims[i], reasons[i], errs[i] = j.ID, j.ClaimID, j.Reason, j.Error
 	}
-	return q.ids(ctx, db, q.sql.deadLetter, ids, worker, reasons, errs, claims)
+	return q.ids(ctx, db, sqlDeadLetter.For(q.schema), ids, worker, reasons, errs, claims)
 }
 
 // Release hands the worker's unfinished runs back to ready at once (at
@@ -213,5 +214,5 @@ func (q *Queue) Release(ctx context.Context, db DB, worker uuid.UUID, runs []Run
 		return nil, nil
 	}
 	ids, claims := runClaims(runs)
-	return q.ids(ctx, db, q.sql.release, ids, worker, claims)
+	return q.ids(ctx, db, sqlRelease.For(q.schema), ids, worker, claims)
 }

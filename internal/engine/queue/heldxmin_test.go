@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -29,7 +29,7 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
 	const lag = 50 * time.Millisecond
-	_, c, schema := migrated(t, ctx, pool, outbox.Config{DisableHistory: true, ClaimCursorLag: lag})
+	_, c, schema := migrated(t, ctx, pool, Config{DisableHistory: true, CursorLag: lag})
 	jobs := `"` + schema + `".docket_jobs`
 	held, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -74,8 +74,8 @@ func TestClaimCostWithHeldSnapshot(t *testing.T) {
 	now := time.Now()
 	plan := c.cursors.plan(params.Queues, params.Kinds, now)
 	fromStartPlan := claimPlan{queues: plan.queues, priorities: plan.priorities, after: make([]int64, len(plan.after)), upto: plan.upto}
-	withCursor, cursorTotal := claimBuffers(t, ctx, pool, c.sql.claim, plan, w)
-	fromStart, startTotal := claimBuffers(t, ctx, pool, c.sql.claim, fromStartPlan, w)
+	withCursor, cursorTotal := claimBuffers(t, ctx, pool, sqlClaim.For(c.schema), plan, w)
+	fromStart, startTotal := claimBuffers(t, ctx, pool, sqlClaim.For(c.schema), fromStartPlan, w)
 	t.Logf("one claim of 100 after 50,000 jobs under a held snapshot: scan buffers cursor %d, from the start %d (whole statement %d and %d)",
 		withCursor, fromStart, cursorTotal, startTotal)
 	if withCursor >= 300 {
@@ -157,19 +157,19 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
-	ob, c, _ := migrated(t, ctx, pool, outbox.Config{ClaimCursorLag: 10 * time.Millisecond})
+	enq, c, _ := migrated(t, ctx, pool, Config{CursorLag: 10 * time.Millisecond})
 	late, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer late.Rollback(ctx)
-	lateJob, err := ob.Enqueue(ctx, late, noopArgs{}, outbox.Opts{})
+	lateJob, err := enq.Enqueue(ctx, late, noopArgs{}, enqueue.Opts{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
 	params := ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 10, Lease: time.Minute}
-	claim := func() []*docket.Job {
+	claim := func() []*core.Job {
 		t.Helper()
 		jobs, err := c.Claim(ctx, pool, params)
 		if err != nil {
@@ -180,7 +180,7 @@ func TestLateCommitBehindCursorIsClaimed(t *testing.T) {
 	// Later jobs commit first and are claimed; the cursor moves past the
 	// late job's number.
 	for range 3 {
-		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
+		if _, err := enq.Enqueue(ctx, pool, noopArgs{}, enqueue.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -217,18 +217,18 @@ func TestLateBacklogBehindCursorDrainsAtClaimRate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.PoolN(t, 4)
-	ob, c, _ := migrated(t, ctx, pool, outbox.Config{ClaimCursorLag: 10 * time.Millisecond})
+	enq, c, _ := migrated(t, ctx, pool, Config{CursorLag: 10 * time.Millisecond})
 	const late, limit = 1000, 100
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	items := make([]outbox.Item, late)
+	items := make([]enqueue.Item, late)
 	for i := range items {
-		items[i] = outbox.Item{Args: noopArgs{}}
+		items[i] = enqueue.Item{Args: noopArgs{}}
 	}
-	if _, err := ob.EnqueueMany(ctx, tx, items); err != nil {
+	if _, err := enq.EnqueueMany(ctx, tx, items); err != nil {
 		t.Fatal(err)
 	}
 	params := ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: limit, Lease: time.Minute}
@@ -241,7 +241,7 @@ func TestLateBacklogBehindCursorDrainsAtClaimRate(t *testing.T) {
 		return len(jobs)
 	}
 	for range 3 {
-		if _, err := ob.Enqueue(ctx, pool, noopArgs{}, outbox.Opts{}); err != nil {
+		if _, err := enq.Enqueue(ctx, pool, noopArgs{}, enqueue.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)

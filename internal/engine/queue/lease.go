@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 )
 
@@ -19,17 +20,17 @@ type Run struct {
 }
 
 // RunOf returns the run of a job returned by Claim.
-func RunOf(j *docket.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
+func RunOf(j *core.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
 
-const (
+var (
 	// sqlHeartbeat extends the leases of runs ($1 ids, $4 their claims, see
 	// runClaims) of worker $2 by $3 ms. A lease that ran out but was not
 	// reaped yet is extended too: the claim is still the run's, nobody else
 	// took it.
-	sqlHeartbeat = `UPDATE {{schema}}.docket_jobs j
+	sqlHeartbeat = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET lease_until = now() + $3::bigint * interval '1 millisecond'
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($4::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-RETURNING j.id`
+RETURNING j.id`)
 )
 
 // Heartbeat extends the leases of the worker's runs by lease and returns the
@@ -42,7 +43,7 @@ func (q *Queue) Heartbeat(ctx context.Context, db DB, worker uuid.UUID, runs []R
 		return nil, nil
 	}
 	ids, claims := runClaims(runs)
-	return q.ids(ctx, db, q.sql.heartbeat, ids, worker, lease.Milliseconds(), claims)
+	return q.ids(ctx, db, sqlHeartbeat.For(q.schema), ids, worker, lease.Milliseconds(), claims)
 }
 
 // runClaims returns the ids of runs, in order, and their claims as the

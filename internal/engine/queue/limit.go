@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	docket "github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,11 +16,11 @@ import (
 // which grants each key of the limit what its budget allows, and then read
 // the hint it leaves when a budget held jobs back, in the same implicit
 // transaction.
-const (
-	sqlClaimLimited = `SELECT ` + jobColumns + `, ready_seq
+var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`)
 
+const (
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true)`
 
 	// sqlLimitedClaimSettings is sqlClaimSettings without the generic
@@ -54,7 +54,7 @@ type LimitedClaimParams struct {
 // LimitedClaim is what a limited claim took and, when the limit's budget
 // held ready jobs back, when to try again.
 type LimitedClaim struct {
-	Jobs []*docket.Job
+	Jobs []*core.Job
 	// Held is true when ready jobs were left for lack of budget, or another
 	// worker was claiming for the limit.
 	Held bool
@@ -89,7 +89,7 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
-	batch.Queue(q.sql.claimLimited, p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
+	batch.Queue(sqlClaimLimited.For(q.schema), p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
 		plan.queues, plan.priorities, plan.after, plan.upto)
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)

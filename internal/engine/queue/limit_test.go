@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
 
@@ -22,9 +23,9 @@ func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max 
 	return res
 }
 
-func (b *bundle) setLimit(t *testing.T, l outbox.Limit) {
+func (b *bundle) setLimit(t *testing.T, l admin.Limit) {
 	t.Helper()
-	if err := b.client.SetLimit(b.ctx, b.pool, l); err != nil {
+	if err := b.ops.Limits().Set(b.ctx, b.pool, l); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -35,9 +36,9 @@ func (b *bundle) setLimit(t *testing.T, l outbox.Limit) {
 func TestClaimLimitedConcurrency(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.setLimit(t, outbox.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
+	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
 	for _, tenant := range []string{"a", "b", ""} {
-		b.enqueueN(t, 5, outbox.Opts{Tenant: tenant})
+		b.enqueueN(t, 5, enqueue.Opts{Tenant: tenant})
 	}
 	w := uuid.New()
 	first := b.claimLimited(t, "noop_tenants", w, 100, true)
@@ -89,8 +90,8 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 func TestClaimLimitedRate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.setLimit(t, outbox.Limit{Name: "noop_rate", Kind: "noop", Rate: 10, Per: time.Second, Burst: 3})
-	b.enqueueN(t, 20, outbox.Opts{})
+	b.setLimit(t, admin.Limit{Name: "noop_rate", Kind: "noop", Rate: 10, Per: time.Second, Burst: 3})
+	b.enqueueN(t, 20, enqueue.Opts{})
 	w := uuid.New()
 	first := b.claimLimited(t, "noop_rate", w, 100, false)
 	if len(first.Jobs) != 3 || !first.Held || first.Wait <= 0 || first.Wait > 100*time.Millisecond {
@@ -114,7 +115,7 @@ func TestClaimLimitedRate(t *testing.T) {
 func TestSetLimitRejects(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, l := range []outbox.Limit{
+	for _, l := range []admin.Limit{
 		{Name: "", Kind: "noop", MaxRunning: 1},
 		{Name: "both", Queue: "q", Kind: "noop", MaxRunning: 1},
 		{Name: "none", Kind: "noop"},
@@ -123,17 +124,17 @@ func TestSetLimitRejects(t *testing.T) {
 		{Name: "neg", Kind: "noop", MaxRunning: -1},
 		{Name: "bad name", Kind: "noop", MaxRunning: 1},
 	} {
-		if err := b.client.SetLimit(b.ctx, b.pool, l); err == nil {
+		if err := b.ops.Limits().Set(b.ctx, b.pool, l); err == nil {
 			t.Errorf("SetLimit(%+v) accepted", l)
 		}
 	}
-	b.setLimit(t, outbox.Limit{Name: "one", Kind: "noop", MaxRunning: 1})
-	if err := b.client.SetLimit(b.ctx, b.pool, outbox.Limit{Name: "two", Kind: "noop", MaxRunning: 2}); err == nil {
+	b.setLimit(t, admin.Limit{Name: "one", Kind: "noop", MaxRunning: 1})
+	if err := b.ops.Limits().Set(b.ctx, b.pool, admin.Limit{Name: "two", Kind: "noop", MaxRunning: 2}); err == nil {
 		t.Error("a second limit on kind noop was accepted")
 	}
-	b.setLimit(t, outbox.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second})
-	got, err := b.client.Limits(b.ctx, b.pool)
-	if err != nil || len(got) != 1 || got[0] != (outbox.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second, Burst: 5}) {
+	b.setLimit(t, admin.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second})
+	got, err := b.ops.Limits().List(b.ctx, b.pool)
+	if err != nil || len(got) != 1 || got[0] != (admin.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second, Burst: 5}) {
 		t.Fatalf("limits %+v (%v), want the replaced limit with burst 5", got, err)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
 
@@ -14,7 +16,7 @@ func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const total = 20000
-	b.enqueueN(t, total, outbox.Opts{})
+	b.enqueueN(t, total, enqueue.Opts{})
 	var mu sync.Mutex
 	seen := make(map[int64]int, total)
 	var wg sync.WaitGroup
@@ -66,13 +68,13 @@ func TestConcurrentClaimersClaimEachJobOnce(t *testing.T) {
 func TestClaimOrderAndFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	low := b.enqueueN(t, 2, outbox.Opts{Priority: -1})
-	high := b.enqueueN(t, 2, outbox.Opts{Priority: 5})
-	mid := b.enqueueN(t, 2, outbox.Opts{})
-	if _, err := b.client.Enqueue(b.ctx, b.pool, other{}, outbox.Opts{}); err != nil {
+	low := b.enqueueN(t, 2, enqueue.Opts{Priority: -1})
+	high := b.enqueueN(t, 2, enqueue.Opts{Priority: 5})
+	mid := b.enqueueN(t, 2, enqueue.Opts{})
+	if _, err := b.jobs.Enqueue(b.ctx, b.pool, other{}, enqueue.Opts{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, outbox.Opts{Queue: "elsewhere"}); err != nil {
+	if _, err := b.jobs.Enqueue(b.ctx, b.pool, noop{}, enqueue.Opts{Queue: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
 	jobs := b.claim(t, uuid.New(), 100, time.Minute)
@@ -94,7 +96,7 @@ func TestClaimOrderAndFilters(t *testing.T) {
 func TestHeartbeatAndLostJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 3, outbox.Opts{})
+	b.enqueueN(t, 3, enqueue.Opts{})
 	owner, stranger := uuid.New(), uuid.New()
 	jobs := b.claim(t, owner, 3, time.Minute)
 	runs := runsOf(jobs)
@@ -117,8 +119,8 @@ func TestHeartbeatAndLostJobs(t *testing.T) {
 func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 1})
-	b.enqueueN(t, 1, outbox.Opts{}) // stays ready, untouched by the reaper
+	ids := b.enqueueN(t, 2, enqueue.Opts{MaxAttempts: 1})
+	b.enqueueN(t, 1, enqueue.Opts{}) // stays ready, untouched by the reaper
 	old := uuid.New()
 	jobs := b.claim(t, old, 2, time.Millisecond)
 	if len(jobs) != 2 {
@@ -179,7 +181,7 @@ func (b *bundle) requireStale(t *testing.T, worker uuid.UUID, stale []queue.Run)
 	if got, _ := b.q.Release(b.ctx, b.pool, worker, stale); len(got) != 0 {
 		t.Fatal("stale release applied")
 	}
-	if got, _ := b.q.DeadLetter(b.ctx, b.pool, worker, []queue.Dead{{Run: stale[0], Reason: outbox.ReasonCancelled}}); len(got) != 0 {
+	if got, _ := b.q.DeadLetter(b.ctx, b.pool, worker, []queue.Dead{{Run: stale[0], Reason: core.ReasonCancelled}}); len(got) != 0 {
 		t.Fatal("stale dead-letter applied")
 	}
 }
@@ -191,7 +193,7 @@ func (b *bundle) requireStale(t *testing.T, worker uuid.UUID, stale []queue.Run)
 func TestSameWorkerReclaimFencesStaleRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 3, outbox.Opts{})
+	b.enqueueN(t, 3, enqueue.Opts{})
 	w := uuid.New()
 	first := b.claim(t, w, 3, time.Millisecond)
 	if len(first) != 3 {
@@ -234,7 +236,7 @@ func TestSameWorkerReclaimFencesStaleRun(t *testing.T) {
 func TestCompleteRecordsFinishTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 2, outbox.Opts{})
+	b.enqueueN(t, 2, enqueue.Opts{})
 	w := uuid.New()
 	jobs := b.claim(t, w, 2, time.Minute)
 	tx, err := b.pool.Begin(b.ctx)
@@ -254,7 +256,7 @@ func TestCompleteRecordsFinishTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, at, 0); err != nil {
+	if err := partition.Of(b.q.Schema()).Ensure(b.ctx, b.pool, at, 0); err != nil {
 		t.Fatal(err)
 	}
 	if done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs[1:]), at); err != nil || len(done) != 1 {
@@ -279,7 +281,7 @@ func TestCompleteRecordsFinishTime(t *testing.T) {
 func TestFailRetryAndExhaust(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids := b.enqueueN(t, 2, outbox.Opts{MaxAttempts: 2})
+	ids := b.enqueueN(t, 2, enqueue.Opts{MaxAttempts: 2})
 	w := uuid.New()
 	first := byID(b.claim(t, w, 2, time.Minute))
 	res, err := b.q.Fail(b.ctx, b.pool, w, []queue.Failure{
@@ -308,13 +310,13 @@ func TestFailRetryAndExhaust(t *testing.T) {
 func TestSnoozeCancelReleasePromote(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids := b.enqueueN(t, 3, outbox.Opts{})
+	ids := b.enqueueN(t, 3, enqueue.Opts{})
 	w := uuid.New()
 	runs := byID(b.claim(t, w, 3, time.Minute))
 	if got, err := b.q.Snooze(b.ctx, b.pool, w, []queue.Snoozed{{Run: runs[ids[0]], Delay: 50 * time.Millisecond}}); err != nil || len(got) != 1 {
 		t.Fatalf("snooze %v %v", got, err)
 	}
-	if got, err := b.q.DeadLetter(b.ctx, b.pool, w, []queue.Dead{{Run: runs[ids[1]], Reason: outbox.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
+	if got, err := b.q.DeadLetter(b.ctx, b.pool, w, []queue.Dead{{Run: runs[ids[1]], Reason: core.ReasonCancelled, Error: "no longer wanted"}}); err != nil || len(got) != 1 {
 		t.Fatalf("cancel %v %v", got, err)
 	}
 	if got, err := b.q.Release(b.ctx, b.pool, w, []queue.Run{runs[ids[2]]}); err != nil || len(got) != 1 {
@@ -353,10 +355,10 @@ func TestSnoozeCancelReleasePromote(t *testing.T) {
 func TestTenantCapClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 6, outbox.Opts{}) // no tenant: one more tenant, "", found among the queue's first 4×20 jobs
-	b.enqueueN(t, 500, outbox.Opts{Tenant: "a"})
-	b.enqueueN(t, 5, outbox.Opts{Tenant: "b"})
-	b.enqueueN(t, 1, outbox.Opts{Tenant: "c"})
+	b.enqueueN(t, 6, enqueue.Opts{}) // no tenant: one more tenant, "", found among the queue's first 4×20 jobs
+	b.enqueueN(t, 500, enqueue.Opts{Tenant: "a"})
+	b.enqueueN(t, 5, enqueue.Opts{Tenant: "b"})
+	b.enqueueN(t, 1, enqueue.Opts{Tenant: "c"})
 	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
 		Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 20, Lease: time.Minute, TenantCap: 4,
 	})
@@ -387,8 +389,8 @@ func TestTenantCapClaim(t *testing.T) {
 func TestTenantCapUntenantedBehindFlood(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 60, outbox.Opts{Tenant: "a"})
-	b.enqueueN(t, 3, outbox.Opts{})
+	b.enqueueN(t, 60, enqueue.Opts{Tenant: "a"})
+	b.enqueueN(t, 3, enqueue.Opts{})
 	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{"default"}, Kinds: []string{"noop"},
 		Limit: 10, Lease: time.Minute, TenantCap: 2}
 	untenanted := 0
@@ -417,83 +419,16 @@ func TestTenantCapUntenantedBehindFlood(t *testing.T) {
 	}
 }
 
-func TestRetentionDropsOldPartitionsOnly(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	now := time.Now().UTC()
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.q.EnsurePartitions(b.ctx, b.pool, now.AddDate(0, 0, -10), 12); err != nil {
-		t.Fatalf("second ensure is not idempotent: %v", err)
-	}
-	// An old finished job, a recent one and live jobs.
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_jobs_done")+` (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, finished_at, payload)
-		VALUES (1, 'default', 'noop', 0, '', 1, 1, now(), now(), now() - interval '9 days', '{}'), (2, 'default', 'noop', 0, '', 1, 1, now(), now(), now(), '{}')`); err != nil {
-		t.Fatal(err)
-	}
-	live := b.enqueueN(t, 10, outbox.Opts{})
-	dropped, err := b.q.DropPartitions(b.ctx, b.pool, now.AddDate(0, 0, -7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dropped) != 3 {
-		t.Fatalf("dropped %v, want the 3 days ended before the cutoff", dropped)
-	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_done")); n != 1 {
-		t.Fatalf("%d history rows, want only the recent one", n)
-	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = ANY($1)`, live); n != 10 {
-		t.Fatal("retention touched live jobs")
-	}
-	parts, _ := b.q.Partitions(b.ctx, b.pool)
-	if len(parts) != 13-3 {
-		t.Fatalf("%d partitions left: %v", len(parts), parts)
-	}
-}
-
-// TestEnsurePartitionsConcurrently runs the maintenance of several worker
-// processes at once: each must succeed, whoever creates a day first.
-func TestEnsurePartitionsConcurrently(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	for round := range 3 {
-		day := time.Now().UTC().AddDate(0, 0, 40+10*round)
-		errs := make(chan error, 4)
-		for range 4 {
-			go func() {
-				c, err := queue.New(b.schema, queue.Config{})
-				if err == nil {
-					err = c.EnsurePartitions(b.ctx, b.pool, day, 2)
-				}
-				errs <- err
-			}()
-		}
-		for range 4 {
-			if err := <-errs; err != nil {
-				t.Fatalf("round %d: %v", round, err)
-			}
-		}
-	}
-	parts, err := b.q.Partitions(b.ctx, b.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts) != 2+3*3 { // setup's today and tomorrow, and three days per round
-		t.Fatalf("%d partitions: %v", len(parts), parts)
-	}
-}
-
 func TestCompleteCreatesMissingPartition(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	parts, _ := b.q.Partitions(b.ctx, b.pool)
+	parts, _ := partition.Of(b.q.Schema()).List(b.ctx, b.pool)
 	for _, p := range parts {
 		if _, err := b.pool.Exec(b.ctx, `DROP TABLE `+b.table(p)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids := b.enqueueN(t, 1, outbox.Opts{})
+	ids := b.enqueueN(t, 1, enqueue.Opts{})
 	w := uuid.New()
 	done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 1, time.Minute)), time.Time{})
 	if err != nil || len(done) != 1 || done[0] != ids[0] {
@@ -503,8 +438,8 @@ func TestCompleteCreatesMissingPartition(t *testing.T) {
 
 func TestHistoryOff(t *testing.T) {
 	t.Parallel()
-	b := setup(t, outbox.Config{DisableHistory: true})
-	b.enqueueN(t, 5, outbox.Opts{})
+	b := setup(t, queue.Config{DisableHistory: true})
+	b.enqueueN(t, 5, enqueue.Opts{})
 	w := uuid.New()
 	if done, err := b.q.Complete(b.ctx, b.pool, w, runsOf(b.claim(t, w, 5, time.Minute)), time.Time{}); err != nil || len(done) != 5 {
 		t.Fatalf("%v %v", done, err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -122,7 +121,7 @@ func TestHotPathPlans(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	for _, stale := range []bool{false, true} {
-		_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+		_, c, schema := migrated(t, ctx, pool, Config{})
 		jobs := `"` + schema + `".docket_jobs`
 		if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 			t.Fatal(err)
@@ -149,21 +148,21 @@ func TestHotPathPlans(t *testing.T) {
 		ids := []int64{1, 2, 3}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			what := fmt.Sprintf("stale stats %v, %s", stale, mode)
-			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, c.sql.claim, []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}, []int64{math.MaxInt64, math.MaxInt64}), "docket_jobs_claim_idx")
-			capped := explain(t, ctx, pool, mode, c.sql.claimCapped, "default", []string{"noop"}, 100, w, lease, 5)
+			assertIndexPlan(t, "claim, "+what, explain(t, ctx, pool, mode, sqlClaim.For(c.schema), []string{"default", "default"}, []string{"noop"}, 100, w, lease, []int16{1, 0}, []int64{0, 5000}, []int64{math.MaxInt64, math.MaxInt64}), "docket_jobs_claim_idx")
+			capped := explain(t, ctx, pool, mode, sqlClaimCapped.For(c.schema), "default", []string{"noop"}, 100, w, lease, 5)
 			assertIndexPlan(t, "capped claim, "+what, capped, "docket_jobs_tenant_idx")
 			assertIndexPlan(t, "capped claim's untenanted jobs, "+what, capped, "docket_jobs_claim_idx")
-			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, c.sql.promote, 100), "docket_jobs_scheduled_idx")
-			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, c.sql.reap, 100, "x"), "docket_jobs_running_idx")
+			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, sqlPromote.For(c.schema), 100), "docket_jobs_scheduled_idx")
+			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, sqlReap.For(c.schema), 100, "x"), "docket_jobs_running_idx")
 			for name, plan := range map[string]planNode{
-				"heartbeat": explain(t, ctx, pool, mode, c.sql.heartbeat, ids, w, lease, claims),
-				"complete":  explain(t, ctx, pool, mode, c.sql.completeHistory, ids, w, claims, noTime),
-				"release":   explain(t, ctx, pool, mode, c.sql.release, ids, w, claims),
+				"heartbeat": explain(t, ctx, pool, mode, sqlHeartbeat.For(c.schema), ids, w, lease, claims),
+				"complete":  explain(t, ctx, pool, mode, sqlCompleteHistory.For(c.schema), ids, w, claims, noTime),
+				"release":   explain(t, ctx, pool, mode, sqlRelease.For(c.schema), ids, w, claims),
 			} {
 				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
 				assertNoJoin(t, name+", "+what, plan)
 			}
-			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, c.sql.fail, ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
 		}
 	}
 }
@@ -177,16 +176,16 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+	_, c, schema := migrated(t, ctx, pool, Config{})
 	if _, err := pool.Exec(ctx, `DROP INDEX "`+schema+`".docket_jobs_claim_idx`); err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for what, plan := range map[string]planNode{
-			"claim": explain(t, ctx, pool, mode, c.sql.claim, []string{"default"}, []string{"noop"}, 100, w, int64(60000),
+			"claim": explain(t, ctx, pool, mode, sqlClaim.For(c.schema), []string{"default"}, []string{"noop"}, 100, w, int64(60000),
 				[]int16{0}, []int64{5}, []int64{math.MaxInt64}),
-			"sweep": explain(t, ctx, pool, mode, c.sql.stragglers, []string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}),
+			"sweep": explain(t, ctx, pool, mode, sqlStragglers.For(c.schema), []string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}),
 		} {
 			plan.walk(func(n planNode) {
 				if n.IndexName == "docket_jobs_tenant_idx" {
@@ -198,7 +197,7 @@ func TestPlainClaimCannotUseTenantIndex(t *testing.T) {
 	// The capped claim, which says tenant <> '', can use it (TestHotPathPlans
 	// checks it does on a filled table).
 	usable := false
-	explain(t, ctx, pool, "force_generic_plan", c.sql.claimCapped, "default", []string{"noop"}, 100, w, int64(60000), 5).walk(func(n planNode) {
+	explain(t, ctx, pool, "force_generic_plan", sqlClaimCapped.For(c.schema), "default", []string{"noop"}, 100, w, int64(60000), 5).walk(func(n planNode) {
 		usable = usable || n.IndexName == "docket_jobs_tenant_idx"
 	})
 	if !usable {
@@ -219,7 +218,7 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
-	_, c, schema := migrated(t, ctx, pool, outbox.Config{})
+	_, c, schema := migrated(t, ctx, pool, Config{})
 	jobs := `"` + schema + `".docket_jobs`
 	if _, err := pool.Exec(ctx, `ALTER TABLE `+jobs+` SET (autovacuum_enabled = false)`); err != nil {
 		t.Fatal(err)
@@ -249,19 +248,19 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		args                []any
 	}
 	stmts := []stmt{
-		{"claim", sqlClaimSettings, c.sql.claim, []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
-		{"capped", sqlClaimSettings, c.sql.claimCapped, []any{"default", []string{"noop"}, 100, w, lease, 5}},
-		{"sweep", pgsql.IndexSettings, c.sql.stragglers, []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
-		{"heartbeat", pgsql.IndexSettings, c.sql.heartbeat, []any{ids, w, lease, claims}},
-		{"complete", pgsql.IndexSettings, c.sql.completeHistory, []any{ids, w, claims, noTime}},
-		{"delete", pgsql.IndexSettings, c.sql.completeDelete, []any{ids, w, claims}},
-		{"fail", pgsql.IndexSettings, c.sql.fail, []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
-		{"snooze", pgsql.IndexSettings, c.sql.snooze, []any{ids, w, []int64{0, 0, 0}, ids}},
-		{"deadletter", pgsql.IndexSettings, c.sql.deadLetter, []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
-		{"release", pgsql.IndexSettings, c.sql.release, []any{ids, w, claims}},
-		{"reap", pgsql.IndexSettings, c.sql.reap, []any{100, "x"}},
-		{"promote", pgsql.IndexSettings, c.sql.promote, []any{100}},
-		{"next", pgsql.IndexSettings, c.sql.nextScheduled, nil},
+		{"claim", sqlClaimSettings, sqlClaim.For(c.schema), []any{[]string{"default"}, []string{"noop"}, 100, w, lease, []int16{0}, []int64{5}, []int64{math.MaxInt64}}},
+		{"capped", sqlClaimSettings, sqlClaimCapped.For(c.schema), []any{"default", []string{"noop"}, 100, w, lease, 5}},
+		{"sweep", pgsql.IndexSettings, sqlStragglers.For(c.schema), []any{[]string{"default"}, []string{"noop"}, 100, []int16{0}, []int64{5}}},
+		{"heartbeat", pgsql.IndexSettings, sqlHeartbeat.For(c.schema), []any{ids, w, lease, claims}},
+		{"complete", pgsql.IndexSettings, sqlCompleteHistory.For(c.schema), []any{ids, w, claims, noTime}},
+		{"delete", pgsql.IndexSettings, sqlCompleteDelete.For(c.schema), []any{ids, w, claims}},
+		{"fail", pgsql.IndexSettings, sqlFail.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
+		{"snooze", pgsql.IndexSettings, sqlSnooze.For(c.schema), []any{ids, w, []int64{0, 0, 0}, ids}},
+		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
+		{"release", pgsql.IndexSettings, sqlRelease.For(c.schema), []any{ids, w, claims}},
+		{"reap", pgsql.IndexSettings, sqlReap.For(c.schema), []any{100, "x"}},
+		{"promote", pgsql.IndexSettings, sqlPromote.For(c.schema), []any{100}},
+		{"next", pgsql.IndexSettings, sqlNextScheduled.For(c.schema), nil},
 	}
 	// plan explains s's prepared statement on conn after its settings, in a
 	// transaction it rolls back.

@@ -4,23 +4,24 @@ import (
 	"context"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
 )
 
-const (
-	sqlUpsertWorker = `INSERT INTO {{schema}}.docket_workers
+var (
+	sqlUpsertWorker = pgsql.SQL(`INSERT INTO {{schema}}.docket_workers
 	(id, host, pid, kinds, queues, expires_at, claims, claim_p50_ms, claim_p95_ms, claim_p99_ms, slots, notify_error)
 VALUES ($1, $2, $3, $4, $5, now() + $6::bigint * interval '1 millisecond', $7, $8, $9, $10, $11, $12)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, kinds = EXCLUDED.kinds,
 	queues = EXCLUDED.queues, slots = EXCLUDED.slots, last_seen = now(), expires_at = EXCLUDED.expires_at,
 	notify_error = EXCLUDED.notify_error,
 	claims = EXCLUDED.claims, claim_p50_ms = EXCLUDED.claim_p50_ms,
-	claim_p95_ms = EXCLUDED.claim_p95_ms, claim_p99_ms = EXCLUDED.claim_p99_ms`
+	claim_p95_ms = EXCLUDED.claim_p95_ms, claim_p99_ms = EXCLUDED.claim_p99_ms`)
 
 	// sqlPruneWorkers forgets processes that have not been seen for a day.
-	sqlPruneWorkers = `DELETE FROM {{schema}}.docket_workers WHERE expires_at < now() - interval '1 day'`
+	sqlPruneWorkers = pgsql.SQL(`DELETE FROM {{schema}}.docket_workers WHERE expires_at < now() - interval '1 day'`)
 
-	sqlDeleteWorker = `DELETE FROM {{schema}}.docket_workers WHERE id = $1`
+	sqlDeleteWorker = pgsql.SQL(`DELETE FROM {{schema}}.docket_workers WHERE id = $1`)
 )
 
 // WorkerInfo is what a worker process publishes about itself in
@@ -56,25 +57,17 @@ func (q *Queue) RegisterWorker(ctx context.Context, db DB, w WorkerInfo) error {
 		}
 		return float64(d) / float64(time.Millisecond)
 	}
-	_, err := db.Exec(ctx, q.sql.upsertWorker, w.ID, w.Host, w.PID, w.Kinds, w.Queues,
-		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots, nullable(w.NotifyError))
+	_, err := db.Exec(ctx, sqlUpsertWorker.For(q.schema), w.ID, w.Host, w.PID, w.Kinds, w.Queues,
+		w.TTL.Milliseconds(), w.Claims, ms(w.ClaimP50), ms(w.ClaimP95), ms(w.ClaimP99), w.Slots, pgsql.NullString(w.NotifyError))
 	return q.wrapErr(err)
-}
-
-// nullable is s, or NULL when it is empty.
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // DeregisterWorker deletes the process's row, on a clean stop, and forgets
 // processes that have not been seen for a day.
 func (q *Queue) DeregisterWorker(ctx context.Context, db DB, id uuid.UUID) error {
-	if _, err := db.Exec(ctx, q.sql.deleteWorker, id); err != nil {
+	if _, err := db.Exec(ctx, sqlDeleteWorker.For(q.schema), id); err != nil {
 		return q.wrapErr(err)
 	}
-	_, err := db.Exec(ctx, q.sql.pruneWorkers)
+	_, err := db.Exec(ctx, sqlPruneWorkers.For(q.schema))
 	return q.wrapErr(err)
 }

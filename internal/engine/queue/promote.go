@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const (
-	sqlPromote = `WITH p AS (
+var (
+	sqlPromote = pgsql.SQL(`WITH p AS (
 	SELECT id FROM {{schema}}.docket_jobs
 	WHERE state = 'scheduled' AND run_at <= now()
 	ORDER BY run_at
@@ -18,22 +18,22 @@ const (
 )
 UPDATE {{schema}}.docket_jobs SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `
 WHERE id = ANY(ARRAY(SELECT id FROM p))
-RETURNING queue`
+RETURNING queue`)
 
-	sqlNextScheduled = `SELECT min(run_at) FROM {{schema}}.docket_jobs WHERE state = 'scheduled'`
+	sqlNextScheduled = pgsql.SQL(`SELECT min(run_at) FROM {{schema}}.docket_jobs WHERE state = 'scheduled'`)
 )
 
 // Promote makes up to limit scheduled jobs whose run_at has come ready, and
 // returns the queues they are in (one entry per job).
 func (q *Queue) Promote(ctx context.Context, db DB, limit int) ([]string, error) {
-	return column[string](ctx, q, db, q.sql.promote, limit)
+	return column[string](ctx, q, db, sqlPromote.For(q.schema), limit)
 }
 
 // NextScheduled returns the earliest run_at of the scheduled jobs, and
 // false when there are none.
 func (q *Queue) NextScheduled(ctx context.Context, db DB) (time.Time, bool, error) {
 	var t *time.Time
-	err := q.run(ctx, db, pgsql.IndexSettings, q.sql.nextScheduled, nil, func(rows pgx.Rows) error {
+	err := q.run(ctx, db, pgsql.IndexSettings, sqlNextScheduled.For(q.schema), nil, func(rows pgx.Rows) error {
 		return pgsql.ScanOne(rows, &t)
 	})
 	if err != nil {

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,11 +36,11 @@ func TestProtocolInQueryModesWithoutPreparing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pool.Close()
-			b := newBundle(t, pool, outbox.Config{})
+			b := newBundle(t, pool, queue.Config{})
 			me := uuid.New()
-			b.enqueueN(t, 5, outbox.Opts{MaxAttempts: 3})
+			b.enqueueN(t, 5, enqueue.Opts{MaxAttempts: 3})
 			// The single-job insert too, with every optional column set.
-			if _, err := b.client.Enqueue(ctx, pool, noop{N: 1}, outbox.Opts{Queue: "other", UniqueKey: "k",
+			if _, err := b.jobs.Enqueue(ctx, pool, noop{N: 1}, enqueue.Opts{Queue: "other", UniqueKey: "k",
 				Tenant: "t", SerialKey: "s", Meta: map[string]string{"m": "v"}}); err != nil {
 				t.Fatalf("enqueue: %v", err)
 			}
@@ -61,7 +62,7 @@ func TestProtocolInQueryModesWithoutPreparing(t *testing.T) {
 			if got, err := b.q.Snooze(ctx, pool, me, []queue.Snoozed{{Run: runs[2], Delay: time.Second}}); err != nil || len(got) != 1 {
 				t.Fatalf("snooze: %d jobs, %v", len(got), err)
 			}
-			if got, err := b.q.DeadLetter(ctx, pool, me, []queue.Dead{{Run: runs[3], Reason: outbox.ReasonCancelled, Error: "no"}}); err != nil || len(got) != 1 {
+			if got, err := b.q.DeadLetter(ctx, pool, me, []queue.Dead{{Run: runs[3], Reason: core.ReasonCancelled, Error: "no"}}); err != nil || len(got) != 1 {
 				t.Fatalf("dead-letter: %d jobs, %v", len(got), err)
 			}
 			if got, err := b.q.Release(ctx, pool, me, runs[4:]); err != nil || len(got) != 1 {

@@ -6,17 +6,12 @@ import (
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// DB is the handle the protocol runs on: pgx.Tx, *pgx.Conn and
-// *pgxpool.Pool satisfy it. A pool or connection runs each statement as a
-// transaction of its own; a pgx.Tx runs it in the caller's transaction.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DB is the handle the protocol runs on (pgsql.DB): a pool or connection
+// runs each statement as a transaction of its own; a pgx.Tx runs it in the
+// caller's transaction.
+type DB = pgsql.DB
 
 // Config configures a Queue. The zero value keeps history and claims by
 // cursor with a lag of 1s.
@@ -31,26 +26,14 @@ type Config struct {
 	CursorLag time.Duration
 }
 
-// Queue runs the worker protocol on the tables of one schema. It holds the
-// statements rendered for that schema and the claim cursors, no
-// connection: every method takes the DB to use. A Queue is safe for
+// Queue runs the worker protocol on the tables of one schema. It holds the claim
+// cursors and no connection: every method takes the DB to use. A Queue is safe for
 // concurrent use; a process should use one per schema, so that its claims
 // share their cursors.
 type Queue struct {
 	schema  string
 	history bool
-	sql     statements
 	cursors *cursors
-}
-
-// statements holds the protocol's SQL rendered for one schema.
-type statements struct {
-	claim, claimCapped, claimLimited, stragglers, heartbeat   string
-	completeHistory, completeDelete, fail, snooze, deadLetter string
-	release, reap, promote, nextScheduled, sweepSerial        string
-	sweepWorkflows                                            string
-	upsertWorker, pruneWorkers, deleteWorker                  string
-	partitions, createPartition, dropPartition                string
 }
 
 // New returns a Queue on the tables in schema ("" means "public"). It fails
@@ -64,23 +47,10 @@ func New(schema string, cfg Config) (*Queue, error) {
 	if lag == 0 {
 		lag = time.Second
 	}
-	r := func(s string) string { return pgsql.Render(s, schema) }
 	return &Queue{
 		schema:  schema,
 		history: !cfg.DisableHistory,
 		cursors: newCursors(lag),
-		sql: statements{
-			claim: r(sqlClaim), claimCapped: r(sqlClaimCapped), claimLimited: r(sqlClaimLimited),
-			stragglers: r(sqlStragglers),
-			heartbeat:  r(sqlHeartbeat), completeHistory: r(sqlCompleteHistory),
-			completeDelete: r(sqlCompleteDelete), fail: r(sqlFail), snooze: r(sqlSnooze),
-			deadLetter: r(sqlDeadLetter), release: r(sqlRelease), reap: r(sqlReap),
-			promote: r(sqlPromote), nextScheduled: r(sqlNextScheduled), sweepSerial: r(sqlSweepSerial),
-			sweepWorkflows: r(sqlSweepWorkflows),
-			upsertWorker:   r(sqlUpsertWorker), pruneWorkers: r(sqlPruneWorkers), deleteWorker: r(sqlDeleteWorker),
-			partitions:      sqlPartitions,
-			createPartition: r(sqlCreatePartition), dropPartition: r(sqlDropPartition),
-		},
 	}, nil
 }
 

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
 	"github.com/google/uuid"
 )
 
-func benchSetup(b *testing.B, cfg outbox.Config) *bundle {
+func benchSetup(b *testing.B, cfg queue.Config) *bundle {
 	b.Helper()
 	return newBundle(b, pgtest.PoolN(b, 4), cfg)
 }
@@ -26,10 +26,10 @@ func BenchmarkClaimComplete100(b *testing.B) {
 }
 
 func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
-	s := benchSetup(b, outbox.Config{DisableHistory: !history})
-	items := make([]outbox.Item, 1000)
+	s := benchSetup(b, queue.Config{DisableHistory: !history})
+	items := make([]enqueue.Item, 1000)
 	for i := range items {
-		items[i] = outbox.Item{Args: noop{N: i}}
+		items[i] = enqueue.Item{Args: noop{N: i}}
 	}
 	w := uuid.New()
 	params := queue.ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute}
@@ -46,7 +46,7 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 	for i := 0; b.Loop(); i++ {
 		if i%10 == 0 {
 			timed(false, func() {
-				if _, err := s.client.EnqueueMany(s.ctx, s.pool, items); err != nil {
+				if _, err := s.jobs.EnqueueMany(s.ctx, s.pool, items); err != nil {
 					b.Fatal(err)
 				}
 			})

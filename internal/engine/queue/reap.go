@@ -16,11 +16,11 @@ type ReapResult struct {
 // leaseExpiredError is recorded on jobs whose worker stopped heartbeating.
 const leaseExpiredError = "lease expired: the worker stopped heartbeating (crashed, frozen or cut off)"
 
-const (
+var (
 	// sqlReap returns running jobs whose lease expired to ready, or moves
 	// them to dead when that was their last attempt. The lost attempt counts:
 	// a job that kills its worker must not be retried forever.
-	sqlReap = `WITH x AS (
+	sqlReap = pgsql.SQL(`WITH x AS (
 	SELECT id FROM {{schema}}.docket_jobs
 	WHERE state = 'running' AND lease_until < now()
 	ORDER BY id
@@ -37,7 +37,7 @@ const (
 	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
 	RETURNING id
 )
-SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
+SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`)
 )
 
 // Reap returns up to limit running jobs whose lease expired to ready, or to
@@ -45,7 +45,7 @@ SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`
 // idempotent, and safe to run from every process at once.
 func (q *Queue) Reap(ctx context.Context, db DB, limit int) (ReapResult, error) {
 	var r ReapResult
-	err := q.run(ctx, db, pgsql.IndexSettings, q.sql.reap, []any{limit, leaseExpiredError}, func(rows pgx.Rows) error {
+	err := q.run(ctx, db, pgsql.IndexSettings, sqlReap.For(q.schema), []any{limit, leaseExpiredError}, func(rows pgx.Rows) error {
 		return pgsql.ScanOne(rows, &r.Requeued, &r.Dead)
 	})
 	return r, err

@@ -1,6 +1,10 @@
 package queue
 
-import "context"
+import (
+	"context"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+)
 
 // Serial keys are lines in the database (migration 009): a serial job joins
 // its key's line when it first becomes ready, the head alone is ready or
@@ -11,7 +15,7 @@ import "context"
 
 // sqlSweepSerial moves on lines that have no holder (see
 // docket_serial_sweep) and returns the queues of the jobs it made ready.
-const sqlSweepSerial = `SELECT q FROM {{schema}}.docket_serial_sweep($1) AS q`
+var sqlSweepSerial = pgsql.SQL(`SELECT q FROM {{schema}}.docket_serial_sweep($1) AS q`)
 
 // SweepSerial makes the head of up to limit serial-key lines ready where the
 // line has no holder: lines left waiting by an enqueue outside READ
@@ -20,5 +24,5 @@ const sqlSweepSerial = `SELECT q FROM {{schema}}.docket_serial_sweep($1) AS q`
 // run it at READ COMMITTED, where each of its statements sees every holder
 // committed before it; cheap when no line needs it.
 func (q *Queue) SweepSerial(ctx context.Context, db DB, limit int) ([]string, error) {
-	return column[string](ctx, q, db, q.sql.sweepSerial, limit)
+	return column[string](ctx, q, db, sqlSweepSerial.For(q.schema), limit)
 }

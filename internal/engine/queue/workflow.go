@@ -21,7 +21,7 @@ import (
 // their run_at is ahead). It returns the queues of the jobs it made ready,
 // one entry per job. Jobs locked by another transaction are skipped: that
 // transaction is the one deciding about them.
-const sqlSweepWorkflows = `WITH w AS (
+var sqlSweepWorkflows = pgsql.SQL(`WITH w AS (
 	SELECT j.id, f.stopped, f.failed_parent
 	FROM {{schema}}.docket_jobs j
 	JOIN {{schema}}.docket_workflows wf ON wf.id = j.workflow_id
@@ -56,7 +56,7 @@ const sqlSweepWorkflows = `WITH w AS (
 	WHERE j.id = w.id AND NOT w.stopped AND w.failed_parent IS NULL
 	RETURNING j.queue, j.state
 )
-SELECT queue FROM ready WHERE state = 'ready'`
+SELECT queue FROM ready WHERE state = 'ready'`)
 
 // SweepWorkflows decides about up to limit workflow jobs left waiting
 // although their parents are gone (see sqlSweepWorkflows), and returns the
@@ -64,5 +64,5 @@ SELECT queue FROM ready WHERE state = 'ready'`
 // READ COMMITTED, where it sees every parent departure committed before it;
 // cheap when no job needs it.
 func (q *Queue) SweepWorkflows(ctx context.Context, db DB, limit int) ([]string, error) {
-	return column[string](ctx, q, db, q.sql.sweepWorkflows, limit)
+	return column[string](ctx, q, db, sqlSweepWorkflows.For(q.schema), limit)
 }

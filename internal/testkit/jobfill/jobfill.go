@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The shape of the data, for tests that filter on it. Live job i (1..n) is
@@ -73,7 +73,7 @@ const sqlVacuum = `VACUUM (ANALYZE) {{schema}}.docket_jobs, {{schema}}.docket_jo
 // Fill adds n live jobs, n/10 dead jobs and n/10 finished jobs (over the
 // 50 minutes before now, in today's history partition) to a migrated
 // schema, in one transaction, then vacuums and analyzes the tables.
-func Fill(ctx context.Context, db Beginner, schema string, n int) error {
+func Fill(ctx context.Context, db pgsql.TxDB, schema string, n int) error {
 	q, err := queue.New(schema, queue.Config{})
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func Fill(ctx context.Context, db Beginner, schema string, n int) error {
 		at = midnight.Add(time.Hour)
 	}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if err := q.EnsurePartitions(ctx, tx, now, 1); err != nil {
+		if err := partition.Of(q.Schema()).Ensure(ctx, tx, now, 1); err != nil {
 			return fmt.Errorf("jobfill: partitions: %w", err)
 		}
 		for _, stmt := range []string{sqlFill, sqlFillDead, sqlFillDone} {
@@ -107,11 +107,11 @@ func Fill(ctx context.Context, db Beginner, schema string, n int) error {
 }
 
 // Create creates schema, migrates it and fills it with n jobs (see Fill).
-func Create(ctx context.Context, db Beginner, schema string, n int) error {
+func Create(ctx context.Context, db pgsql.TxDB, schema string, n int) error {
 	if _, err := db.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return fmt.Errorf("jobfill: %w", err)
 	}
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		return err
 	}
@@ -119,10 +119,4 @@ func Create(ctx context.Context, db Beginner, schema string, n int) error {
 		return fmt.Errorf("jobfill: migrate: %w", err)
 	}
 	return Fill(ctx, db, schema, n)
-}
-
-// Beginner is a pool: it begins the filling transaction and runs VACUUM.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }

@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5"
@@ -35,7 +37,7 @@ import (
 const recipe = "default_query_exec_mode=exec"
 
 // fix is what every error of the plain URL behind the bouncer must say.
-var fix = outbox.ErrPgBouncer.Error()
+var fix = docket.ErrPgBouncer.Error()
 
 // bouncer starts a private pgbouncer in transaction mode in front of the
 // package's database. Without a pgbouncer binary the test is skipped with
@@ -53,10 +55,10 @@ func bouncer(t *testing.T, opts pgsrv.BouncerOptions) *pgsrv.Bouncer {
 	return b
 }
 
-// pool opens a pool on url the documented way (outbox.ParsePoolConfig).
+// pool opens a pool on url the documented way (docket.ParsePoolConfig).
 func pool(t *testing.T, url string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := outbox.ParsePoolConfig(url)
+	cfg, err := docket.ParsePoolConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,16 +247,16 @@ func TestRecipeThroughBouncer(t *testing.T) {
 
 	log := newLogs(t)
 	c, err := docket.NewClient(db, docket.Config{
-		Outbox:   outbox.Config{Schema: schema},
+		Schema:   schema,
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			ListenURL: pgtest.URL(t),
 			// Polling alone would find a job only after a minute: what runs
 			// sooner was announced by a notification.
 			PollInterval: time.Minute,
 			MetricsAddr:  "127.0.0.1:0",
 			Logger:       log.logger(),
-			Pools:        []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: 20}},
+			Pools:        []docket.PoolConfig{{Queues: []string{docket.DefaultQueue}, Concurrency: 20}},
 		},
 		Schedules: []schedule.Schedule{{Name: "pgb-tick", Spec: "@every 1s", Args: tickJob{}}},
 	})
@@ -278,10 +280,10 @@ func TestRecipeThroughBouncer(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs <- pgx.BeginFunc(t.Context(), db, func(tx pgx.Tx) error {
-				_, err := c.EnqueueMany(t.Context(), tx, []outbox.Item{
+				_, err := c.EnqueueMany(t.Context(), tx, []docket.Item{
 					{Args: plainJob{N: i}},
 					{Args: txJob{N: i}},
-					{Args: serialJob{N: i}, Opts: outbox.Opts{SerialKey: fmt.Sprint(i % 5)}},
+					{Args: serialJob{N: i}, Opts: docket.Opts{SerialKey: fmt.Sprint(i % 5)}},
 				})
 				return err
 			})
@@ -295,11 +297,11 @@ func TestRecipeThroughBouncer(t *testing.T) {
 		}
 	}
 	// a, then b and c, then d after both.
-	wf, err := c.Outbox().EnqueueWorkflow(t.Context(), db, outbox.Workflow{Name: "pgb", Jobs: []outbox.WorkflowJob{
+	wf, err := c.EnqueueWorkflow(t.Context(), db, docket.Workflow{Name: "pgb", Jobs: []docket.WorkflowJob{
 		{Ref: "a", Args: stepJob{Step: "a"}},
-		{Ref: "b", Args: stepJob{Step: "b"}, After: outbox.After("a")},
-		{Ref: "c", Args: stepJob{Step: "c"}, After: outbox.After("a")},
-		{Ref: "d", Args: stepJob{Step: "d"}, After: outbox.After("b", "c")},
+		{Ref: "b", Args: stepJob{Step: "b"}, After: docket.After("a")},
+		{Ref: "c", Args: stepJob{Step: "c"}, After: docket.After("a")},
+		{Ref: "d", Args: stepJob{Step: "d"}, After: docket.After("b", "c")},
 	}})
 	if err != nil {
 		t.Fatalf("enqueue a workflow through the bouncer: %v", err)
@@ -331,8 +333,8 @@ func TestRecipeThroughBouncer(t *testing.T) {
 		t.Errorf("workflow steps out of order: a %v, b %v, c %v, d %v", at("a"), at("b"), at("c"), at("d"))
 	}
 	waitFor(t, 15*time.Second, "the workflow to be succeeded", func() bool {
-		st, err := c.Outbox().WorkflowStatus(t.Context(), db, wf.ID)
-		return err == nil && st.State == outbox.WorkflowSucceeded
+		st, err := c.Admin().Workflows().Status(t.Context(), db, wf.ID)
+		return err == nil && st.State == admin.WorkflowSucceeded
 	})
 	var dead int
 	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM `+pgx.Identifier{schema, "docket_jobs_dead"}.Sanitize()).Scan(&dead); err != nil || dead != 0 {
@@ -341,23 +343,23 @@ func TestRecipeThroughBouncer(t *testing.T) {
 
 	// Notifications: the worker's own check passed, quietly...
 	waitFor(t, 15*time.Second, "the notification check to end", func() bool {
-		done, _ := c.Worker().NotifyCheck()
+		done, _ := c.NotifyCheck()
 		return done
 	})
-	if _, err := c.Worker().NotifyCheck(); err != nil {
+	if _, err := c.NotifyCheck(); err != nil {
 		t.Errorf("notification check through ListenURL: %v", err)
 	}
 	if strings.Contains(log.String(), "notifications do not reach") {
 		t.Error("the worker warned that notifications do not reach it")
 	}
-	if code, body := readyz(t, c.Worker().MetricsAddr()); code != 200 || body != "ready\n" {
+	if code, body := readyz(t, c.MetricsAddr()); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q, want 200 \"ready\\n\"", code, body)
 	}
 	// ...and a job enqueued through the bouncer, on an idle worker that
 	// polls once a minute, runs within seconds.
 	var id int64
 	if err := pgx.BeginFunc(t.Context(), db, func(tx pgx.Tx) error {
-		res, err := c.Enqueue(t.Context(), tx, plainJob{N: -1}, outbox.Opts{})
+		res, err := c.Enqueue(t.Context(), tx, plainJob{N: -1}, docket.Opts{})
 		id = res.ID
 		return err
 	}); err != nil {
@@ -396,7 +398,7 @@ func readyz(t *testing.T, addr string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// wantFix checks that every error in errs wraps outbox.ErrPgBouncer, whose
+// wantFix checks that every error in errs wraps docket.ErrPgBouncer, whose
 // message is the fix, and that there is at least one: a run without
 // failures would check nothing.
 func wantFix(t *testing.T, what string, errs []error) {
@@ -405,8 +407,8 @@ func wantFix(t *testing.T, what string, errs []error) {
 		t.Errorf("%s: no error with the plain URL through one server connection; nothing was checked", what)
 	}
 	for _, err := range errs {
-		if !errors.Is(err, outbox.ErrPgBouncer) || !strings.Contains(err.Error(), fix) {
-			t.Errorf("%s: %v, want it wrapped in outbox.ErrPgBouncer", what, err)
+		if !errors.Is(err, docket.ErrPgBouncer) || !strings.Contains(err.Error(), fix) {
+			t.Errorf("%s: %v, want it wrapped in docket.ErrPgBouncer", what, err)
 		}
 	}
 }
@@ -464,14 +466,18 @@ func plainCLI(t *testing.T) {
 func plainAPI(t *testing.T) {
 	b := bouncer(t, pgsrv.BouncerOptions{PoolSize: 1})
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(t.Context(), pgtest.Pool(t)); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	events, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := admin.New(admin.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,9 +486,20 @@ func plainAPI(t *testing.T) {
 	for _, d := range sqlDBs {
 		t.Cleanup(func() { _ = d.Close() })
 	}
-	scheds := make([]*schedule.Service, 2)
+	// An enqueue-only client, and one client on each pool for
+	// RegisterSchedules, which runs through the client's pool and takes
+	// only kinds among Config.Schedules'.
+	jobs, err := docket.NewClient(clients[0], docket.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(context.Context, *handlers.Job[tickJob]) error { return nil }, handlers.KindOpts{})
+	scheds := make([]*docket.Client, 2)
 	for i, p := range clients {
-		if scheds[i], err = schedule.New(schedule.Config{DB: p, Outbox: ob}); err != nil {
+		scheds[i], err = docket.NewClient(p, docket.Config{Schema: schema, Registry: reg,
+			Schedules: []schedule.Schedule{{Name: "pgb-tick", Spec: "@hourly", Args: tickJob{}}}})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -492,41 +509,41 @@ func plainAPI(t *testing.T) {
 	}{
 		{"Enqueue in a transaction", func(ctx context.Context, i, n int) error {
 			return pgx.BeginFunc(ctx, clients[i], func(tx pgx.Tx) error {
-				_, err := ob.Enqueue(ctx, tx, plainJob{N: n}, outbox.Opts{})
+				_, err := jobs.Enqueue(ctx, tx, plainJob{N: n}, docket.Opts{})
 				return err
 			})
 		}},
 		{"EnqueueMany", func(ctx context.Context, i, n int) error {
-			_, err := ob.EnqueueMany(ctx, clients[i], []outbox.Item{{Args: plainJob{N: n}}, {Args: txJob{N: n}}})
+			_, err := jobs.EnqueueMany(ctx, clients[i], []docket.Item{{Args: plainJob{N: n}}, {Args: txJob{N: n}}})
 			return err
 		}},
 		{"EnqueueSQL", func(ctx context.Context, i, n int) error {
-			_, err := ob.EnqueueSQL(ctx, sqlDBs[i], plainJob{N: n}, outbox.Opts{})
+			_, err := jobs.EnqueueSQL(ctx, sqlDBs[i], plainJob{N: n}, docket.Opts{})
 			return err
 		}},
 		{"EnqueueWorkflow", func(ctx context.Context, i, n int) error {
-			_, err := ob.EnqueueWorkflow(ctx, clients[i], outbox.Workflow{Name: "w", Jobs: []outbox.WorkflowJob{
-				{Ref: "a", Args: stepJob{Step: "a"}}, {Ref: "b", Args: stepJob{Step: "b"}, After: outbox.After("a")},
+			_, err := jobs.EnqueueWorkflow(ctx, clients[i], docket.Workflow{Name: "w", Jobs: []docket.WorkflowJob{
+				{Ref: "a", Args: stepJob{Step: "a"}}, {Ref: "b", Args: stepJob{Step: "b"}, After: docket.After("a")},
 			}})
 			return err
 		}},
 		{"Publish", func(ctx context.Context, i, n int) error {
-			_, err := ob.Publish(ctx, clients[i], outbox.Message{Topic: "pgb.plain", Key: fmt.Sprint(n), Payload: []byte("{}")})
+			_, err := events.Publish(ctx, clients[i], outbox.Message{Topic: "pgb.plain", Key: fmt.Sprint(n), Payload: []byte("{}")})
 			return err
 		}},
 		{"PublishMany", func(ctx context.Context, i, n int) error {
-			_, err := ob.PublishMany(ctx, clients[i], []outbox.Message{{Topic: "pgb.plain", Payload: []byte("{}")}})
+			_, err := events.PublishMany(ctx, clients[i], []outbox.Message{{Topic: "pgb.plain", Payload: []byte("{}")}})
 			return err
 		}},
-		{"schedule Register", func(ctx context.Context, i, n int) error {
-			return scheds[i].Register(ctx, schedule.Schedule{Name: fmt.Sprintf("pgb-%d", n), Spec: "@hourly", Args: tickJob{}})
+		{"RegisterSchedules", func(ctx context.Context, i, n int) error {
+			return scheds[i].RegisterSchedules(ctx, schedule.Schedule{Name: fmt.Sprintf("pgb-%d", n), Spec: "@hourly", Args: tickJob{}})
 		}},
 		{"Migrator.Up", func(ctx context.Context, i, _ int) error {
 			_, err := m.Up(ctx, clients[i])
 			return err
 		}},
 		{"Status", func(ctx context.Context, i, _ int) error {
-			_, err := ob.Status(ctx, clients[i], outbox.Thresholds{})
+			_, err := adm.Status(ctx, clients[i], admin.Thresholds{})
 			return err
 		}},
 	}
@@ -549,14 +566,14 @@ func plainWorker(t *testing.T) {
 	b := bouncer(t, pgsrv.BouncerOptions{PoolSize: 1})
 	schema := pgtest.Schema(t)
 	direct := pgtest.Pool(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(t.Context(), direct); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	jobs, err := docket.NewClient(direct, docket.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,10 +584,10 @@ func plainWorker(t *testing.T) {
 		s.add("plain", j.ID)
 		return nil
 	}, handlers.KindOpts{})
-	start := func(log *logs) (*handlers.Worker, error) {
-		w, err := handlers.NewWorker(handlers.Config{
-			DB: pool(t, b.URL(""), 1), Outbox: ob, Registry: reg, Logger: log.logger(),
-			PollInterval: 100 * time.Millisecond, NotifyCheckTimeout: time.Second,
+	start := func(log *logs) (*docket.Client, error) {
+		w, err := docket.NewClient(pool(t, b.URL(""), 1), docket.Config{
+			Schema: schema, Registry: reg,
+			Worker: docket.WorkerConfig{Logger: log.logger(), PollInterval: 100 * time.Millisecond, NotifyCheckTimeout: time.Second},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -582,7 +599,7 @@ func plainWorker(t *testing.T) {
 		return w, nil
 	}
 	enqueue := func(n int) int64 {
-		res, err := ob.Enqueue(t.Context(), direct, plainJob{N: n}, outbox.Opts{})
+		res, err := jobs.Enqueue(t.Context(), direct, plainJob{N: n}, docket.Opts{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -599,7 +616,7 @@ func plainWorker(t *testing.T) {
 	}
 	const warn = "notifications do not reach this worker"
 	waitFor(t, 30*time.Second, "the WARN about notifications", func() bool { return strings.Contains(log.String(), warn) })
-	if _, err := w.NotifyCheck(); !errors.Is(err, handlers.ErrNotifyLost) || !strings.Contains(log.String(), "ListenURL") {
+	if _, err := w.NotifyCheck(); !errors.Is(err, docket.ErrNotifyLost) || !strings.Contains(log.String(), "ListenURL") {
 		t.Errorf("NotifyCheck = %v, want ErrNotifyLost; the WARN must name ListenURL", err)
 	}
 	first := enqueue(1)
@@ -632,17 +649,14 @@ func plainWorker(t *testing.T) {
 	}
 }
 
-// A ListenURL that does not parse is a config error, found by NewWorker.
+// A ListenURL that does not parse is a config error, found by NewClient.
 func TestBadListenURL(t *testing.T) {
 	db := pgtest.Pool(t)
-	ob, err := outbox.New(outbox.Config{Schema: pgtest.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(context.Context, *handlers.Job[plainJob]) error { return nil }, handlers.KindOpts{})
-	w, err := handlers.NewWorker(handlers.Config{DB: db, Outbox: ob, Registry: reg, ListenURL: "postgres://%zz"})
-	if !errors.Is(err, handlers.ErrInvalidConfig) || w != nil || !strings.Contains(err.Error(), "ListenURL") {
+	w, err := docket.NewClient(db, docket.Config{Schema: pgtest.Schema(t), Registry: reg,
+		Worker: docket.WorkerConfig{ListenURL: "postgres://%zz"}})
+	if !errors.Is(err, docket.ErrInvalidConfig) || w != nil || !strings.Contains(err.Error(), "ListenURL") {
 		t.Errorf("bad ListenURL: %v, want ErrInvalidConfig naming ListenURL", err)
 	}
 }
@@ -694,7 +708,7 @@ func TestCLIPgBouncerSwitch(t *testing.T) {
 // the errors and the WARN point at it.
 func TestRecipeIsDocumented(t *testing.T) {
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "docs", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -705,7 +719,7 @@ func TestRecipeIsDocumented(t *testing.T) {
 		t.Fatal(`docs/compatibility.md has no "## PgBouncer" section (the anchor #pgbouncer the errors name)`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	for _, want := range []string{recipe, "ListenURL", "--pgbouncer", "outbox.ErrPgBouncer", "NotifyCheckTimeout", "pool_mode"} {
+	for _, want := range []string{recipe, "ListenURL", "--pgbouncer", "docket.ErrPgBouncer", "NotifyCheckTimeout", "pool_mode"} {
 		if !strings.Contains(section, want) {
 			t.Errorf("the PgBouncer section of docs/compatibility.md does not mention %s", want)
 		}
@@ -714,12 +728,12 @@ func TestRecipeIsDocumented(t *testing.T) {
 	if !strings.Contains(ops, "compatibility.md#pgbouncer") || strings.Contains(ops, "default_query_exec_mode") || strings.Contains(ops, "QueryExecMode") {
 		t.Error("docs/operations.md must link to the recipe in compatibility.md#pgbouncer, not give one of its own")
 	}
-	for name, text := range map[string]string{"outbox.ErrPgBouncer": fix, "handlers.ErrNotifyLost": handlers.ErrNotifyLost.Error()} {
+	for name, text := range map[string]string{"docket.ErrPgBouncer": fix, "docket.ErrNotifyLost": docket.ErrNotifyLost.Error()} {
 		if !strings.Contains(text, "docs/compatibility.md#pgbouncer") || !strings.Contains(text, "ListenURL") {
 			t.Errorf("%s does not point at the recipe: %s", name, text)
 		}
 	}
 	if !strings.Contains(fix, recipe) || !strings.Contains(fix, "--pgbouncer") {
-		t.Errorf("outbox.ErrPgBouncer does not give the recipe's query mode and the CLI switch: %s", fix)
+		t.Errorf("docket.ErrPgBouncer does not give the recipe's query mode and the CLI switch: %s", fix)
 	}
 }

@@ -29,8 +29,8 @@ func TestPoolUsesPackageDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(cfg.Database, "docket_test_internal_pgtest_") {
-		t.Errorf("database %q, want docket_test_internal_pgtest_<random>", cfg.Database)
+	if !strings.HasPrefix(cfg.Database, "docket_test_internal_testkit_pgtest_") {
+		t.Errorf("database %q, want docket_test_internal_testkit_pgtest_<random>", cfg.Database)
 	}
 	pool := Pool(t)
 	if got := pool.Config().MaxConns; got != DefaultMaxConns {

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/worker"
+	"github.com/docketq/docket/migrate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -38,7 +40,7 @@ const (
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
 	// ScenarioFlowControl drains a backlog of which a share is a kind under
-	// a flow-control limit (outbox.Limit), once per limit variant, and
+	// a flow-control limit (admin.Limit), once per limit variant, and
 	// reports limited and ordinary claims apart. ScenarioAll leaves it out.
 	ScenarioFlowControl = "flowcontrol"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
@@ -85,7 +87,7 @@ type Config struct {
 	// fill. Zero means DefaultBatch (1,000).
 	Batch int
 	// Workers is the worker's concurrency (its one pool's slots). Zero
-	// means the worker's default, handlers.DefaultConcurrency, or
+	// means the worker's default, worker.DefaultConcurrency, or
 	// DefaultHandlerSlots (32) for handlers.
 	Workers int
 	// HandlerMin and HandlerMax bound the random time each handler of
@@ -145,11 +147,11 @@ type Config struct {
 	// spread over, round robin. Zero means DefaultLimitTenants (10).
 	LimitTenants int
 	// DisableHistory deletes completed jobs instead of moving them to the
-	// history table (outbox.Config.DisableHistory).
+	// history table (docket.Config.DisableHistory).
 	DisableHistory bool
 	// PollOnly turns LISTEN/NOTIFY off everywhere: enqueues send no NOTIFY
 	// (outbox.Config.NotifyDebounce = -1) and the worker does not listen
-	// (handlers.Config.DisableNotify), so it finds jobs by polling only.
+	// (worker.Config.DisableNotify), so it finds jobs by polling only.
 	PollOnly bool
 	// CPUProfile, when set, is a file that receives a Go CPU profile of the
 	// timed part of the scenario. With ScenarioAll each scenario writes its
@@ -218,7 +220,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Scenario == ScenarioHandlers {
 		def(&cfg.Workers, DefaultHandlerSlots)
 	}
-	def(&cfg.Workers, handlers.DefaultConcurrency)
+	def(&cfg.Workers, worker.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
 	def(&cfg.Inserters, 1)
 	def(&cfg.Processes, 1)
@@ -321,14 +323,18 @@ func (r *Runner) logf(format string, args ...any) {
 	fmt.Fprintf(r.cfg.Progress, "docket bench: "+format+"\n", args...)
 }
 
-// env is one scenario's schema and the outbox client for it.
+// env is one scenario's schema, with an enqueue-only client (the path
+// users enqueue through) and the operations for it.
 type env struct {
 	r      *Runner
 	db     *pgxpool.Pool
 	schema string
-	ob     *outbox.Client
+	jobs   *docket.Client
+	ops    *admin.Client
+	// debounce is the NOTIFY debounce of its enqueues and worker (-1: none).
+	debounce time.Duration
 	// onClaim, when set before worker is called, receives every claim's
-	// round-trip time (handlers.Config.OnClaim).
+	// round-trip time (worker.Config.OnClaim).
 	onClaim func(took time.Duration, jobs int)
 	// register, when set before worker is called, registers the kinds the
 	// worker runs besides noop.
@@ -344,16 +350,15 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // never fails
 	e := &env{r: r, db: db, schema: "docket_bench_" + hex.EncodeToString(b)}
-	debounce := time.Duration(0)
-	if r.cfg.PollOnly {
-		debounce = -1
-	}
-	ob, err := outbox.New(outbox.Config{Schema: e.schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: debounce})
-	if err != nil {
+	var err error
+	e.debounce = r.cfg.notifyDebounce()
+	if e.jobs, err = docket.NewClient(db, docket.Config{Schema: e.schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: e.debounce}); err != nil {
 		return e, err
 	}
-	e.ob = ob
-	m, err := outbox.NewMigrator(e.schema)
+	if e.ops, err = admin.New(admin.Config{Schema: e.schema}); err != nil {
+		return e, err
+	}
+	m, err := migrate.New(e.schema)
 	if err != nil {
 		return e, err
 	}
@@ -361,16 +366,16 @@ func (r *Runner) setup(ctx context.Context, db *pgxpool.Pool, scenario string) (
 	if _, err := m.Up(ctx, db); err != nil {
 		return e, fmt.Errorf("migrate schema %s: %w", e.schema, err)
 	}
-	if !r.cfg.DisableHistory {
-		q, err := queue.New(e.schema, queue.Config{})
-		if err != nil {
-			return e, err
-		}
-		if err := q.EnsurePartitions(ctx, db, time.Now(), 1); err != nil {
-			return e, err
-		}
-	}
 	return e, nil
+}
+
+// notifyDebounce is the NOTIFY debounce of the scenario's enqueues and
+// worker: none when it measures polling alone.
+func (c Config) notifyDebounce() time.Duration {
+	if c.PollOnly {
+		return -1
+	}
+	return 0
 }
 
 // drop removes the scenario's schema, even after ctx was cancelled.
@@ -459,9 +464,9 @@ func (e *env) workerWith(ctx context.Context, h handlers.HandlerFunc[noop], slot
 		wdb.Close()
 		return nil, err
 	}
-	w, err := handlers.NewWorker(handlers.Config{
-		DB: wdb, Outbox: e.ob, Registry: reg,
-		Pools:         []handlers.PoolConfig{{Queues: []string{outbox.DefaultQueue}, Concurrency: slots}},
+	w, err := worker.New(worker.Config{
+		DB: wdb, Schema: e.schema, DisableHistory: e.r.cfg.DisableHistory, NotifyDebounce: e.debounce, Handlers: reg,
+		Pools:         []worker.PoolConfig{{Queues: []string{docket.DefaultQueue}, Concurrency: slots}},
 		DisableNotify: cfg.PollOnly,
 		Logger:        cfg.Logger,
 		OnClaim:       e.onClaim,

@@ -10,7 +10,7 @@ import (
 
 // The worker sends each claim as one batch (its settings, the claim, and
 // for a limited claim the wait hint); these substrings of the claim
-// statement tell the two kinds of claim apart. handlers.Config.OnClaim
+// statement tell the two kinds of claim apart. worker.Config.OnClaim
 // reports both alike.
 const (
 	limitedClaimMark  = "docket_claim_limited("

@@ -28,7 +28,7 @@
 //     concurrency limit; and with a rate limit. The worker's claim
 //     statements are timed on its connections by a pgx tracer and split
 //     into limited claims (docket_claim_limited) and ordinary ones, which
-//     handlers.Config.OnClaim cannot tell apart.
+//     worker.Config.OnClaim cannot tell apart.
 //
 // heldxmin with Config.HeldLimitedRate also runs that second kind under a
 // rate limit, offered at twice the rate, and reports per window how many
@@ -41,7 +41,7 @@
 // # Isolation
 //
 // Every scenario runs in a fresh schema named docket_bench_<random hex>,
-// migrated with outbox.Migrator, and drops it when it ends, also when it
+// migrated with migrate.Migrator, and drops it when it ends, also when it
 // fails or its context is cancelled. Producers and the worker get pools of
 // their own, as separate processes would.
 package bench

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -20,7 +20,7 @@ const drainPoll = 2 * time.Millisecond
 // gives when not nil (see fillWith), on cfg.Inserters connections, and
 // analyzes the jobs table: the planner sees the backlog, as autovacuum's
 // analyze would show it to a queue that filled up over time.
-func (e *env) backlog(ctx context.Context, n int, scenario string, item func() outbox.Item) error {
+func (e *env) backlog(ctx context.Context, n int, scenario string, item func() docket.Item) error {
 	idb, err := warmPool(ctx, e.db, e.r.cfg.Inserters)
 	if err != nil {
 		return err

@@ -9,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -90,27 +91,27 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		}
 	}
 	var next atomic.Int64 // the fill's job number, as the inserters take jobs
-	var lim *outbox.Limit
+	var lim *admin.Limit
 	switch variant {
 	case LimitIdle, LimitRate:
-		lim = &outbox.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: r.cfg.LimitRate, Per: time.Second, Burst: r.cfg.LimitRate}
+		lim = &admin.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: r.cfg.LimitRate, Per: time.Second, Burst: r.cfg.LimitRate}
 	case LimitConcurrency:
-		lim = &outbox.Limit{Name: limitName, Kind: limited{}.Kind(), PerTenant: true, MaxRunning: r.cfg.LimitRunning}
+		lim = &admin.Limit{Name: limitName, Kind: limited{}.Kind(), PerTenant: true, MaxRunning: r.cfg.LimitRunning}
 	}
 	if lim != nil {
-		if err := e.ob.SetLimit(ctx, db, *lim); err != nil {
+		if err := e.ops.Limits().Set(ctx, db, *lim); err != nil {
 			return Result{}, err
 		}
 	}
-	err = e.backlog(ctx, n, label, func() outbox.Item {
+	err = e.backlog(ctx, n, label, func() docket.Item {
 		k := int(next.Add(1) - 1)
 		if !isLimited(k, share) {
-			return outbox.Item{Args: noop{}}
+			return docket.Item{Args: noop{}}
 		}
 		// Tenants by the limited job's own number: by k they would all be
 		// one tenant, since limited jobs fall at a fixed stride of k.
 		nth := int(math.Floor(float64(k) * share))
-		return outbox.Item{Args: limited{}, Opts: outbox.Opts{Tenant: "t" + strconv.Itoa(nth%tenants)}}
+		return docket.Item{Args: limited{}, Opts: docket.Opts{Tenant: "t" + strconv.Itoa(nth%tenants)}}
 	})
 	if err != nil {
 		return Result{}, err

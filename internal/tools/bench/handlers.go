@@ -6,10 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Defaults of the handlers scenario: the "Postgres as a job queue"
@@ -33,7 +32,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	}
 	n, slots := r.cfg.Jobs, r.cfg.Workers
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
-	randomPriority := func() outbox.Item { return outbox.Item{Args: noop{}, Opts: outbox.Opts{Priority: rand.IntN(11)}} }
+	randomPriority := func() docket.Item { return docket.Item{Args: noop{}, Opts: docket.Opts{Priority: rand.IntN(11)}} }
 	if err := e.backlog(ctx, n, ScenarioHandlers, randomPriority); err != nil {
 		return Result{}, err
 	}

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -63,7 +63,7 @@ func (r *Runner) heldXmin(ctx context.Context, db *pgxpool.Pool, emit func(Resul
 	limRate := r.cfg.HeldLimitedRate
 	var ldb *pgxpool.Pool // the limited kind's producers
 	if limRate > 0 {
-		err := e.ob.SetLimit(ctx, db, outbox.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: limRate, Per: time.Second})
+		err := e.ops.Limits().Set(ctx, db, admin.Limit{Name: limitName, Kind: limited{}.Kind(), Rate: limRate, Per: time.Second})
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -64,8 +64,8 @@ func (e *env) fill(ctx context.Context, db *pgxpool.Pool, n int, prog *progress)
 
 // fillWith is fill with each job from item, when not nil, instead of a
 // no-op job with no options. item is called from several goroutines.
-func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progress, item func() outbox.Item) error {
-	items := make([]outbox.Item, min(e.r.cfg.Batch, n))
+func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progress, item func() docket.Item) error {
+	items := make([]docket.Item, min(e.r.cfg.Batch, n))
 	for i := range items {
 		items[i].Args = noop{}
 	}
@@ -85,7 +85,7 @@ func (e *env) fillWith(ctx context.Context, db *pgxpool.Pool, n int, prog *progr
 					}
 				}
 				err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-					_, err := e.ob.EnqueueMany(ctx, tx, batch)
+					_, err := e.jobs.EnqueueMany(ctx, tx, batch)
 					return err
 				})
 				if err != nil {

@@ -7,12 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docketq/docket/internal/engine/queue"
-	"github.com/docketq/docket/outbox"
 )
 
 // The SQL-only limit's shape: claims of limitClaim jobs on limitConns
@@ -60,7 +59,7 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 		return 0, err
 	}
 	defer conns.Close()
-	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{outbox.DefaultQueue},
+	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{docket.DefaultQueue},
 		Kinds: []string{noop{}.Kind()}, Limit: limitClaim, Lease: time.Minute}
 	var wg sync.WaitGroup
 	errs := make([]error, limitConns)
@@ -110,7 +109,7 @@ func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batche
 	rows := make([][]any, n)
 	payload := []byte(`{}`)
 	for i := range rows {
-		rows[i] = []any{"ready", outbox.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
+		rows[i] = []any{"ready", docket.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
 	}
 	for _, size := range []int{n, r.cfg.Batch} {
 		rate, err := r.copyRate(ctx, db, rows, size)

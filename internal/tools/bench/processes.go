@@ -13,8 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -40,11 +41,15 @@ func ServeWorker(ctx context.Context, db *pgxpool.Pool, cfg Config, schema strin
 	if err != nil {
 		return err
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: -1})
+	jobs, err := docket.NewClient(db, docket.Config{Schema: schema, DisableHistory: r.cfg.DisableHistory, NotifyDebounce: -1})
 	if err != nil {
 		return err
 	}
-	e := &env{r: r, db: db, schema: schema, ob: ob}
+	ops, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		return err
+	}
+	e := &env{r: r, db: db, schema: schema, jobs: jobs, ops: ops, debounce: -1}
 	lines := bufio.NewScanner(in)
 	if _, err := fmt.Fprintln(out, lineReady); err != nil {
 		return err

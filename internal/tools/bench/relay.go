@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
@@ -81,7 +82,7 @@ func RunRelay(ctx context.Context, pool *pgxpool.Pool, cfg RelayConfig) (RelayRe
 	}
 	res := RelayResult{Scenario: ScenarioRelay, Events: cfg.Events, Keys: cfg.Keys, Relays: cfg.Relays, SteadyRate: cfg.Rate}
 	schema := "docket_bench_relay_" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		return res, err
 	}

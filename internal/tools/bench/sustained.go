@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -81,7 +81,7 @@ func (e *env) produce(ctx context.Context, db *pgxpool.Pool, n, rate int, start,
 }
 
 // produceArgs is produce with jobs of args instead of no-op jobs.
-func (e *env) produceArgs(ctx context.Context, db *pgxpool.Pool, args docket.Args, n, rate int, start, deadline time.Time, committed func(id int64, at time.Time)) error {
+func (e *env) produceArgs(ctx context.Context, db *pgxpool.Pool, args core.Args, n, rate int, start, deadline time.Time, committed func(id int64, at time.Time)) error {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	interval := float64(time.Second) / float64(rate)
@@ -133,14 +133,14 @@ func (e *env) enqueueOne(ctx context.Context, db *pgxpool.Pool) (int64, error) {
 }
 
 // enqueueArgs is enqueueOne with a job of args.
-func (e *env) enqueueArgs(ctx context.Context, db *pgxpool.Pool, args docket.Args) (int64, error) {
+func (e *env) enqueueArgs(ctx context.Context, db *pgxpool.Pool, args core.Args) (int64, error) {
 	if !e.r.cfg.ProducerTx {
-		res, err := e.ob.Enqueue(ctx, db, args, outbox.Opts{})
+		res, err := e.jobs.Enqueue(ctx, db, args, docket.Opts{})
 		return res.ID, err
 	}
 	var id int64
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		res, err := e.ob.Enqueue(ctx, tx, args, outbox.Opts{})
+		res, err := e.jobs.Enqueue(ctx, tx, args, docket.Opts{})
 		id = res.ID
 		return err
 	})

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docketq/docket/outbox"
 )
 
 // Enqueuer puts in numbered Work jobs, a batch per transaction with bulk
@@ -20,10 +19,10 @@ import (
 // goroutine.
 type Enqueuer struct {
 	DB     *pgxpool.Pool
-	Outbox *outbox.Client
+	Client *docket.Client // enqueue-only, on Schema
 	Schema string
 	// Item returns the job numbered n. Nil means half Plain, half Tx.
-	Item func(n int) outbox.Item
+	Item func(n int) docket.Item
 
 	next    int // the next job's number
 	batch   int // the next batch's number
@@ -33,7 +32,7 @@ type Enqueuer struct {
 // Enqueue puts in the next n jobs as one batch, retrying until it
 // committed or ctx ends.
 func (e *Enqueuer) Enqueue(ctx context.Context, n int) error {
-	items := make([]outbox.Item, n)
+	items := make([]docket.Item, n)
 	doomed := 0
 	for i := range items {
 		items[i] = e.item(e.next + i)
@@ -45,7 +44,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, n int) error {
 	record := `INSERT INTO ` + pgx.Identifier{e.Schema}.Sanitize() + `.batches (b, jobs, doomed) VALUES ($1, $2, $3)`
 	for {
 		err := pgx.BeginFunc(ctx, e.DB, func(tx pgx.Tx) error {
-			if _, err := e.Outbox.EnqueueMany(ctx, tx, items); err != nil {
+			if _, err := e.Client.EnqueueMany(ctx, tx, items); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, record, b, n, doomed)
@@ -95,14 +94,14 @@ func (e *Enqueuer) committed(ctx context.Context, b int) (bool, error) {
 	}
 }
 
-func (e *Enqueuer) item(n int) outbox.Item {
+func (e *Enqueuer) item(n int) docket.Item {
 	if e.Item != nil {
 		return e.Item(n)
 	}
 	if n%2 == 0 {
-		return outbox.Item{Args: Plain{Work{N: n}}}
+		return docket.Item{Args: Plain{Work{N: n}}}
 	}
-	return outbox.Item{Args: Tx{Work{N: n}}}
+	return docket.Item{Args: Tx{Work{N: n}}}
 }
 
 // work returns the Work of a harness job's args.

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/internal/tools/faultsuite"
-	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The fault suite: for each fault, three worker processes drain 20,000
@@ -184,7 +183,7 @@ func TestFaultServerRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Stop() })
-	cfg, err := outbox.ParsePoolConfig(cluster.URL())
+	cfg, err := docket.ParsePoolConfig(cluster.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +219,10 @@ func TestFaultServerRestarted(t *testing.T) {
 func TestFaultFrozenWorkerLateOutcomeDropped(t *testing.T) {
 	t.Parallel()
 	r := sharedRun(t)
-	r.enq.Item = func(n int) outbox.Item {
+	r.enq.Item = func(n int) docket.Item {
 		// Records its run, then sleeps 3 s deaf to its context, then
 		// succeeds: an outcome that must be dropped.
-		return outbox.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n, Mode: faultsuite.ModeSlow, SleepMS: 3000}}}
+		return docket.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n, Mode: faultsuite.ModeSlow, SleepMS: 3000}}}
 	}
 	spec := faultsuite.WorkerSpec{URL: r.url, Schema: r.schema, LeaseMS: 1000, Concurrency: 4}
 	frozen, err := faultsuite.Start(exec.Command(os.Args[0]), spec)

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/schedule"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docketq/docket/handlers"
-	docket "github.com/docketq/docket/internal/engine/core"
-	"github.com/docketq/docket/schedule"
 )
 
 // Kinds of the harness's jobs.
@@ -86,7 +85,7 @@ func register(reg *handlers.Registry, db *pgxpool.Pool, schema, me string) {
 	tick := `INSERT INTO ` + s + `.ticks (name, fire, job_id) VALUES ($1, $2, $3)`
 	// before runs a Work job's mode; it returns a non-nil error to end the
 	// run with it, or done to end it with success and no effect.
-	before := func(ctx context.Context, j *docket.Job, w Work) (done bool, err error) {
+	before := func(ctx context.Context, j *core.Job, w Work) (done bool, err error) {
 		switch w.Mode {
 		case ModeFlaky:
 			if j.Attempt == 1 {

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
+	"github.com/google/uuid"
 )
 
 // Jobs a stopped worker left running under a lease are finished by the
@@ -21,7 +21,7 @@ func TestRecoverLeasedFinishesJobsLeftRunning(t *testing.T) {
 	ctx := t.Context()
 	schema := pgtest.Schema(t)
 	db := pgtest.PoolN(t, 4)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +31,11 @@ func TestRecoverLeasedFinishesJobsLeftRunning(t *testing.T) {
 	if err := CreateTables(ctx, db, schema); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	client, err := docket.NewClient(db, docket.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	enq := &Enqueuer{DB: db, Outbox: ob, Schema: schema}
+	enq := &Enqueuer{DB: db, Client: client, Schema: schema}
 	if err := enq.Enqueue(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRecoverLeasedFinishesJobsLeftRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := q.Claim(ctx, db, queue.ClaimParams{Worker: uuid.New(), Queues: []string{outbox.DefaultQueue},
+	claimed, err := q.Claim(ctx, db, queue.ClaimParams{Worker: uuid.New(), Queues: []string{docket.DefaultQueue},
 		Kinds: []string{KindPlain, KindTx}, Limit: 10, Lease: time.Second})
 	if err != nil || len(claimed) != 10 {
 		t.Fatalf("claimed %d of 10: %v", len(claimed), err)

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/tools/faultsuite"
-	"github.com/docketq/docket/outbox"
+	"github.com/jackc/pgx/v5"
 )
 
 // Serial keys across processes: 20 keys × 500 jobs, half plain and half
@@ -22,12 +21,12 @@ import (
 func TestSerialKeysInOrderAcrossProcesses(t *testing.T) {
 	const keys, perKey, procs, slots = 20, 500, 3, 40
 	r := sharedRun(t)
-	r.enq.Item = func(n int) outbox.Item {
-		opts := outbox.Opts{SerialKey: fmt.Sprintf("k%02d", n%keys)}
+	r.enq.Item = func(n int) docket.Item {
+		opts := docket.Opts{SerialKey: fmt.Sprintf("k%02d", n%keys)}
 		if n%2 == 0 {
-			return outbox.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n}}, Opts: opts}
+			return docket.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n}}, Opts: opts}
 		}
-		return outbox.Item{Args: faultsuite.Tx{Work: faultsuite.Work{N: n}}, Opts: opts}
+		return docket.Item{Args: faultsuite.Tx{Work: faultsuite.Work{N: n}}, Opts: opts}
 	}
 	r.enqueue(keys * perKey)
 	began := time.Now()

@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Defaults of a SoakConfig.
@@ -91,9 +90,9 @@ type SoakResult struct {
 // key takes the jobs of whole hundreds, so that each key gets the mix (a
 // key keeps its head through a retry's backoff: a key that drew only
 // failing jobs would move one backoff at a time).
-func soakItem(n int) outbox.Item {
+func soakItem(n int) docket.Item {
 	w := Work{N: n}
-	var o outbox.Opts
+	var o docket.Opts
 	switch r := n % 100; {
 	case r < 10:
 		w.Mode = ModeFlaky
@@ -109,9 +108,9 @@ func soakItem(n int) outbox.Item {
 		o.UniqueKey = fmt.Sprintf("unique-%d", n)
 	}
 	if n%2 == 0 {
-		return outbox.Item{Args: Plain{w}, Opts: o}
+		return docket.Item{Args: Plain{w}, Opts: o}
 	}
-	return outbox.Item{Args: Tx{w}, Opts: o}
+	return docket.Item{Args: Tx{w}, Opts: o}
 }
 
 // soak is one running soak.
@@ -156,7 +155,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakResult, error) {
 		return nil, err
 	}
 	defer func() { _ = cluster.Stop() }()
-	pcfg, err := outbox.ParsePoolConfig(cluster.URL())
+	pcfg, err := docket.ParsePoolConfig(cluster.URL())
 	if err != nil {
 		return nil, err
 	}
@@ -212,24 +211,17 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 	if _, err := s.db.Exec(ctx, "CREATE SCHEMA "+s.schema); err != nil {
 		return nil, err
 	}
-	m, err := outbox.NewMigrator(s.schema)
+	m, err := migrate.New(s.schema)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := m.Up(ctx, s.db); err != nil {
 		return nil, err
 	}
-	q, err := queue.New(s.schema, queue.Config{})
-	if err != nil {
-		return nil, err
-	}
-	if err := q.EnsurePartitions(ctx, s.db, time.Now(), 3); err != nil {
-		return nil, err
-	}
 	if err := CreateTables(ctx, s.db, s.schema); err != nil {
 		return nil, err
 	}
-	ob, err := outbox.New(outbox.Config{Schema: s.schema})
+	ob, err := docket.NewClient(s.db, docket.Config{Schema: s.schema})
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +246,7 @@ func (s *soak) run(ctx context.Context) (*SoakResult, error) {
 	end := s.began.Add(s.cfg.Duration)
 	octx, stopOffering := context.WithDeadline(ctx, end)
 	defer stopOffering()
-	enq := &Enqueuer{DB: s.db, Outbox: ob, Schema: s.schema, Item: soakItem}
+	enq := &Enqueuer{DB: s.db, Client: ob, Schema: s.schema, Item: soakItem}
 	var wg sync.WaitGroup
 	var offerErr error
 	wg.Add(3)

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/internal/tools/faultsuite"
-	"github.com/docketq/docket/outbox"
+	"github.com/docketq/docket/migrate"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Sizes of a fault's run: 3 worker processes drain suiteJobs jobs, half
@@ -35,7 +34,6 @@ type run struct {
 	url     string // the database, directly
 	db      *pgxpool.Pool
 	schema  string
-	ob      *outbox.Client
 	enq     *faultsuite.Enqueuer
 	proxies []*faultproxy.Proxy
 	procs   []*faultsuite.Process
@@ -43,34 +41,27 @@ type run struct {
 }
 
 // newRun migrates a new schema on the database at url (db's) and creates
-// the harness's tables and the history partitions, so that no worker runs
-// partition DDL during a fault.
+// the harness's tables; migrating made the history partitions, so that no
+// worker runs partition DDL during a fault.
 func newRun(t *testing.T, url string, db *pgxpool.Pool, schema string) *run {
 	t.Helper()
 	ctx := t.Context()
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Up(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	q, err := queue.New(schema, queue.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.EnsurePartitions(ctx, db, time.Now(), 3); err != nil {
-		t.Fatal(err)
-	}
 	if err := faultsuite.CreateTables(ctx, db, schema); err != nil {
 		t.Fatal(err)
 	}
-	ob, err := outbox.New(outbox.Config{Schema: schema})
+	client, err := docket.NewClient(db, docket.Config{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, url: url, db: db, schema: schema, ob: ob}
-	r.enq = &faultsuite.Enqueuer{DB: db, Outbox: ob, Schema: schema}
+	r := &run{t: t, url: url, db: db, schema: schema}
+	r.enq = &faultsuite.Enqueuer{DB: db, Client: client, Schema: schema}
 	t.Cleanup(func() {
 		for _, p := range r.procs {
 			if t.Failed() {

@@ -12,13 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
-	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/schedule"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // envWorker holds a worker process's WorkerSpec as JSON. A program that
@@ -67,7 +65,7 @@ func schedules(n int, every time.Duration) []schedule.Schedule {
 	out := make([]schedule.Schedule, n)
 	for i := range out {
 		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: spec,
-			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: outbox.MaxPriority}
+			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: docket.MaxPriority}
 	}
 	return out
 }
@@ -91,7 +89,7 @@ func RunWorker() int {
 		spec.ID = uuid.New()
 	}
 	ctx := context.Background()
-	cfg, err := outbox.ParsePoolConfig(spec.URL)
+	cfg, err := docket.ParsePoolConfig(spec.URL)
 	if err != nil {
 		return fail(err)
 	}
@@ -108,11 +106,11 @@ func RunWorker() int {
 	register(reg, pool, spec.Schema, spec.ID.String())
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	client, err := docket.NewClient(pool, docket.Config{
-		Outbox:   outbox.Config{Schema: spec.Schema},
+		Schema:   spec.Schema,
 		Registry: reg,
-		Worker: handlers.Config{
+		Worker: docket.WorkerConfig{
 			ID:              spec.ID,
-			Pools:           []handlers.PoolConfig{{Queues: []string{"default"}, Concurrency: max(spec.Concurrency, 1)}},
+			Pools:           []docket.PoolConfig{{Queues: []string{"default"}, Concurrency: max(spec.Concurrency, 1)}},
 			PollInterval:    100 * time.Millisecond,
 			Lease:           time.Duration(spec.LeaseMS) * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,

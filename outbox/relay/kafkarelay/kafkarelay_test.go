@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // No Kafka server can be installed on this project's machines: these tests
@@ -128,7 +128,7 @@ func TestRelayToKafka(t *testing.T) {
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/docketq/docket/internal/testkit/natssrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/natsrelay"
@@ -44,7 +45,7 @@ func setup(t *testing.T, srv *natssrv.Server) *bundle {
 	t.Helper()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, _ := outbox.NewMigrator(schema)
+	m, _ := migrate.New(schema)
 	if _, err := m.Up(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/internal/testkit/rabbitsrv"
+	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // brokerURL is the RabbitMQ the tests use: $DOCKET_RABBITMQ_URL, else the
@@ -142,7 +142,7 @@ func TestRelayToRabbitMQ(t *testing.T) {
 	ctx := t.Context()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t)
-	m, err := outbox.NewMigrator(schema)
+	m, err := migrate.New(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,25 @@
+package admin
+
+// ListSQL is the statement Jobs.List runs for a state; JobByIDSQL the one
+// of Jobs.Get. For the plan tests.
+func (c *Client) ListSQL(state string) string { return c.list[state] }
+func (c *Client) JobByIDSQL() string          { return sqlJobByID.For(c.schema) }
+
+// BoundedSettings are the settings the bounded reads run with.
+const BoundedSettings = sqlBoundedSettings
+
+// OverviewSQL are the statements of Overview and Workers, and of
+// DeadLetters.Groups, with the arguments they run with. For the plan
+// tests.
+func (c *Client) OverviewSQL() map[string][]any {
+	return map[string][]any{
+		sqlOverviewQueues.For(c.schema):    {int64(OverviewLimit)},
+		sqlOverviewTotals.For(c.schema):    {int64(OverviewLimit)},
+		sqlOverviewUnserved.For(c.schema):  {unservedHead},
+		sqlWorkers.For(c.schema):           nil,
+		sqlUnservedSchedules.For(c.schema): nil,
+		sqlTableStatus.For(c.schema):       nil,
+		sqlHorizon.For(c.schema):           nil,
+		sqlDeadGroups.For(c.schema):        {100, DeadGroupsScope},
+	}
+}

@@ -1,0 +1,96 @@
+package admin_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/google/uuid"
+)
+
+func (b *bundle) overview(t *testing.T) *admin.Overview {
+	t.Helper()
+	o, err := b.ops.Overview(b.ctx, b.pool, admin.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// The overview counts jobs waiting in a serial key's line apart from
+// workflow jobs waiting for their parents.
+func TestOverviewSplitsWaiting(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueueN(t, 3, docket.Opts{SerialKey: "account:1"}) // one holds the key, two wait
+	_, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "chain", Jobs: []docket.WorkflowJob{
+		wfJob("a"), wfJob("b", "a"), wfJob("c", "b"), wfJob("d", "c"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := b.overview(t); o.SerialWaiting != 2 || o.WorkflowWaiting != 3 {
+		t.Errorf("waiting: %d in serial lines, %d in workflows; want 2 and 3", o.SerialWaiting, o.WorkflowWaiting)
+	}
+}
+
+// Counts that stopped at a limit say so: a paused queue of 10,001 ready
+// jobs is "at least 10,000" in the overview's warning, and an unserved kind
+// found among the head of a longer queue "at least" its count there; the
+// exact Status gives the exact numbers. Dead letters past the window make
+// every queue's figures from it lower bounds.
+func TestOverviewWarningsSayAtLeast(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = admin.OverviewLimit + 1
+	b.enqueueN(t, n, docket.Opts{Queue: "bulk"})
+	if err := b.ops.Queues().Pause(b.ctx, b.pool, "bulk"); err != nil {
+		t.Fatal(err)
+	}
+	o := b.overview(t)
+	if q := queueOf(t, o.Status, "bulk"); q.Ready != admin.OverviewLimit || !o.Capped(q.Ready) {
+		t.Errorf("bulk: %d ready in the overview, want %d (capped)", q.Ready, admin.OverviewLimit)
+	}
+	for code, want := range map[string]string{
+		admin.WarnPaused:       "queue bulk is paused with at least 10,000 ready jobs",
+		admin.WarnUnservedKind: "at least 1,000 ready noop jobs in queue bulk and no live worker serves them",
+	} {
+		if w, ok := warning(o.Status, code, "bulk"); !ok || !strings.HasPrefix(w.Message, want) {
+			t.Errorf("overview %s warning: %q, want it to start %q", code, w.Message, want)
+		}
+	}
+	s := b.status(t, admin.Thresholds{})
+	for code, want := range map[string]string{
+		admin.WarnPaused:       "queue bulk is paused with 10,001 ready jobs",
+		admin.WarnUnservedKind: "10,001 ready noop jobs in queue bulk and no live worker serves them",
+	} {
+		if w, ok := warning(s, code, "bulk"); !ok || !strings.HasPrefix(w.Message, want) {
+			t.Errorf("status %s warning: %q, want it to start %q", code, w.Message, want)
+		}
+	}
+
+	// One more dead job than the overview reads.
+	b.deadN(t, n, docket.Opts{Queue: "failing"}, "upstream 503")
+	o = b.overview(t)
+	if !o.Dead1hCapped || !o.DLQDelta24hCapped || o.Completed1mCapped {
+		t.Errorf("capped windows: dead 1h %v, dlq delta %v, completed 1m %v; want true, true, false",
+			o.Dead1hCapped, o.DLQDelta24hCapped, o.Completed1mCapped)
+	}
+	if w, ok := warning(o.Status, admin.WarnDLQGrowing, "failing"); !ok || w.Message != "queue failing: dead-letter queue grew by at least 10,000 in 24h" {
+		t.Errorf("overview dlq warning: %q", w.Message)
+	}
+	if w, ok := warning(b.status(t, admin.Thresholds{}), admin.WarnDLQGrowing, "failing"); !ok || w.Message != "queue failing: dead-letter queue grew by 10,001 in 24h to 10,001" {
+		t.Errorf("status dlq warning: %q", w.Message)
+	}
+
+	// Once a live worker serves the kind, nothing is unserved.
+	if err := b.q.RegisterWorker(b.ctx, b.pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1, Kinds: []string{"noop"}, Queues: []string{"bulk"}, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if o := b.overview(t); len(o.Unserved) != 0 {
+		t.Errorf("unserved with a live worker: %+v", o.Unserved)
+	}
+}

@@ -1,0 +1,631 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// What a finished run asks for.
+type outcomeKind uint8
+
+const (
+	oComplete outcomeKind = iota
+	oFail
+	oSnooze
+	oDead
+	oRelease
+)
+
+// outcome is one job's result waiting to be written.
+type outcome struct {
+	ex     *task
+	what   outcomeKind
+	delay  time.Duration // oFail, oSnooze
+	reason string        // oDead
+	err    string        // oFail, oDead
+}
+
+const (
+	// flushEarly is the buffer size at which a flush starts without waiting
+	// out the flush interval.
+	flushEarly = 512
+	// flushers is how many batches may be written at once. While they are
+	// busy, outcomes pile up and the next batch is bigger: the batch size
+	// adapts to load without a tuning knob.
+	flushers = 2
+)
+
+// finisher is the one place that writes finished runs. Plain handlers'
+// outcomes are buffered briefly and written in batches: one statement per
+// kind of outcome per flush. Final outcomes of kinds with an outcome hook
+// are written in a transaction of their own per flush, with the hooks'
+// writes (commitFinals), and a transactional handler's completion is
+// written in the handler's transaction, with its kind's hook, the same way
+// (completeInTx). Every statement is fenced by the claim of the run it
+// speaks for, so a run this process lost changes nothing, even when this
+// process has claimed the job again since.
+type finisher struct {
+	w        *Worker
+	interval time.Duration
+	// now is the clock of finish times; nil means the database's clock.
+	// Tests set it together with the partitions' clock.
+	now func() time.Time
+
+	mu  sync.Mutex
+	buf []outcome
+
+	kick chan struct{} // a flusher should look at buf
+	done chan struct{} // closed by close: drain and exit
+	// stopCtx bounds the final drain's retries; set before done is closed.
+	stopCtx context.Context
+	wg      sync.WaitGroup
+}
+
+func newFinisher(w *Worker, interval time.Duration) *finisher {
+	return &finisher{w: w, interval: interval, kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// finishTime is the finish time recorded with a completion: zero, meaning
+// the database's clock, unless a test set the clock.
+func (c *finisher) finishTime() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Time{}
+}
+
+func (c *finisher) start() {
+	c.wg.Add(flushers)
+	for range flushers {
+		go c.loop()
+	}
+}
+
+// add queues an outcome. The task's state must already be stFinishing or
+// stReleased.
+func (c *finisher) add(o outcome) {
+	c.mu.Lock()
+	c.buf = append(c.buf, o)
+	n := len(c.buf)
+	c.mu.Unlock()
+	if n == 1 || n == flushEarly {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// close writes everything pending, retrying failed writes until ctx ends,
+// and returns when the flushers have exited.
+func (c *finisher) close(ctx context.Context) {
+	c.stopCtx = ctx
+	close(c.done)
+	c.wg.Wait()
+}
+
+func (c *finisher) loop() {
+	defer c.wg.Done()
+	var spare []outcome
+	f := &flushScratch{}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-c.kick:
+		case <-c.done:
+			for {
+				batch := c.take(spare)
+				spare = batch
+				if len(batch) == 0 {
+					return
+				}
+				c.flush(c.stopCtx, f, batch)
+			}
+		}
+		if c.interval > 0 && c.pending() < flushEarly {
+			timer.Reset(c.interval)
+			select {
+			case <-timer.C:
+			case <-c.done:
+				timer.Stop()
+			}
+		}
+		batch := c.take(spare)
+		spare = batch
+		if len(batch) == 0 {
+			continue
+		}
+		c.flush(c.ctx(), f, batch)
+		if c.pending() > 0 {
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// ctx is what bounds a flush's retries: nothing while running (write gives
+// up when the leases expire), the stop deadline once closing.
+func (c *finisher) ctx() context.Context {
+	select {
+	case <-c.done:
+		return c.stopCtx
+	default:
+		return context.Background()
+	}
+}
+
+func (c *finisher) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.buf)
+}
+
+// take swaps the buffer with spare, the caller's previous batch, and
+// returns what was buffered. The caller owns the returned slice until it
+// passes it back as spare; when nothing is buffered, nothing is swapped.
+func (c *finisher) take(spare []outcome) []outcome {
+	clear(spare)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.buf) == 0 {
+		return spare[:0]
+	}
+	b := c.buf
+	c.buf = spare[:0]
+	return b
+}
+
+// flushScratch holds one flusher's reusable slices.
+type flushScratch struct {
+	completeRuns []queue.Run
+	complete     []*task
+	fails        []queue.Failure
+	failed       []*task
+	snoozes      []queue.Snoozed
+	snoozed      []*task
+	deads        []queue.Dead
+	dead         []*task
+	releaseRuns  []queue.Run
+	released     []*task
+	dropped      []*task
+	wake         []*pool
+	hooked       []outcome // final outcomes of kinds with an OutcomeHook
+}
+
+func (f *flushScratch) reset() {
+	clear(f.complete)
+	clear(f.failed)
+	clear(f.snoozed)
+	clear(f.dead)
+	clear(f.released)
+	clear(f.dropped)
+	clear(f.wake)
+	clear(f.hooked)
+	f.wake, f.hooked = f.wake[:0], f.hooked[:0]
+	f.completeRuns, f.complete = f.completeRuns[:0], f.complete[:0]
+	f.fails, f.failed = f.fails[:0], f.failed[:0]
+	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
+	f.deads, f.dead = f.deads[:0], f.dead[:0]
+	f.releaseRuns, f.released = f.releaseRuns[:0], f.released[:0]
+	f.dropped = f.dropped[:0]
+}
+
+// flush writes one batch. stop is the final drain's deadline, or
+// Background while running (retries then end when the jobs' leases would
+// have expired anyway).
+func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome) {
+	w := c.w
+	f.reset()
+	var due time.Duration = -1
+	for i := range batch {
+		o := &batch[i]
+		run := queue.RunOf(o.ex.job)
+		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
+			f.dropped = append(f.dropped, o.ex) // lost while waiting here
+			continue
+		}
+		if hooked(o) {
+			f.hooked = append(f.hooked, *o) // written by writeHooked
+			continue
+		}
+		switch o.what {
+		case oComplete:
+			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.ex)
+		case oFail:
+			f.fails, f.failed = append(f.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
+		case oSnooze:
+			f.snoozes, f.snoozed = append(f.snoozes, queue.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
+		case oDead:
+			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
+		case oRelease:
+			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
+		}
+		if o.ex.job.SerialKey != "" && (o.what == oComplete || o.what == oDead) {
+			// The next job of its key becomes ready as this one leaves,
+			// most often in the same queue: claim it without waiting for
+			// the NOTIFY to come back.
+			f.wake = append(f.wake, o.ex.pool)
+		}
+		if o.what == oFail || o.what == oSnooze {
+			if o.delay <= 0 {
+				// Ready at once: nobody announces it, so wake its pool.
+				f.wake = append(f.wake, o.ex.pool)
+			} else if due < 0 || o.delay < due {
+				due = o.delay
+			}
+		}
+	}
+	if len(f.dropped) > 0 {
+		w.inflight.remove(f.dropped...)
+	}
+	q, db, me := w.q, w.db, w.id
+	if len(f.complete) > 0 {
+		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
+			return q.Complete(ctx, db, me, f.completeRuns, c.finishTime())
+		})
+	}
+	if len(f.failed) > 0 {
+		c.write(stop, "fail", f.failed, func(ctx context.Context) ([]int64, error) {
+			res, err := q.Fail(ctx, db, me, f.fails)
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Dead) > 0 {
+				c.logDead(f.failed, res.Dead)
+			}
+			return append(res.Retried, res.Dead...), nil
+		})
+	}
+	if len(f.snoozed) > 0 {
+		c.write(stop, "snooze", f.snoozed, func(ctx context.Context) ([]int64, error) {
+			return q.Snooze(ctx, db, me, f.snoozes)
+		})
+	}
+	if len(f.dead) > 0 {
+		c.write(stop, "dead-letter", f.dead, func(ctx context.Context) ([]int64, error) {
+			return q.DeadLetter(ctx, db, me, f.deads)
+		})
+	}
+	if len(f.released) > 0 {
+		c.write(stop, "release", f.released, func(ctx context.Context) ([]int64, error) {
+			return q.Release(ctx, db, me, f.releaseRuns)
+		})
+	}
+	if len(f.hooked) > 0 {
+		c.writeHooked(stop, f.hooked)
+	}
+	if due >= 0 {
+		w.promoter.noteDue(due)
+	}
+	for _, p := range f.wake {
+		p.signal()
+	}
+}
+
+// write runs one outcome statement, retrying failures with backoff until it
+// succeeds or there is no point in going on: every run of execs is known
+// lost (the heartbeat learned that its job was reaped, or this process
+// claimed it again), their leases ran out by the local clock (the heartbeat
+// keeps extending them while the database answers; once they run out the
+// jobs may be reaped and run again: at-least-once), writes kept failing for
+// maxWriteLeases leases, or the final drain's deadline passed. A late write
+// is harmless: the statement is fenced by each run's claim. Runs missing
+// from the result were lost; their outcome is dropped.
+func (c *finisher) write(stop context.Context, what string, execs []*task, op func(context.Context) ([]int64, error)) {
+	w := c.w
+	wait := 20 * time.Millisecond
+	bound := time.Now().Add(maxWriteLeases * w.lease)
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(stop, w.lease)
+		ids, err := op(ctx)
+		cancel()
+		if err == nil {
+			if len(ids) < len(execs) {
+				c.logLost(what, execs, ids)
+			}
+			w.inflight.remove(execs...)
+			return
+		}
+		now := time.Now()
+		current, leased := stillPending(execs, now)
+		if !current {
+			w.log.Warn("dropping job outcomes that could not be written: their runs were lost meanwhile",
+				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
+			w.inflight.remove(execs...)
+			return
+		}
+		if stop.Err() != nil || !leased || now.After(bound) {
+			w.log.Error("giving up writing job outcomes; the jobs will be reaped and run again",
+				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.Int("attempts", attempt),
+				slog.String("error", err.Error()))
+			w.inflight.remove(execs...)
+			return
+		}
+		if attempt == 1 {
+			w.log.Warn("writing job outcomes failed; retrying", slog.String("outcome", what),
+				slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
+		}
+		select {
+		case <-time.After(wait):
+		case <-stop.Done():
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// maxWriteLeases bounds, in leases, how long one outcome write is retried
+// while the database answers but refuses it.
+const maxWriteLeases = 3
+
+// stillPending reports whether some run of execs still waits for its
+// outcome (not lost meanwhile), and whether one of those still holds its
+// lease by the local clock.
+func stillPending(execs []*task, now time.Time) (current, leased bool) {
+	for _, e := range execs {
+		if st := e.state.Load(); st == stFinishing || st == stReleased {
+			current = true
+			if !e.leaseExpired(now) {
+				leased = true
+			}
+		}
+	}
+	return current, leased
+}
+
+func (c *finisher) logLost(what string, execs []*task, ids []int64) {
+	got := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		got[id] = true
+	}
+	for _, e := range execs {
+		if !got[e.job.ID] {
+			e.state.Store(stLost)
+			c.w.log.Warn("outcome dropped: the job's lease was lost to another worker",
+				append(core.JobAttrs(e.job), slog.String("outcome", what))...)
+		}
+	}
+}
+
+func (c *finisher) logDead(execs []*task, dead []int64) {
+	byID := make(map[int64]*task, len(execs))
+	for _, e := range execs {
+		byID[e.job.ID] = e
+	}
+	for _, id := range dead {
+		if e := byID[id]; e != nil {
+			c.w.log.Error("job dead-lettered: attempts exhausted",
+				append(core.JobAttrs(e.job), slog.Int("max_attempts", e.job.MaxAttempts))...)
+		}
+	}
+}
+
+// finals are final outcomes written in one transaction together with what
+// the outcome hooks of their kinds write (and, for a transactional handler,
+// with the handler's own writes).
+type finals struct {
+	tasks    []*task
+	complete []queue.Run
+	fails    []queue.Failure
+	failed   []*task // the tasks of fails, in order
+	deads    []queue.Dead
+}
+
+// finalsWritten is what commitFinals wrote, or learnt when it failed.
+type finalsWritten struct {
+	ids     []int64 // runs whose outcome was written
+	retried []int64 // of ids, failed attempts to be retried
+	// partitionMissing reports that the history partition for the
+	// completions was missing; partitionCreated that it was created since.
+	partitionMissing, partitionCreated bool
+}
+
+// hookError is an error an outcome hook returned.
+type hookError struct {
+	kind string
+	err  error
+}
+
+func (e *hookError) Error() string { return "outcome hook of kind " + e.kind + ": " + e.err.Error() }
+func (e *hookError) Unwrap() error { return e.err }
+
+// commitFinals writes fin in tx, calls the outcome hook of each kind with
+// its jobs whose outcome was written, and commits. It rolls tx back instead
+// when nothing was written (every run was lost: a transactional handler's
+// writes must not outlive its run) or when anything failed. A failure for
+// a missing history partition creates the partition through the pool: this
+// is the worker's only repair of history partitions (outside a transaction
+// the queue's Complete makes its own).
+func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (res finalsWritten, err error) {
+	w := c.w
+	rollback := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tx.Rollback(rctx) // a broken connection is discarded by the pool
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		rollback()
+		// The failed statement aborted tx: create the partition apart from it.
+		missing, perr := w.parts.Repair(ctx, w.db, err, c.finishTime())
+		res.partitionMissing, res.partitionCreated = missing, missing && perr == nil
+	}()
+	byID := make(map[int64]*task, len(fin.tasks))
+	for _, e := range fin.tasks {
+		byID[e.job.ID] = e
+	}
+	done, err := w.q.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
+	if err != nil {
+		return res, err
+	}
+	failed, err := w.q.Fail(ctx, tx, w.id, fin.fails)
+	if err != nil {
+		return res, err
+	}
+	dead, err := w.q.DeadLetter(ctx, tx, w.id, fin.deads)
+	if err != nil {
+		return res, err
+	}
+	if len(failed.Dead) > 0 {
+		c.logDead(fin.failed, failed.Dead)
+	}
+	dead = append(dead, failed.Dead...)
+	// One hook call per kind, with that kind's jobs.
+	type pair struct{ done, dead []*core.Job }
+	perKind := map[*kindRun]*pair{}
+	var order []*kindRun
+	get := func(id int64) *pair {
+		e := byID[id]
+		p := perKind[e.kind]
+		if p == nil {
+			p = &pair{}
+			perKind[e.kind] = p
+			order = append(order, e.kind)
+		}
+		return p
+	}
+	for _, id := range done {
+		p := get(id)
+		p.done = append(p.done, byID[id].job)
+	}
+	for _, id := range dead {
+		p := get(id)
+		p.dead = append(p.dead, byID[id].job)
+	}
+	for _, k := range order {
+		if k.hook == nil {
+			continue
+		}
+		p := perKind[k]
+		if err := k.hook(ctx, tx, p.done, p.dead); err != nil {
+			return res, &hookError{kind: k.name, err: err}
+		}
+	}
+	written := append(append(done, dead...), failed.Retried...)
+	if len(written) == 0 {
+		rollback()
+		return res, nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	res.ids, res.retried = written, failed.Retried
+	return res, nil
+}
+
+// writeHooked writes the outcomes of hooked kinds in one transaction
+// together with what their hooks write, retrying like every outcome write.
+func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
+	w := c.w
+	fin := &finals{tasks: make([]*task, len(batch))}
+	for i := range batch {
+		o := &batch[i]
+		fin.tasks[i] = o.ex
+		run := queue.RunOf(o.ex.job)
+		switch o.what {
+		case oComplete:
+			fin.complete = append(fin.complete, run)
+		case oFail:
+			fin.fails = append(fin.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay})
+			fin.failed = append(fin.failed, o.ex)
+		case oDead:
+			fin.deads = append(fin.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err})
+		}
+	}
+	var due time.Duration = -1
+	readyNow := map[int64]*task{}
+	for i, f := range fin.fails {
+		if f.Delay <= 0 {
+			readyNow[f.ID] = fin.failed[i]
+		} else if due < 0 || f.Delay < due {
+			due = f.Delay
+		}
+	}
+	c.write(stop, "hooked outcomes", fin.tasks, func(ctx context.Context) ([]int64, error) {
+		tx, err := w.db.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.commitFinals(ctx, tx, fin)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range res.retried {
+			if e := readyNow[id]; e != nil {
+				// Ready at once: nobody announces it, so wake its pool.
+				e.pool.signal()
+			}
+		}
+		return res.ids, nil
+	})
+	if due >= 0 {
+		w.promoter.noteDue(due)
+	}
+}
+
+// completeInTx completes the run of a transactional handler that succeeded,
+// in the handler's transaction tx and with its kind's outcome hook, and
+// commits: the handler's writes and the completion commit together, or
+// neither does. The task's state must already be stFinishing; tx is
+// committed or rolled back when it returns.
+func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, e *task) {
+	w := c.w
+	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{e}, complete: []queue.Run{queue.RunOf(e.job)}})
+	var he *hookError
+	switch {
+	case errors.As(err, &he):
+		w.log.Warn("the outcome hook of a transactional job failed; its writes are rolled back",
+			append(core.JobAttrs(e.job), slog.String("error", he.err.Error()))...)
+		c.add(w.failure(e, fmt.Errorf("outcome hook: %w", he.err)))
+	case err != nil:
+		c.completionFailed(e, err, res)
+	case len(res.ids) == 0:
+		e.state.Store(stLost)
+		w.inflight.remove(e)
+		w.dropped(e)
+	default:
+		w.met.outcome(e.job.Kind, "completed")
+		w.inflight.remove(e)
+	}
+}
+
+// completionFailed handles a transactional job whose handler succeeded but
+// whose completion, written in its transaction, failed: its writes are
+// rolled back, so it must run again. When the cause was not the job's — a
+// missing history partition (created by commitFinals; the job runs again at
+// once) or a connection that broke (it runs again after a poll interval, so
+// that a database that is away is not hammered) — the attempt is given
+// back. An error the server raised for the transaction itself (a
+// serialization failure at commit, a permission) counts as a failed
+// attempt, so that a completion that can never succeed ends in the
+// dead-letter table instead of looping.
+func (c *finisher) completionFailed(e *task, err error, res finalsWritten) {
+	w := c.w
+	_, serverErr := errors.AsType[*pgconn.PgError](err)
+	if res.partitionMissing || !serverErr {
+		w.log.Warn("completing a transactional job failed; its writes are rolled back and it runs again without spending an attempt",
+			append(core.JobAttrs(e.job), slog.Bool("history_partition_created", res.partitionCreated), slog.String("error", err.Error()))...)
+		delay := w.poll
+		if res.partitionCreated {
+			delay = 0
+		}
+		c.add(outcome{ex: e, what: oSnooze, delay: delay})
+		return
+	}
+	w.log.Warn("completing a transactional job failed; its writes are rolled back",
+		append(core.JobAttrs(e.job), slog.String("error", err.Error()))...)
+	c.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
+}

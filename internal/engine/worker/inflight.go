@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/core"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Execution states. A claimed job starts running; exactly one of the
+// transitions out of running wins (compare-and-swap), which is how a late
+// outcome of a lost or released job is dropped.
+const (
+	stRunning   int32 = iota // claimed: queued for a slot or in its handler
+	stFinishing              // outcome handed to the completer (or written in the job's tx)
+	stLost                   // lease lost: outcome is dropped
+	stReleased               // released at shutdown: outcome is dropped
+)
+
+// task is one claimed job in this process, from claim until its outcome is
+// written. Fields other than state and leaseUntil are set before it is
+// published and never change.
+type task struct {
+	job    *core.Job
+	kind   *kindRun
+	pool   *pool
+	ctx    context.Context // the handler's context, cancelled on lease loss and hard shutdown
+	cancel context.CancelCauseFunc
+	span   trace.Span // the run's span (tracing.go); nil outside a worker's run
+
+	state      atomic.Int32
+	leaseUntil atomic.Int64 // local clock, unix ns: after it the lease may have been reaped
+}
+
+func (e *task) leaseExpired(now time.Time) bool { return now.UnixNano() > e.leaseUntil.Load() }
+
+// inflight is the set of this process's claimed jobs whose outcome is not
+// written yet. The heartbeat extends their leases; shutdown releases them.
+type inflight struct {
+	mu sync.Mutex
+	m  map[int64]*task
+}
+
+func newInflight() *inflight { return &inflight{m: make(map[int64]*task)} }
+
+// add publishes freshly claimed jobs. A job id already present belongs to an
+// earlier run in this process that lost its lease without noticing (the
+// process was frozen past its lease and the job was reaped and claimed again
+// by us): that run is marked lost so its outcome is dropped.
+func (s *inflight) add(execs []*task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range execs {
+		if old := s.m[e.job.ID]; old != nil {
+			old.state.Store(stLost)
+			old.cancel(core.ErrLeaseLost)
+		}
+		s.m[e.job.ID] = e
+	}
+}
+
+// remove forgets execs whose outcome is written (or given up on), unless a
+// newer run of the same job took their place.
+func (s *inflight) remove(execs ...*task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range execs {
+		if s.m[e.job.ID] == e {
+			delete(s.m, e.job.ID)
+		}
+	}
+}
+
+// snapshot appends the execs not yet lost or released to dst.
+func (s *inflight) snapshot(dst []*task) []*task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.m {
+		if st := e.state.Load(); st == stRunning || st == stFinishing {
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
+// has reports whether e is still the in-flight run of its job.
+func (s *inflight) has(e *task) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[e.job.ID] == e
+}
+
+func (s *inflight) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}

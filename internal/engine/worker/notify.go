@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/jackc/pgx/v5"
+)
+
+// listener LISTENs on a dedicated connection and wakes the pools of the
+// queues named in notifications. The worker runs one unless notifications
+// are off.
+type listener struct {
+	loop
+	pgsql.Listener
+	w *Worker
+}
+
+// newListener makes the worker's listener. Its connection uses listenURL
+// when set (Config.ListenURL: straight to PostgreSQL past a transaction
+// pooler), else the pool's own settings.
+func newListener(w *Worker, listenURL string) (*listener, error) {
+	conn := w.db.Config().ConnConfig
+	if listenURL != "" {
+		var err error
+		if conn, err = pgx.ParseConfig(listenURL); err != nil {
+			return nil, err
+		}
+	}
+	return &listener{w: w, Listener: pgsql.Listener{
+		Conn: conn, Channel: pgsql.NotifyChannel(w.schema),
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		Notified: func(payload string) {
+			if w.notifyCheck == nil || !w.notifyCheck.notified(payload) {
+				w.notified(payload)
+			}
+		},
+		// Notifications sent while no LISTEN was in place are lost.
+		Listening: func(back bool) {
+			if back {
+				w.log.Info("LISTEN connection is back")
+				w.met.reconnected()
+			}
+			if w.notifyCheck != nil {
+				w.notifyCheck.listening()
+			}
+			w.wakeAll()
+		},
+		Lost: func(err error, wasListening bool) {
+			if wasListening {
+				w.log.Warn("LISTEN connection lost; polling until it is back", slog.String("error", err.Error()))
+			}
+		},
+	}}, nil
+}
+
+// start makes the first LISTEN before Start returns, so that jobs enqueued
+// after it are announced; if it fails, the listener keeps trying.
+func (l *listener) start(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, err := l.Connect(cctx)
+	cancel()
+	if err != nil {
+		l.w.log.Warn("LISTEN failed; polling until it succeeds", slog.String("error", err.Error()))
+	}
+	l.run(ctx, func(ctx context.Context) { l.Run(ctx, conn) })
+}
+
+// notified handles one notification: its payload is a queue name.
+func (w *Worker) notified(queue string) {
+	debounce := w.notifyDebounce
+	for _, p := range w.byQueue[queue] {
+		p.notified(debounce)
+	}
+}

@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// promoteGrace is added to a local due time, so the database's clock has
+	// passed run_at when the promotion runs.
+	promoteGrace = time.Millisecond
+	// minPromoteGap keeps a due time in the past (clock skew between this
+	// host and the database) from turning the promoter into a busy loop.
+	minPromoteGap = 5 * time.Millisecond
+)
+
+// promoter makes scheduled jobs (future run_at, retries with backoff,
+// snoozes) ready once due, and wakes the pools of their queues, here and,
+// through NOTIFY, in other processes. It promotes at start, every poll
+// interval, and when the earliest known scheduled job becomes due: the
+// earliest run_at in the database (the queue's NextScheduled) or one this
+// process just set (noteDue).
+type promoter struct {
+	loop
+	w         *Worker
+	errs      errStreak
+	sweepErrs errStreak
+	flowErrs  errStreak
+
+	// localDue is the earliest run_at this process set since the last
+	// promotion; a note earlier than it kicks the loop.
+	dueMu    sync.Mutex
+	localDue time.Time
+	dueKick  chan struct{}
+}
+
+func newPromoter(w *Worker) *promoter {
+	return &promoter{w: w, dueKick: make(chan struct{}, 1)}
+}
+
+func (p *promoter) start(ctx context.Context) { p.run(ctx, p.rounds) }
+
+// noteDue tells the promoter that this process just scheduled a job to run
+// after d (a retry's backoff, a snooze), so that it is promoted when due
+// rather than at the next poll.
+func (p *promoter) noteDue(d time.Duration) {
+	t := time.Now().Add(d + promoteGrace)
+	p.dueMu.Lock()
+	earlier := p.localDue.IsZero() || t.Before(p.localDue)
+	if earlier {
+		p.localDue = t
+	}
+	p.dueMu.Unlock()
+	if earlier {
+		select {
+		case p.dueKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *promoter) rounds(ctx context.Context) {
+	poll := p.w.poll
+	var dbDue time.Time
+	nextPoll := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-p.dueKick:
+		}
+		now := time.Now()
+		promote := false
+		p.dueMu.Lock()
+		if !p.localDue.IsZero() && !now.Before(p.localDue) {
+			p.localDue = time.Time{} // notes made from here on are kept
+			promote = true
+		}
+		p.dueMu.Unlock()
+		if !dbDue.IsZero() && !now.Before(dbDue) {
+			promote = true
+		}
+		sweep := false
+		if !now.Before(nextPoll) {
+			promote, sweep = true, true
+			nextPoll = now.Add(poll)
+		}
+		if promote {
+			dbDue = p.promote(ctx, sweep)
+			if !dbDue.IsZero() && !dbDue.After(time.Now()) {
+				// Due by the database but not promoted: another process holds
+				// it, or the clocks disagree. Look again shortly.
+				dbDue = time.Now().Add(min(poll, 100*time.Millisecond))
+			}
+		}
+		next := nextPoll
+		if !dbDue.IsZero() && dbDue.Before(next) {
+			next = dbDue
+		}
+		p.dueMu.Lock()
+		if !p.localDue.IsZero() && p.localDue.Before(next) {
+			next = p.localDue
+		}
+		p.dueMu.Unlock()
+		timer.Reset(max(time.Until(next), minPromoteGap))
+	}
+}
+
+// promote makes due scheduled jobs ready and, with sweep, the heads of
+// serial-key lines left without a holder and the workflow jobs whose
+// parents are gone; wakes the pools of their queues;
+// and returns the next run_at still scheduled (zero if none or unknown).
+func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
+	w := p.w
+	seen := map[string]bool{}
+	var queues []string
+	for range 100 {
+		ctx, cancel := context.WithTimeout(bg, w.lease)
+		got, err := w.q.Promote(ctx, w.db, maintenanceBatch)
+		cancel()
+		if err != nil {
+			if bg.Err() == nil {
+				p.errs.fail(w.log, "promoting scheduled jobs failed", err)
+			}
+			return time.Time{}
+		}
+		p.errs.ok(w.log, "promoting scheduled jobs recovered")
+		for _, q := range got {
+			if !seen[q] {
+				seen[q] = true
+				queues = append(queues, q)
+			}
+		}
+		if len(got) < maintenanceBatch {
+			break
+		}
+	}
+	if sweep {
+		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, w.q.SweepSerial)
+		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, w.q.SweepWorkflows)
+		for _, q := range append(serial, flows...) {
+			if !seen[q] {
+				seen[q] = true
+				queues = append(queues, q)
+			}
+		}
+	}
+	w.wakeQueues(queues)
+	ctx, cancel := context.WithTimeout(bg, w.lease)
+	defer cancel()
+	if len(queues) > 0 && w.notifyDebounce >= 0 {
+		// Other processes serving these queues learn of them now rather
+		// than at their next poll.
+		if err := w.q.NotifyQueues(ctx, w.db, pgsql.NotifyChannel(w.schema), queues); err != nil && ctx.Err() == nil {
+			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
+		}
+	}
+	next, ok, err := w.q.NextScheduled(ctx, w.db)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	return next
+}
+
+// sweep runs one of the sweeps that move waiting jobs on (what names it in
+// logs) at READ COMMITTED, whatever the server's default isolation, and
+// returns the queues of the jobs it made ready.
+func (p *promoter) sweep(bg context.Context, what string, errs *errStreak,
+	run func(ctx context.Context, db queue.DB, limit int) ([]string, error)) []string {
+	w := p.w
+	ctx, cancel := context.WithTimeout(bg, w.lease)
+	defer cancel()
+	var got []string
+	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		var err error
+		got, err = run(ctx, tx, maintenanceBatch)
+		return err
+	})
+	if err != nil {
+		if bg.Err() == nil {
+			errs.fail(w.log, "sweeping "+what+" failed", err)
+		}
+		return nil
+	}
+	errs.ok(w.log, "sweeping "+what+" recovered")
+	return got
+}

@@ -1,0 +1,393 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/jackc/pgx/v5"
+)
+
+type serialArgs struct{ Key string }
+
+func (serialArgs) Kind() string { return "serial" }
+
+type serialTxArgs struct{ Key string }
+
+func (serialTxArgs) Kind() string { return "serial_tx" }
+
+// 2,000 jobs over 10 serial keys, 40 slots in two worker instances, half
+// of them transactional. No two runs of a key overlap, each key's jobs run
+// in the order they were enqueued, and runs of different keys overlap.
+func TestSerialKeysNeverOverlap(t *testing.T) {
+	t.Parallel()
+	const jobs, keys = 2000, 10
+	e := setup(t, 20)
+	e.logJobsOnFailure()
+	e.exec(`CREATE TABLE {{schema}}.runs (job_id bigint, key text, started timestamptz, ended timestamptz)`)
+	insert := e.sql(`INSERT INTO {{schema}}.runs VALUES ($1, $2, $3, $4)`)
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		start := time.Now()
+		time.Sleep(time.Millisecond)
+		_, err := e.pool.Exec(ctx, insert, j.ID, j.Args.Key, start, time.Now())
+		return err
+	}, handlers.KindOpts{})
+	handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[serialTxArgs]) error {
+		start := time.Now()
+		time.Sleep(time.Millisecond)
+		_, err := tx.Exec(ctx, insert, j.ID, j.Args.Key, start, time.Now())
+		return err
+	}, handlers.KindOpts{})
+	items := make([]enqueue.Item, jobs)
+	for i := range items {
+		key := fmt.Sprintf("k%d", i%keys)
+		var args core.Args = serialArgs{Key: key}
+		if i%2 == 1 {
+			args = serialTxArgs{Key: key}
+		}
+		items[i] = enqueue.Item{Args: args, Opts: enqueue.Opts{SerialKey: key}}
+	}
+	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cfg := Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 20}}}
+	e.worker(reg, cfg)
+	e.worker(reg, cfg)
+	// A generous deadline for a loaded machine: it asserts no speed.
+	waitFor(t, 150*time.Second, "all serial jobs done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
+	})
+	t.Logf("%d jobs over %d keys in %s", jobs, keys, time.Since(start))
+
+	type run struct {
+		id         int64
+		key        string
+		start, end time.Time
+	}
+	rows, err := e.pool.Query(t.Context(), e.sql(`SELECT job_id, key, started, ended FROM {{schema}}.runs`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (run, error) {
+		var x run
+		return x, r.Scan(&x.id, &x.key, &x.start, &x.end)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != jobs {
+		t.Fatalf("%d runs recorded, want %d (each job once)", len(runs), jobs)
+	}
+	slices.SortFunc(runs, func(a, b run) int { return a.start.Compare(b.start) })
+	// Same key: never overlapping, and in enqueue (id) order.
+	last := map[string]run{}
+	for _, r := range runs {
+		if p, ok := last[r.key]; ok {
+			if r.start.Before(p.end) {
+				t.Errorf("key %s: run [%s, %s] overlaps [%s, %s]", r.key,
+					r.start.Format(time.StampMicro), r.end.Format(time.StampMicro), p.start.Format(time.StampMicro), p.end.Format(time.StampMicro))
+			}
+			if r.id < p.id {
+				t.Errorf("key %s: job %d ran after job %d, which was enqueued after it", r.key, r.id, p.id)
+			}
+		}
+		last[r.key] = r
+	}
+	// Different keys: overlapping (parallelism kept). Sweep for the most
+	// runs at once.
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, r := range runs {
+		edges = append(edges, edge{r.start, 1}, edge{r.end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	var cur, most int
+	for _, ed := range edges {
+		cur += ed.delta
+		most = max(most, cur)
+	}
+	t.Logf("at most %d keys ran at once", most)
+	if most < 3 {
+		t.Errorf("at most %d runs at once: serialization must not serialize different keys", most)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE attempts <> 1`); n != 0 {
+		t.Errorf("%d jobs spent more than one attempt (a held key must not cost an attempt)", n)
+	}
+}
+
+// lineArgs is a job in a serial key's line; Mode says how its handler
+// behaves before it succeeds.
+type lineArgs struct {
+	Name string `json:"name"`
+	Mode string `json:"mode,omitempty"` // "fail2", "snooze", "dead", "sleep" or ""
+}
+
+func (lineArgs) Kind() string { return "line" }
+
+// lineRecorder registers the line kind and records "start name" and
+// "done name" events in order.
+func lineRecorder(reg *handlers.Registry) *syncSlice[string] {
+	events := &syncSlice[string]{}
+	var snoozed sync.Map
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[lineArgs]) error {
+		events.add("start " + j.Args.Name)
+		switch j.Args.Mode {
+		case "fail2":
+			if j.Attempt <= 2 {
+				return errors.New("fails its first two attempts")
+			}
+		case "snooze":
+			if _, again := snoozed.LoadOrStore(j.ID, true); !again {
+				return handlers.Snooze(30 * time.Millisecond)
+			}
+		case "dead":
+			return errors.New("always fails")
+		case "sleep":
+			time.Sleep(300 * time.Millisecond)
+		}
+		events.add("done " + j.Args.Name)
+		return nil
+	}, handlers.KindOpts{Backoff: func(int) time.Duration { return 30 * time.Millisecond }})
+	return events
+}
+
+// A serial job that fails, snoozes or dead-letters keeps its place: no job
+// of its key starts before it has left the line. A scheduled job does not
+// block its key until it is due, and then joins at the end.
+func TestSerialLineKeepsPlace(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	e.logJobsOnFailure()
+	reg := handlers.NewRegistry()
+	events := lineRecorder(reg)
+	key := enqueue.Opts{SerialKey: "a"}
+	later := e.enqueue(lineArgs{Name: "later"}, enqueue.Opts{SerialKey: "a", RunAt: time.Now().Add(time.Hour)})
+	for _, a := range []lineArgs{{"1", "fail2"}, {"2", "snooze"}, {"3", ""}} {
+		e.enqueue(a, key)
+	}
+	dead := e.enqueue(lineArgs{"4", "dead"}, enqueue.Opts{SerialKey: "a", MaxAttempts: 1})
+	e.enqueue(lineArgs{Name: "5"}, key)
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE serial_key = 'a' AND state = 'waiting'`); n != 4 {
+		t.Errorf("%d jobs of key a waiting before any worker ran, want 4 (all but the head and the scheduled one)", n)
+	}
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 8}}})
+	waitFor(t, 30*time.Second, "the line drained", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE serial_key = 'a' AND id <> $1`, later) == 0
+	})
+	if got := e.where(later); got != "scheduled" {
+		t.Errorf("the job scheduled for later is %q, want still scheduled", got)
+	}
+	if got := e.where(dead); got != "dead" {
+		t.Errorf("job 4 is %q, want dead", got)
+	}
+	want := []string{
+		"start 1", "start 1", "start 1", "done 1",
+		"start 2", "start 2", "done 2",
+		"start 3", "done 3",
+		"start 4",
+		"start 5", "done 5",
+	}
+	if got := events.get(); !slices.Equal(got, want) {
+		t.Errorf("runs of key a:\n got %q\nwant %q", got, want)
+	}
+	if n := e.count(`SELECT attempts FROM {{schema}}.docket_jobs_done WHERE id = (SELECT id FROM {{schema}}.docket_jobs_done WHERE payload->>'name' = '2')`); n != 1 {
+		t.Errorf("the snoozed job spent %d attempts, want 1", n)
+	}
+	// Made due, the scheduled job joins the (empty) line and runs.
+	if err := e.ops.Jobs().Retry(t.Context(), e.pool, later); err != nil {
+		t.Fatal(err)
+	}
+	e.waitWhere(later, "done", 10*time.Second)
+}
+
+// The key passes to the next in line whichever way the holder leaves the
+// table: deleted, cancelled by an operator or completed; a waiting job
+// deleted leaves the holder alone.
+func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4)
+	key := enqueue.Opts{SerialKey: "b"}
+	ids := make([]int64, 5)
+	for i := range ids {
+		ids[i] = e.enqueue(lineArgs{Name: fmt.Sprint(i)}, key)
+	}
+	states := func() []string {
+		var s []string
+		for _, id := range ids {
+			s = append(s, e.where(id))
+		}
+		return s
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		if got := states(); !slices.Equal(got, want) {
+			t.Errorf("%s: states %q, want %q", step, got, want)
+		}
+	}
+	check("enqueued", "ready", "waiting", "waiting", "waiting", "waiting")
+	ctx := t.Context()
+	if err := e.ops.Jobs().Delete(ctx, e.pool, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	check("a waiting job deleted", "ready", "waiting", "", "waiting", "waiting")
+	time.Sleep(300 * time.Millisecond)
+	if err := e.ops.Jobs().Delete(ctx, e.pool, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	check("the holder deleted", "", "ready", "", "waiting", "waiting")
+	// The new head is due from when it got the key: the queue's lag is the
+	// wait for a worker, not the wait in line.
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND run_at > created_at + interval '250 milliseconds'`, ids[1]); n != 1 {
+		t.Errorf("the new head's run_at was not moved to when it got the key")
+	}
+	if err := e.ops.Jobs().Cancel(ctx, e.pool, ids[1], "test"); err != nil {
+		t.Fatal(err)
+	}
+	check("the holder cancelled", "", "dead", "", "ready", "waiting")
+	reg := handlers.NewRegistry()
+	lineRecorder(reg)
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
+	e.waitWhere(ids[4], "done", 10*time.Second)
+	check("drained", "", "dead", "", "done", "done")
+}
+
+// A serial job holds no connection while it waits or runs: sixteen keys run
+// at once, their handlers sleeping, with the pool's connections free. Held
+// connections would show as at least one per handler; the worker's own
+// claims, flushes, heartbeat and polls take a few at once on a busy machine.
+func TestSerialJobsHoldNoConnection(t *testing.T) {
+	t.Parallel()
+	const keys = 16
+	e := setup(t, 2*keys+8)
+	reg := handlers.NewRegistry()
+	running := make(chan struct{}, keys)
+	var mostHeld atomic.Int32
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		running <- struct{}{}
+		defer func() { <-running }()
+		for range 10 {
+			time.Sleep(30 * time.Millisecond)
+			if len(running) == keys {
+				held := e.pool.Stat().AcquiredConns()
+				for {
+					m := mostHeld.Load()
+					if held <= m || mostHeld.CompareAndSwap(m, held) {
+						break
+					}
+				}
+			}
+		}
+		return nil
+	}, handlers.KindOpts{})
+	for i := range keys * 2 {
+		key := fmt.Sprintf("c%d", i%keys)
+		e.enqueue(serialArgs{Key: key}, enqueue.Opts{SerialKey: key})
+	}
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: keys * 2}}})
+	waitFor(t, 30*time.Second, "all serial jobs done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == keys*2
+	})
+	held := mostHeld.Load()
+	t.Logf("with %d serial handlers running, the pool had at most %d connections acquired", keys, held)
+	if held >= keys {
+		t.Errorf("%d connections acquired while %d serial handlers ran: serial jobs must not hold one each", held, keys)
+	}
+}
+
+// Enqueues of one key race from many transactions, some rolled back, some
+// at REPEATABLE READ (whose jobs wait for the sweep): at most one holder at
+// any time, and every committed job runs exactly once, one at a time.
+func TestSerialEnqueueRaces(t *testing.T) {
+	t.Parallel()
+	const writers, each = 8, 25
+	e := setup(t, writers+4)
+	e.logJobsOnFailure()
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	var committed atomic.Int32
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			iso := pgx.ReadCommitted
+			if w%4 == 3 {
+				iso = pgx.RepeatableRead
+			}
+			for i := range each {
+				tx, err := e.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := e.jobs.Enqueue(ctx, tx, serialArgs{Key: "r"}, enqueue.Opts{SerialKey: "r"}); err != nil {
+					_ = tx.Rollback(ctx)
+					errs <- fmt.Errorf("writer %d (%s): %w", w, iso, err)
+					return
+				}
+				time.Sleep(time.Duration(i%3) * time.Millisecond)
+				if i%5 == 4 {
+					_ = tx.Rollback(ctx)
+					continue
+				}
+				if err := tx.Commit(ctx); err != nil {
+					errs <- err
+					return
+				}
+				committed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE serial_key = 'r' AND state <> 'waiting'`); n > 1 {
+		t.Fatalf("%d holders of key r", n)
+	}
+	var runs syncSlice[[2]time.Time]
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		start := time.Now()
+		time.Sleep(time.Millisecond)
+		runs.add([2]time.Time{start, time.Now()})
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 8}}})
+	want := int(committed.Load())
+	waitFor(t, 60*time.Second, "every committed job done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == want
+	})
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs`); n != 0 {
+		t.Errorf("%d jobs left after the drain", n)
+	}
+	got := runs.get()
+	if len(got) != want {
+		t.Errorf("%d runs for %d committed jobs", len(got), want)
+	}
+	slices.SortFunc(got, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	for i := 1; i < len(got); i++ {
+		if got[i][0].Before(got[i-1][1]) {
+			t.Errorf("run %d started at %s, before run %d ended at %s", i, got[i][0].Format(time.StampMicro), i-1, got[i-1][1].Format(time.StampMicro))
+		}
+	}
+}

@@ -1,0 +1,13 @@
+package migrate_test
+
+import (
+	"testing"
+
+	"github.com/docketq/docket/internal/testkit/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+type noop struct{}
+
+func (noop) Kind() string { return "noop" }

@@ -1,0 +1,108 @@
+package docket
+
+import (
+	"context"
+
+	"github.com/docketq/docket/internal/engine/enqueue"
+)
+
+// ErrInvalidWorkflow wraps every validation failure of EnqueueWorkflow that
+// is about the workflow's shape rather than one job's options: no jobs, an
+// empty or repeated Ref, a dependency on an unknown Ref, a cycle, a serial
+// key. Nothing is sent to the database, so a caller's transaction stays
+// usable. (A job whose own options are invalid is reported with
+// ErrInvalidJob, naming its Ref.)
+var ErrInvalidWorkflow = enqueue.ErrInvalidWorkflow
+
+// ErrWorkflowKeyTaken is returned, wrapped with the key and the id of the
+// job in flight that holds it, when a job of a workflow has a UniqueKey that
+// a job in flight holds. The whole workflow is refused: nothing of it is
+// written.
+var ErrWorkflowKeyTaken = enqueue.ErrWorkflowKeyTaken
+
+// Workflow is a set of jobs enqueued together, with dependencies between
+// them: a job runs once every job it comes After has completed. See
+// docs/workflows.md.
+type Workflow struct {
+	// Name says what the workflow is for, for operators (docket workflows).
+	// Required; at most MaxNameLen bytes of valid UTF-8 without NUL.
+	Name string
+	// Jobs are the workflow's jobs, at least one. Order does not matter.
+	Jobs []WorkflowJob
+}
+
+// WorkflowJob is one job of a workflow.
+type WorkflowJob struct {
+	// Ref names the job inside the workflow, for the After lists of other
+	// jobs and in EnqueueWorkflow's result. Required, unique in the
+	// workflow, at most MaxNameLen bytes of valid UTF-8 without NUL.
+	Ref string
+	// Args and Opts are what Enqueue takes, with two limits: no SerialKey
+	// and no MoveOnDuplicate. A UniqueKey is allowed; when a job in flight
+	// already holds it, the whole workflow is refused (ErrWorkflowKeyTaken).
+	Args Args
+	Opts Opts
+	// After lists the jobs this one runs after. Empty: it is ready (or
+	// scheduled, with RunAt or Delay) as soon as the workflow commits.
+	After []Dependency
+}
+
+// Dependency is one parent of a workflow job.
+type Dependency struct {
+	// Ref is the parent's WorkflowJob.Ref.
+	Ref string
+	// RunAnyway makes the child run also when this parent dead-letters or
+	// is cancelled. False (the default): the child, and every job after
+	// it, is cancelled then.
+	RunAnyway bool
+}
+
+// After returns a dependency on each of refs, with the default policy
+// (cancel the dependent when the parent fails): a shorthand for
+// WorkflowJob.After.
+func After(refs ...string) []Dependency {
+	deps := make([]Dependency, len(refs))
+	for i, r := range refs {
+		deps[i] = Dependency{Ref: r}
+	}
+	return deps
+}
+
+// WorkflowEnqueued reports an enqueued workflow.
+type WorkflowEnqueued struct {
+	// ID is the workflow's id (docket_workflows.id).
+	ID int64
+	// Jobs maps each WorkflowJob.Ref to its job's id.
+	Jobs map[string]int64
+}
+
+// EnqueueWorkflow writes a workflow: its jobs, their dependencies and the
+// workflow's row, all or nothing. A job without parents is ready (or
+// scheduled) at once; the others wait until every parent completed, then
+// become ready in the transaction that removed the last one (or within one
+// sweep of a worker when two parents finish at once; see
+// docs/workflows.md).
+//
+// Pass the caller's pgx.Tx to commit the workflow with the caller's own
+// writes; the workflow is written under a savepoint, so a refusal leaves
+// the caller's transaction usable. With a pool or connection it is written
+// in a transaction of its own. db must be able to begin a transaction
+// (pgx.Tx, *pgx.Conn and *pgxpool.Pool can).
+//
+// Validation happens before anything is sent: an ErrInvalidWorkflow error
+// for the workflow's shape (see there), an ErrInvalidJob or ErrUnknownKind
+// error naming the job's Ref for a job Enqueue would refuse. A UniqueKey
+// held by a job in flight refuses the whole workflow with
+// ErrWorkflowKeyTaken, having written nothing.
+func (c *Client) EnqueueWorkflow(ctx context.Context, db DB, w Workflow) (WorkflowEnqueued, error) {
+	jobs := make([]enqueue.WorkflowJob, len(w.Jobs))
+	for i, j := range w.Jobs {
+		after := make([]enqueue.Dependency, len(j.After))
+		for k, d := range j.After {
+			after[k] = enqueue.Dependency(d)
+		}
+		jobs[i] = enqueue.WorkflowJob{Ref: j.Ref, Args: j.Args, Opts: resolve(j.Args, j.Opts), After: after}
+	}
+	res, err := c.jobs.EnqueueWorkflow(ctx, db, enqueue.Workflow{Name: w.Name, Jobs: jobs})
+	return WorkflowEnqueued(res), err
+}
