@@ -512,18 +512,18 @@ func (w *Worker) Stop(ctx context.Context) error {
 	waitUntil(&w.claimWG, deadline.Add(-grace))
 	if !waitUntil(&w.slotWG, deadline.Add(-grace)) {
 		n := 0
-		for _, e := range w.inflight.snapshot(nil) {
-			if e.state.Load() == stRunning {
-				e.cancel(core.ErrShutdown)
+		for _, t := range w.inflight.snapshot(nil) {
+			if t.state.Load() == stRunning {
+				t.cancel(core.ErrShutdown)
 				n++
 			}
 		}
 		w.log.Warn("shutdown deadline reached; cancelling running handlers", slog.Int("jobs", n))
 		if !waitUntil(&w.slotWG, deadline.Add(-grace/2)) {
-			for _, e := range w.inflight.snapshot(nil) {
-				if e.state.CompareAndSwap(stRunning, stReleased) {
-					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", core.JobAttrs(e.job)...)
-					w.fin.add(outcome{ex: e, what: oRelease})
+			for _, t := range w.inflight.snapshot(nil) {
+				if t.state.CompareAndSwap(stRunning, stReleased) {
+					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", core.JobAttrs(t.job)...)
+					w.fin.add(outcome{task: t, what: oRelease})
 				}
 			}
 		}
