@@ -314,12 +314,14 @@ func New(cfg Config) (*Worker, error) {
 	if err := w.setupMetrics(cfg); err != nil {
 		return bad("metrics: %v", err)
 	}
-	w.promoter = newPromoter(w)
-	w.pauses = newPauses(w)
-	w.limits = newLimits(w)
-	w.presence = newPresence(w)
-	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	w.notifyDebounce = orDefault(cfg.NotifyDebounce, 2*time.Millisecond)
+	up := upkeep{db: w.db, q: w.q, log: w.log, poll: w.poll, lease: w.lease, wakeAll: w.wakeAll, wakeQueues: w.wakeQueues}
+	w.promoter = newPromoter(up, w.schema, w.notifyDebounce)
+	w.pauses = newPauses(up)
+	w.limits = newLimits(up)
+	w.presence = newPresence(w)
+	w.partitions = &partitions{db: w.db, log: w.log, history: w.history, parts: w.parts,
+		retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	if !cfg.DisableNotify && w.notifyDebounce >= 0 {
 		if cfg.NotifyCheckTimeout >= 0 {
 			// Before the listener, whose LISTEN triggers the first check.
@@ -335,7 +337,7 @@ func New(cfg Config) (*Worker, error) {
 	// The paused queues and this process's row are read and written before
 	// the pools' first claim, since the services start before the pools.
 	w.services = append(w.services, &heartbeat{w: w}, &leaseWatch{w: w}, w.presence, w.pauses,
-		w.limits, &reaper{w: w}, w.promoter, w.partitions)
+		w.limits, &reaper{up: up}, w.promoter, w.partitions)
 	return w, nil
 }
 
