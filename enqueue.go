@@ -34,7 +34,7 @@ const (
 
 // Opts are the per-job enqueue options. The zero value means: queue
 // "default", priority 0, due now, 25 attempts, no unique key, no tenant, no
-// serial key, no meta; with Config.Kinds, the kind's registered queue,
+// serial key, no meta; with Config.Registry, the kind's registered queue,
 // priority and attempts instead of the built-in three. The resolved values
 // are stored with the job and govern it from then on: workers and the
 // reaper read the job's own queue, priority and max attempts, never the
@@ -123,7 +123,7 @@ type Enqueued struct {
 var ErrInvalidJob = enqueue.ErrInvalidJob
 
 // ErrUnknownKind is returned, wrapped with the kind's name, by every enqueue
-// of a Client whose Config.Kinds does not know the job's kind. Nothing is
+// of a Client whose Config.Registry has no handler for the job's kind. Nothing is
 // sent to the database, so a caller's transaction stays usable.
 var ErrUnknownKind = enqueue.ErrUnknownKind
 
@@ -204,7 +204,7 @@ func enqueuedAll(in []enqueue.Enqueued) []Enqueued {
 //     meta key or meta value that is not valid UTF-8 or holds a NUL byte;
 //   - a priority, max attempts, RunAt or Delay outside what Opts documents.
 //
-// With Config.Kinds set, a kind it does not know returns an ErrUnknownKind
+// With Config.Registry set, a kind it has no handler for returns an ErrUnknownKind
 // error, also having sent nothing.
 //
 // When Docket's tables or their schema do not exist, Enqueue returns an
@@ -235,7 +235,7 @@ func (c *Client) EnqueueSQL(ctx context.Context, db SQLDB, args Args, opts Opts)
 //
 // Any invalid item (as Enqueue rejects it, or with MoveOnDuplicate) fails
 // the call with an ErrInvalidJob error naming the item's index, and an
-// item of a kind Config.Kinds does not know with ErrUnknownKind, before
+// item of a kind Config.Registry has no handler for with ErrUnknownKind, before
 // anything is sent, so a caller's transaction stays usable. Missing tables
 // or schema return ErrNotMigrated, also without aborting a caller's
 // transaction (see Enqueue).

@@ -18,7 +18,7 @@ func BenchmarkEnqueueOne(b *testing.B) {
 	s := benchSetup(b, docket.Config{})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.client.Enqueue(s.ctx, s.pool, noop{N: 1}, docket.Opts{}); err != nil {
+		if _, err := s.client.Enqueue(s.Ctx, s.Pool, noop{N: 1}, docket.Opts{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -32,7 +32,7 @@ func BenchmarkEnqueueManyCopy1000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.client.EnqueueMany(s.ctx, s.pool, items); err != nil {
+		if _, err := s.client.EnqueueMany(s.Ctx, s.Pool, items); err != nil {
 			b.Fatal(err)
 		}
 	}

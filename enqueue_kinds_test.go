@@ -43,7 +43,7 @@ func (b *bundle) stored(t *testing.T, id int64) stored {
 	t.Helper()
 	var s stored
 	var key *string
-	err := b.pool.QueryRow(b.ctx, `SELECT queue, priority, max_attempts, unique_key FROM `+b.table("docket_jobs")+` WHERE id = $1`, id).
+	err := b.Pool.QueryRow(b.Ctx, `SELECT queue, priority, max_attempts, unique_key FROM `+b.Table("docket_jobs")+` WHERE id = $1`, id).
 		Scan(&s.queue, &s.priority, &s.maxAttempts, &key)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func (b *bundle) stored(t *testing.T, id int64) stored {
 func TestKindDefaultsOnEveryPath(t *testing.T) {
 	t.Parallel()
 	b := setup(t, docket.Config{Registry: registered()})
-	c := newCaller(t, b.pool, b.schema)
+	c := newCaller(t, b.Pool, b.Schema)
 	paths := []struct {
 		name   string
 		driver string
@@ -75,9 +75,9 @@ func TestKindDefaultsOnEveryPath(t *testing.T) {
 	for i, p := range paths {
 		enq := func(db handle, args core.Args) (docket.Enqueued, error) {
 			if !p.many {
-				return enqueueVia(b.ctx, b.client, db, args, docket.Opts{})
+				return enqueueVia(b.Ctx, b.client, db, args, docket.Opts{})
 			}
-			out, err := enqueueManyVia(b.ctx, b.client, db, []docket.Item{{Args: args}})
+			out, err := enqueueManyVia(b.Ctx, b.client, db, []docket.Item{{Args: args}})
 			if err != nil {
 				return docket.Enqueued{}, err
 			}
@@ -94,14 +94,14 @@ func TestKindDefaultsOnEveryPath(t *testing.T) {
 			t.Errorf("%s: stored %+v, want the kind's defaults %+v", p.name, got, want)
 		}
 
-		before := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs"))
+		before := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs"))
 		db, commit = c.begin(t, p.driver, 2*i+1)
 		_, err = enq(db, other{})
 		if !errors.Is(err, docket.ErrUnknownKind) || !strings.Contains(err.Error(), `"other"`) {
 			t.Errorf("%s: unknown kind: %v, want ErrUnknownKind naming it", p.name, err)
 		}
 		c.commitKeeps(t, commit, 2*i+1)
-		if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")); n != before {
+		if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")); n != before {
 			t.Errorf("%s: unknown kind wrote %d jobs", p.name, n-before)
 		}
 	}
@@ -114,7 +114,7 @@ func TestKindDefaultsPrecedence(t *testing.T) {
 	b := setup(t, docket.Config{Registry: registered()})
 	one := func(args core.Args, opts docket.Opts) stored {
 		t.Helper()
-		res, err := b.client.Enqueue(b.ctx, b.pool, args, opts)
+		res, err := b.client.Enqueue(b.Ctx, b.Pool, args, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestKindDefaultsPrecedence(t *testing.T) {
 		}
 	}
 	items := []docket.Item{{Args: noop{N: 4}}, {Args: noop{N: 5}, Opts: docket.Opts{Queue: "x"}}}
-	out, err := b.client.EnqueueMany(b.ctx, b.pool, items)
+	out, err := b.client.EnqueueMany(b.Ctx, b.Pool, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestKindDefaultsPrecedence(t *testing.T) {
 		t.Error("EnqueueMany modified the caller's items")
 	}
 	// One unknown kind fails the whole batch, naming the item.
-	_, err = b.client.EnqueueMany(b.ctx, b.pool, []docket.Item{{Args: noop{}}, {Args: other{}}})
+	_, err = b.client.EnqueueMany(b.Ctx, b.Pool, []docket.Item{{Args: noop{}}, {Args: other{}}})
 	if !errors.Is(err, docket.ErrUnknownKind) || !strings.Contains(err.Error(), "item 1") {
 		t.Errorf("bulk with an unknown kind: %v", err)
 	}

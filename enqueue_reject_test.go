@@ -182,7 +182,7 @@ func (anyArgs) Kind() string { return "any" }
 func TestEnqueueRejectsUnstorableInCallersTx(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c := newCaller(t, b.pool, b.schema)
+	c := newCaller(t, b.Pool, b.Schema)
 	at := func(year int) time.Time { return time.Date(year, time.January, 1, 0, 0, 0, 0, time.UTC) }
 	cases := []struct {
 		name string
@@ -255,7 +255,7 @@ func TestEnqueueRejectsUnstorableInCallersTx(t *testing.T) {
 			}
 		}
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")); n != 0 {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")); n != 0 {
 		t.Fatalf("%d jobs written by bad input", n)
 	}
 }
@@ -331,29 +331,29 @@ func TestEnqueueNotMigratedInCallersTx(t *testing.T) {
 func TestEnqueueAfterTablesDropped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c := newCaller(t, b.pool, pgtest.Schema(t))
-	m, err := migrate.New(b.schema)
+	c := newCaller(t, b.Pool, pgtest.Schema(t))
+	m, err := migrate.New(b.Schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := 0
 	for _, e := range enqueuers {
-		if _, err := m.Up(b.ctx, b.pool); err != nil {
+		if _, err := m.Up(b.Ctx, b.Pool); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.call(b.ctx, b.client, b.pool, noop{}, docket.Opts{}); err != nil {
+		if err := e.call(b.Ctx, b.client, b.Pool, noop{}, docket.Opts{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.pool.Exec(b.ctx, `DROP SCHEMA `+b.schema+` CASCADE`); err != nil {
+		if _, err := b.Pool.Exec(b.Ctx, `DROP SCHEMA `+b.Schema+` CASCADE`); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.call(b.ctx, b.client, b.pool, noop{}, docket.Opts{}); !errors.Is(err, docket.ErrNotMigrated) {
+		if err := e.call(b.Ctx, b.client, b.Pool, noop{}, docket.Opts{}); !errors.Is(err, docket.ErrNotMigrated) {
 			t.Fatalf("%s on a dropped schema: err = %v, want ErrNotMigrated", e.name, err)
 		}
 		for _, driver := range drivers {
 			id++
 			db, commit := c.begin(t, driver, id)
-			if err := e.call(b.ctx, b.client, db, noop{}, docket.Opts{}); !errors.Is(err, docket.ErrNotMigrated) {
+			if err := e.call(b.Ctx, b.client, db, noop{}, docket.Opts{}); !errors.Is(err, docket.ErrNotMigrated) {
 				t.Fatalf("%s in a caller's %s transaction: err = %v, want ErrNotMigrated", e.name, driver, err)
 			}
 			c.commitKeeps(t, commit, id)
@@ -374,7 +374,7 @@ func (text) Kind() string { return "text" }
 func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c := newCaller(t, b.pool, b.schema)
+	c := newCaller(t, b.Pool, b.Schema)
 	// A backslash followed by u0000, in a Go string and in raw JSON.
 	const path = `C:\u0000dir \\u0000 \`
 	args := text{S: path, R: json.RawMessage(`"C:\\u0000dir \ud83d\ude00 \uD83D\uDE00 \u00e9"`)}
@@ -382,7 +382,7 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 	var ids []int64
 	for i, driver := range drivers {
 		db, commit := c.begin(t, driver, i)
-		res, err := enqueueVia(b.ctx, b.client, db, args, docket.Opts{})
+		res, err := enqueueVia(b.Ctx, b.client, db, args, docket.Opts{})
 		if err != nil {
 			t.Fatalf("Enqueue over %s: %v", driver, err)
 		}
@@ -390,11 +390,11 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 		ids = append(ids, res.ID)
 	}
 	// EnqueueMany: COPY (pgx, no key) and the set-based insert (a key).
-	out, err := b.client.EnqueueMany(b.ctx, b.pool, []docket.Item{{Args: args}, {Args: args, Opts: docket.Opts{UniqueKey: path}}})
+	out, err := b.client.EnqueueMany(b.Ctx, b.Pool, []docket.Item{{Args: args}, {Args: args, Opts: docket.Opts{UniqueKey: path}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out2, err := b.client.EnqueueManySQL(b.ctx, c.db, []docket.Item{{Args: args}})
+	out2, err := b.client.EnqueueManySQL(b.Ctx, c.db, []docket.Item{{Args: args}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 	for _, id := range ids {
 		var s, r string
 		var payload []byte
-		if err := b.pool.QueryRow(b.ctx, `SELECT payload->>'s', payload->>'r', payload FROM `+b.table("docket_jobs")+` WHERE id = $1`, id).Scan(&s, &r, &payload); err != nil {
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT payload->>'s', payload->>'r', payload FROM `+b.Table("docket_jobs")+` WHERE id = $1`, id).Scan(&s, &r, &payload); err != nil {
 			t.Fatalf("job %d: %v", id, err)
 		}
 		if s != path || r != wantR {
@@ -423,7 +423,7 @@ func TestEnqueueStoresLookalikeEscapes(t *testing.T) {
 func TestEnqueueStoresPayloadsAtTheLimits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	c := newCaller(t, b.pool, b.schema)
+	c := newCaller(t, b.Pool, b.Schema)
 	edge := []core.Args{
 		anyArgs{V: deep(9999)}, // the object around it is the 10,000th level
 		raw{P: json.RawMessage(`[1e131071,-9.9999e131071,1e-16383,0e1073741822,1.0e-16382,` + strings.Repeat("9", 131072) + `]`)},
@@ -443,20 +443,20 @@ func TestEnqueueStoresPayloadsAtTheLimits(t *testing.T) {
 				c.commitKeeps(t, commit, id)
 			}
 		}
-		tx, err := b.pool.Begin(b.ctx)
+		tx, err := b.Pool.Begin(b.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.client.EnqueueWorkflow(b.ctx, tx, docket.Workflow{Name: "edge", Jobs: []docket.WorkflowJob{{Ref: "a", Args: args}}}); err != nil {
+		if _, err := b.client.EnqueueWorkflow(b.Ctx, tx, docket.Workflow{Name: "edge", Jobs: []docket.WorkflowJob{{Ref: "a", Args: args}}}); err != nil {
 			t.Fatalf("%T by EnqueueWorkflow: %v", args, err)
 		}
-		if err := tx.Commit(b.ctx); err != nil {
+		if err := tx.Commit(b.Ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Each payload reads back as it went in.
 	want := map[string]int{"any": 0, "raw": 0}
-	rows, err := b.pool.Query(b.ctx, `SELECT kind, payload FROM `+b.table("docket_jobs")+` WHERE kind IN ('any', 'raw')`)
+	rows, err := b.Pool.Query(b.Ctx, `SELECT kind, payload FROM `+b.Table("docket_jobs")+` WHERE kind IN ('any', 'raw')`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,20 +497,20 @@ func TestEnqueueRunAtBounds(t *testing.T) {
 		for _, at := range []time.Time{first, last} {
 			var id int64
 			if e == "Enqueue" {
-				res, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{RunAt: at})
+				res, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{RunAt: at})
 				if err != nil {
 					t.Fatalf("%s at %s: %v", e, at, err)
 				}
 				id = res.ID
 			} else {
-				out, err := b.client.EnqueueMany(b.ctx, b.pool, []docket.Item{{Args: noop{}, Opts: docket.Opts{RunAt: at}}})
+				out, err := b.client.EnqueueMany(b.Ctx, b.Pool, []docket.Item{{Args: noop{}, Opts: docket.Opts{RunAt: at}}})
 				if err != nil {
 					t.Fatalf("%s at %s: %v", e, at, err)
 				}
 				id = out[0].ID
 			}
 			var got time.Time
-			if err := b.pool.QueryRow(b.ctx, `SELECT run_at FROM `+b.table("docket_jobs")+` WHERE id = $1`, id).Scan(&got); err != nil {
+			if err := b.Pool.QueryRow(b.Ctx, `SELECT run_at FROM `+b.Table("docket_jobs")+` WHERE id = $1`, id).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if !got.Equal(at) {
@@ -518,7 +518,7 @@ func TestEnqueueRunAtBounds(t *testing.T) {
 			}
 		}
 		for _, at := range []time.Time{first.Add(-time.Second - time.Microsecond), last.Add(time.Microsecond)} {
-			_, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{RunAt: at})
+			_, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{RunAt: at})
 			if !errors.Is(err, docket.ErrInvalidJob) {
 				t.Errorf("RunAt %s: err = %v, want ErrInvalidJob", at.UTC(), err)
 			}

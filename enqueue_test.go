@@ -23,18 +23,18 @@ import (
 func TestEnqueueCommitAndRollbackPgx(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, err := b.pool.Exec(b.ctx, `CREATE TABLE `+b.table("orders")+` (id int PRIMARY KEY)`); err != nil {
+	if _, err := b.Pool.Exec(b.Ctx, `CREATE TABLE `+b.Table("orders")+` (id int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
 	for i, commit := range []bool{true, false} {
-		tx, err := b.pool.Begin(b.ctx)
+		tx, err := b.Pool.Begin(b.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(b.ctx, `INSERT INTO `+b.table("orders")+` VALUES ($1)`, i); err != nil {
+		if _, err := tx.Exec(b.Ctx, `INSERT INTO `+b.Table("orders")+` VALUES ($1)`, i); err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.client.Enqueue(b.ctx, tx, noop{N: i}, docket.Opts{})
+		res, err := b.client.Enqueue(b.Ctx, tx, noop{N: i}, docket.Opts{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,9 +42,9 @@ func TestEnqueueCommitAndRollbackPgx(t *testing.T) {
 			t.Fatalf("enqueue result %+v", res)
 		}
 		if commit {
-			err = tx.Commit(b.ctx)
+			err = tx.Commit(b.Ctx)
 		} else {
-			err = tx.Rollback(b.ctx)
+			err = tx.Rollback(b.Ctx)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -53,10 +53,10 @@ func TestEnqueueCommitAndRollbackPgx(t *testing.T) {
 		if commit {
 			want = 1
 		}
-		if n := b.count(t, `SELECT count(*) FROM `+b.table("orders")+` WHERE id = $1`, i); n != want {
+		if n := b.Count(t, `SELECT count(*) FROM `+b.Table("orders")+` WHERE id = $1`, i); n != want {
 			t.Errorf("commit=%v: %d order rows, want %d", commit, n, want)
 		}
-		if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1`, res.ID); n != want {
+		if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1`, res.ID); n != want {
 			t.Errorf("commit=%v: %d job rows, want %d", commit, n, want)
 		}
 	}
@@ -65,20 +65,20 @@ func TestEnqueueCommitAndRollbackPgx(t *testing.T) {
 func TestEnqueueCommitAndRollbackDatabaseSQL(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	db := stdlib.OpenDBFromPool(b.pool)
+	db := stdlib.OpenDBFromPool(b.Pool)
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE ` + b.table("orders") + ` (id int PRIMARY KEY)`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE ` + b.Table("orders") + ` (id int PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
 	for i, commit := range []bool{true, false} {
-		tx, err := db.BeginTx(b.ctx, nil)
+		tx, err := db.BeginTx(b.Ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(`INSERT INTO `+b.table("orders")+` VALUES ($1)`, i); err != nil {
+		if _, err := tx.Exec(`INSERT INTO `+b.Table("orders")+` VALUES ($1)`, i); err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.client.EnqueueSQL(b.ctx, tx, noop{N: i}, docket.Opts{Meta: map[string]string{"trace": "abc"}})
+		res, err := b.client.EnqueueSQL(b.Ctx, tx, noop{N: i}, docket.Opts{Meta: map[string]string{"trace": "abc"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,16 +94,16 @@ func TestEnqueueCommitAndRollbackDatabaseSQL(t *testing.T) {
 		if commit {
 			want = 1
 		}
-		if n := b.count(t, `SELECT count(*) FROM `+b.table("orders")+` WHERE id = $1`, i); n != want {
+		if n := b.Count(t, `SELECT count(*) FROM `+b.Table("orders")+` WHERE id = $1`, i); n != want {
 			t.Errorf("commit=%v: %d order rows, want %d", commit, n, want)
 		}
 		// The payload must be stored as a JSON object, not as a bytea string.
-		if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND jsonb_typeof(payload) = 'object' AND payload->>'n' = $2 AND meta->>'trace' = 'abc'`, res.ID, string(rune('0'+i))); n != want {
+		if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND jsonb_typeof(payload) = 'object' AND payload->>'n' = $2 AND meta->>'trace' = 'abc'`, res.ID, string(rune('0'+i))); n != want {
 			t.Errorf("commit=%v: %d job rows with object payload, want %d", commit, n, want)
 		}
 	}
 	// The bulk path through database/sql takes the set-based insert.
-	out, err := b.client.EnqueueManySQL(b.ctx, db, []docket.Item{{Args: noop{N: 7}}, {Args: noop{N: 8}, Opts: docket.Opts{UniqueKey: "k"}}, {Args: noop{N: 9}, Opts: docket.Opts{UniqueKey: "k"}}})
+	out, err := b.client.EnqueueManySQL(b.Ctx, db, []docket.Item{{Args: noop{N: 7}}, {Args: noop{N: 8}, Opts: docket.Opts{UniqueKey: "k"}}, {Args: noop{N: 9}, Opts: docket.Opts{UniqueKey: "k"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,36 +117,36 @@ func TestUniqueKeyRace(t *testing.T) {
 	b := setup(t)
 	// Two transactions insert the same key; the second blocks on the first's
 	// uncommitted row, then reports the committed job as a duplicate.
-	tx1, err := b.pool.Begin(b.ctx)
+	tx1, err := b.Pool.Begin(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := b.client.Enqueue(b.ctx, tx1, noop{}, docket.Opts{UniqueKey: "order:1"})
+	first, err := b.client.Enqueue(b.Ctx, tx1, noop{}, docket.Opts{UniqueKey: "order:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan docket.Enqueued, 1)
 	errc := make(chan error, 1)
 	go func() {
-		tx2, err := b.pool.Begin(b.ctx)
+		tx2, err := b.Pool.Begin(b.Ctx)
 		if err != nil {
 			errc <- err
 			return
 		}
-		defer tx2.Rollback(b.ctx)
-		res, err := b.client.Enqueue(b.ctx, tx2, noop{}, docket.Opts{UniqueKey: "order:1"})
+		defer tx2.Rollback(b.Ctx)
+		res, err := b.client.Enqueue(b.Ctx, tx2, noop{}, docket.Opts{UniqueKey: "order:1"})
 		if err != nil {
 			errc <- err
 			return
 		}
-		errc <- tx2.Commit(b.ctx)
+		errc <- tx2.Commit(b.Ctx)
 		done <- res
 	}()
 	// Give the second transaction time to block on the key, then commit.
 	waitFor(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM pg_locks WHERE NOT granted`) > 0
+		return b.Count(t, `SELECT count(*) FROM pg_locks WHERE NOT granted`) > 0
 	})
-	if err := tx1.Commit(b.ctx); err != nil {
+	if err := tx1.Commit(b.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
@@ -156,7 +156,7 @@ func TestUniqueKeyRace(t *testing.T) {
 	if !second.Duplicate || second.ID != first.ID {
 		t.Fatalf("second enqueue = %+v, want duplicate of %d", second, first.ID)
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")); n != 1 {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")); n != 1 {
 		t.Fatalf("%d jobs, want 1", n)
 	}
 
@@ -167,7 +167,7 @@ func TestUniqueKeyRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "order:2"})
+			res, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{UniqueKey: "order:2"})
 			if err != nil {
 				t.Error(err)
 			}
@@ -186,12 +186,12 @@ func TestMoveOnDuplicate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
-	first, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: at})
+	first, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: at})
 	if err != nil || first.State != core.StateScheduled {
 		t.Fatalf("%+v %v", first, err)
 	}
 	later := at.Add(time.Hour)
-	res, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: later, MoveOnDuplicate: true})
+	res, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: later, MoveOnDuplicate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,18 +199,18 @@ func TestMoveOnDuplicate(t *testing.T) {
 		t.Fatalf("move: %+v", res)
 	}
 	var got time.Time
-	if err := b.pool.QueryRow(b.ctx, `SELECT run_at FROM `+b.table("docket_jobs")+` WHERE id = $1`, first.ID).Scan(&got); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT run_at FROM `+b.Table("docket_jobs")+` WHERE id = $1`, first.ID).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 	if !got.Equal(later) {
 		t.Fatalf("run_at %v, want %v", got, later)
 	}
 	// Without the option a duplicate leaves run_at alone.
-	res, err = b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: at})
+	res, err = b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{UniqueKey: "k", RunAt: at})
 	if err != nil || !res.Duplicate {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if err := b.pool.QueryRow(b.ctx, `SELECT run_at FROM `+b.table("docket_jobs")+` WHERE id = $1`, first.ID).Scan(&got); err != nil || !got.Equal(later) {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT run_at FROM `+b.Table("docket_jobs")+` WHERE id = $1`, first.ID).Scan(&got); err != nil || !got.Equal(later) {
 		t.Fatalf("run_at moved to %v (%v)", got, err)
 	}
 }
@@ -218,7 +218,7 @@ func TestMoveOnDuplicate(t *testing.T) {
 func TestEnqueueManyCopyAndUnique(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	existing, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "taken"})
+	existing, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{UniqueKey: "taken"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestEnqueueManyCopyAndUnique(t *testing.T) {
 		docket.Item{Args: noop{}, Opts: docket.Opts{UniqueKey: "fresh"}},
 		docket.Item{Args: noop{}, Opts: docket.Opts{Delay: time.Hour}},
 	)
-	out, err := b.client.EnqueueMany(b.ctx, b.pool, items)
+	out, err := b.client.EnqueueMany(b.Ctx, b.Pool, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,10 +257,10 @@ func TestEnqueueManyCopyAndUnique(t *testing.T) {
 		t.Errorf("delayed item state %s", r.State)
 	}
 	// Every reported id is a stored job with the item's payload.
-	if got := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE kind = 'noop'`); got != 1000+1+1+1 {
+	if got := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE kind = 'noop'`); got != 1000+1+1+1 {
 		t.Fatalf("%d jobs stored", got)
 	}
-	if got := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND (payload->>'n')::int = 500 AND priority = 2 AND tenant = 't1'`, out[500].ID); got != 1 {
+	if got := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND (payload->>'n')::int = 500 AND priority = 2 AND tenant = 't1'`, out[500].ID); got != 1 {
 		t.Fatal("item 500 not stored under its id")
 	}
 }
@@ -277,12 +277,12 @@ func TestEnqueueManyOverJSONBInTotal(t *testing.T) {
 	for i := range items {
 		items[i] = docket.Item{Args: zeros}
 	}
-	db := stdlib.OpenDBFromPool(b.pool)
+	db := stdlib.OpenDBFromPool(b.Pool)
 	defer db.Close()
-	if _, err := b.client.EnqueueManySQL(b.ctx, db, items); err != nil {
+	if _, err := b.client.EnqueueManySQL(b.Ctx, db, items); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE kind = 'raw'`); n != len(items) {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE kind = 'raw'`); n != len(items) {
 		t.Fatalf("%d jobs stored, want %d", n, len(items))
 	}
 }
@@ -321,21 +321,21 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		{"nil args", nil, docket.Opts{}},
 	}
 	for _, c := range cases {
-		_, err := b.client.Enqueue(b.ctx, b.pool, c.args, c.opts)
+		_, err := b.client.Enqueue(b.Ctx, b.Pool, c.args, c.opts)
 		if !errors.Is(err, docket.ErrInvalidJob) {
 			t.Errorf("%s: err = %v, want ErrInvalidJob", c.name, err)
 		}
-		_, err = b.client.EnqueueMany(b.ctx, b.pool, []docket.Item{{Args: noop{}}, {Args: c.args, Opts: c.opts}})
+		_, err = b.client.EnqueueMany(b.Ctx, b.Pool, []docket.Item{{Args: noop{}}, {Args: c.args, Opts: c.opts}})
 		if !errors.Is(err, docket.ErrInvalidJob) || !strings.Contains(err.Error(), "item 1") {
 			t.Errorf("%s (bulk): err = %v, want ErrInvalidJob naming item 1", c.name, err)
 		}
 	}
 	// The unencodable payload error names the kind and not the payload.
-	_, err := b.client.Enqueue(b.ctx, b.pool, nul{S: "secret\x00"}, docket.Opts{})
+	_, err := b.client.Enqueue(b.Ctx, b.Pool, nul{S: "secret\x00"}, docket.Opts{})
 	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "nul") {
 		t.Errorf("error %q should name the kind and hide the payload", err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")); n != 0 {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")); n != 0 {
 		t.Fatalf("%d jobs written by bad input", n)
 	}
 	// A value that is no database handle does not compile: compile_test.go.
@@ -367,13 +367,13 @@ func TestNotifyOnlyForDueJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, docket.Config{NotifyDebounce: time.Nanosecond})
 	conn := b.listen(t)
-	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{Queue: "later", Delay: time.Hour}); err != nil {
+	if _, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{Queue: "later", Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{Queue: "now"}); err != nil {
+	if _, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{Queue: "now"}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
 	defer cancel()
 	n, err := conn.Conn().WaitForNotification(ctx)
 	if err != nil {
@@ -383,12 +383,12 @@ func TestNotifyOnlyForDueJobs(t *testing.T) {
 		t.Fatalf("notified %q, want only the due queue", n.Payload)
 	}
 	// A rolled-back enqueue notifies nobody.
-	tx, _ := b.pool.Begin(b.ctx)
-	if _, err := b.client.Enqueue(b.ctx, tx, noop{}, docket.Opts{Queue: "rolledback"}); err != nil {
+	tx, _ := b.Pool.Begin(b.Ctx)
+	if _, err := b.client.Enqueue(b.Ctx, tx, noop{}, docket.Opts{Queue: "rolledback"}); err != nil {
 		t.Fatal(err)
 	}
-	_ = tx.Rollback(b.ctx)
-	short, cancel2 := context.WithTimeout(b.ctx, 200*time.Millisecond)
+	_ = tx.Rollback(b.Ctx)
+	short, cancel2 := context.WithTimeout(b.Ctx, 200*time.Millisecond)
 	defer cancel2()
 	if n, err := conn.Conn().WaitForNotification(short); err == nil {
 		t.Fatalf("unexpected notification %q", n.Payload)
@@ -400,17 +400,17 @@ func TestNotifyDebounced(t *testing.T) {
 	b := setup(t, docket.Config{NotifyDebounce: time.Hour})
 	conn := b.listen(t)
 	// A scheduled job sends nothing and does not use up the window.
-	if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{Delay: time.Hour}); err != nil {
+	if _, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{Delay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
-		if _, err := b.client.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{}); err != nil {
+		if _, err := b.client.Enqueue(b.Ctx, b.Pool, noop{}, docket.Opts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := 0
 	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(b.Ctx, 300*time.Millisecond)
 		_, err := conn.Conn().WaitForNotification(ctx)
 		cancel()
 		if err != nil {
@@ -427,12 +427,12 @@ func TestNotifyDebounced(t *testing.T) {
 // channel, released when the test ends.
 func (b *bundle) listen(t *testing.T) *pgxpool.Conn {
 	t.Helper()
-	conn, err := b.pool.Acquire(b.ctx)
+	conn, err := b.Pool.Acquire(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Release)
-	if _, err := conn.Exec(b.ctx, `LISTEN `+pgx.Identifier{pgsql.NotifyChannel(b.schema)}.Sanitize()); err != nil {
+	if _, err := conn.Exec(b.Ctx, `LISTEN `+pgx.Identifier{pgsql.NotifyChannel(b.Schema)}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
 	return conn
@@ -470,15 +470,15 @@ func TestEnqueueManyNotifiesDueQueues(t *testing.T) {
 			{Args: noop{}, Opts: docket.Opts{Queue: prefix + "later", Delay: time.Hour}},
 		}
 	}
-	if _, err := b.client.EnqueueMany(b.ctx, b.pool, batch("pgx_")); err != nil {
+	if _, err := b.client.EnqueueMany(b.Ctx, b.Pool, batch("pgx_")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.client.EnqueueManySQL(b.ctx, db, batch("sql_")); err != nil {
+	if _, err := b.client.EnqueueManySQL(b.Ctx, db, batch("sql_")); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for {
-		ctx, cancel := context.WithTimeout(b.ctx, 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(b.Ctx, 500*time.Millisecond)
 		n, err := conn.Conn().WaitForNotification(ctx)
 		cancel()
 		if err != nil {

@@ -34,7 +34,7 @@ const wantParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 func TestEnqueueWritesTraceContext(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	db := stdlib.OpenDBFromPool(b.pool)
+	db := stdlib.OpenDBFromPool(b.Pool)
 	defer db.Close()
 	ctx := spanCtx(t)
 	opts := docket.Opts{Meta: map[string]string{"k": "v"}}
@@ -48,14 +48,14 @@ func TestEnqueueWritesTraceContext(t *testing.T) {
 		ids = append(ids, res[0].ID)
 	}
 	one := func(r docket.Enqueued, err error) ([]docket.Enqueued, error) { return []docket.Enqueued{r}, err }
-	add(one(b.client.Enqueue(ctx, b.pool, noop{}, opts)))
+	add(one(b.client.Enqueue(ctx, b.Pool, noop{}, opts)))
 	add(one(b.client.EnqueueSQL(ctx, db, noop{}, opts)))
-	add(b.client.EnqueueMany(ctx, b.pool, items))
+	add(b.client.EnqueueMany(ctx, b.Pool, items))
 	add(b.client.EnqueueManySQL(ctx, db, items))
 	// Paths: Enqueue, EnqueueSQL, EnqueueMany, EnqueueManySQL.
 	for i, id := range ids {
 		var meta map[string]string
-		if err := b.pool.QueryRow(b.ctx, `SELECT meta FROM `+b.table("docket_jobs")+` WHERE id = $1`, id).Scan(&meta); err != nil {
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT meta FROM `+b.Table("docket_jobs")+` WHERE id = $1`, id).Scan(&meta); err != nil {
 			t.Fatal(err)
 		}
 		if meta["traceparent"] != wantParent || meta["tracestate"] != "vendor=v1" || meta["k"] != "v" || len(meta) != 3 {
@@ -81,16 +81,16 @@ func TestEnqueueTraceContextOff(t *testing.T) {
 		{"no-op propagator", b.client, spanCtx(t)},
 		{"no span", plain.client, context.Background()},
 	} {
-		res, err := tc.client.Enqueue(tc.ctx, b.pool, noop{}, docket.Opts{})
+		res, err := tc.client.Enqueue(tc.ctx, b.Pool, noop{}, docket.Opts{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		schema := b.schema
+		schema := b.Schema
 		if tc.client == plain.client {
-			schema = plain.schema
+			schema = plain.Schema
 		}
 		var n int
-		if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM "`+schema+`".docket_jobs WHERE id = $1 AND meta IS NULL`, res.ID).Scan(&n); err != nil {
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM "`+schema+`".docket_jobs WHERE id = $1 AND meta IS NULL`, res.ID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 1 {

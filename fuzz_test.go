@@ -59,7 +59,7 @@ func FuzzValidate(f *testing.F) {
 		f.Add("k", "", "", "", "", "", 0, 0, "", "", []byte(raw))
 	}
 	b := setup(f)
-	ctx, pool := b.ctx, b.pool
+	ctx, pool := b.Ctx, b.Pool
 	f.Fuzz(func(t *testing.T, kind, queue, tenant, unique, serial, note string, priority, maxAttempts int, metaKey, metaVal string, raw []byte) {
 		args := fuzzArgs{kind: kind, Note: payloadMarker + note, Raw: raw}
 		opts := docket.Opts{Queue: queue, Tenant: tenant, UniqueKey: unique, SerialKey: serial, Priority: priority, MaxAttempts: maxAttempts}

@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestParsePoolConfigDefaults(t *testing.T) {

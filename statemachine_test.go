@@ -37,7 +37,7 @@ type statePlace struct {
 // TestStatesAgree fails when the places that name the states of a job
 // disagree, naming the place and the state: the CHECK constraint on
 // docket_jobs.state of a freshly migrated schema, the Go list and
-// constants, the Ent schema and its generated code, the job list (ListJobs
+// constants, the Ent schema and its generated code, the job list (admin's Jobs.List
 // and admin.JobStates, which `docket jobs list --state` offers:
 // TestJobsListOffersEveryState in cmd/docket), the dashboard's jobs page
 // and the tables of docs/state-machine.md. Every state literal compared with or assigned to
@@ -85,7 +85,7 @@ func TestStatesAgree(t *testing.T) {
 	}
 	compareStatePlaces(t, listable, []statePlace{
 		{"admin.JobStates (JobFilter.State, docket jobs list --state)", admin.JobStates()},
-		{"ListJobs (the states it runs a list for)", listedStates(t, ctx, ops, pool, listable)},
+		{"admin Jobs.List (the states it lists jobs of)", listedStates(t, ctx, ops, pool, listable)},
 		{"the dashboard's jobs page (its state filter)", dashboardStates(t, pool, schema)},
 		{stateDoc + ", table States", doc.all},
 	})
@@ -465,12 +465,12 @@ func reasonConsts(t *testing.T) []string {
 	return out
 }
 
-// listedStates returns the states of candidates ListJobs lists jobs of,
+// listedStates returns the states of candidates Jobs.List lists jobs of,
 // after checking that it refuses a state that is none.
 func listedStates(t *testing.T, ctx context.Context, ops *admin.Client, pool *pgxpool.Pool, candidates []string) []string {
 	t.Helper()
 	if _, err := ops.Jobs().List(ctx, pool, admin.JobFilter{State: "no-such-state"}); err == nil {
-		t.Error(`ListJobs lists jobs of state "no-such-state"`)
+		t.Error(`Jobs.List lists jobs of state "no-such-state"`)
 	}
 	var out []string
 	for _, s := range candidates {

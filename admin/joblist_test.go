@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
 )
 
@@ -17,20 +18,20 @@ func TestListJobsStatesFiltersPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// One serial key: the first is ready, the other four wait in its line.
-	line := b.enqueueN(t, 5, docket.Opts{Queue: "mail", Tenant: "acme", SerialKey: "acct-1"})
-	b.enqueueN(t, 3, docket.Opts{Queue: "mail", Delay: time.Hour})
-	dead := b.deadN(t, 2, docket.Opts{Queue: "bulk"}, "SMTP Timeout after 30s")
-	b.enqueueN(t, 2, docket.Opts{})
+	line := b.EnqueueN(t, 5, enqueue.Opts{Queue: "mail", Tenant: "acme", SerialKey: "acct-1"})
+	b.EnqueueN(t, 3, enqueue.Opts{Queue: "mail", Delay: time.Hour})
+	dead := b.deadN(t, 2, enqueue.Opts{Queue: "bulk"}, "SMTP Timeout after 30s")
+	b.EnqueueN(t, 2, enqueue.Opts{})
 	worker := uuid.New()
-	running := b.claim(t, worker, 1, time.Minute)
-	b.enqueueN(t, 1, docket.Opts{})
-	done := b.claim(t, worker, 1, time.Minute)
-	if _, err := b.q.Complete(b.ctx, b.pool, worker, runsOf(done), time.Now()); err != nil {
+	running := b.Claim(t, worker, 1, time.Minute)
+	b.EnqueueN(t, 1, enqueue.Opts{})
+	done := b.Claim(t, worker, 1, time.Minute)
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, worker, jobtest.RunsOf(done), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	list := func(f admin.JobFilter) admin.JobPage {
 		t.Helper()
-		p, err := b.ops.Jobs().List(b.ctx, b.pool, f)
+		p, err := b.ops.Jobs().List(b.Ctx, b.Pool, f)
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
@@ -93,18 +94,18 @@ func TestListJobsStatesFiltersPages(t *testing.T) {
 	}
 
 	// The job page: live (with its worker), dead, completed, unknown.
-	j, err := b.ops.Jobs().Get(b.ctx, b.pool, running[0].ID, false)
+	j, err := b.ops.Jobs().Get(b.Ctx, b.Pool, running[0].ID, false)
 	if err != nil || j.State != admin.StateRunning || j.LockedBy != worker || j.StartedAt.IsZero() || j.LeaseUntil.IsZero() || j.Payload != nil {
 		t.Errorf("running job: %+v %v", j, err)
 	}
-	if j, err := b.ops.Jobs().Get(b.ctx, b.pool, dead[0], true); err != nil || j.State != admin.StateDead ||
+	if j, err := b.ops.Jobs().Get(b.Ctx, b.Pool, dead[0], true); err != nil || j.State != admin.StateDead ||
 		!strings.Contains(j.LastError, "Timeout") || j.FinishedAt.IsZero() || !strings.Contains(string(j.Payload), `"n"`) {
 		t.Errorf("dead job: %+v %v", j, err)
 	}
-	if j, err := b.ops.Jobs().Get(b.ctx, b.pool, done[0].ID, false); err != nil || j.State != admin.StateCompleted || j.FinishedAt.IsZero() {
+	if j, err := b.ops.Jobs().Get(b.Ctx, b.Pool, done[0].ID, false); err != nil || j.State != admin.StateCompleted || j.FinishedAt.IsZero() {
 		t.Errorf("completed job: %+v %v", j, err)
 	}
-	if _, err := b.ops.Jobs().Get(b.ctx, b.pool, 1<<40, false); !errors.Is(err, admin.ErrJobNotFound) {
+	if _, err := b.ops.Jobs().Get(b.Ctx, b.Pool, 1<<40, false); !errors.Is(err, admin.ErrJobNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
 }
@@ -121,7 +122,7 @@ func TestListJobsRejectsBadFilters(t *testing.T) {
 		{Kind: "bad\x00kind"},
 		{Queue: string([]byte{0xff, 0xfe})},
 	} {
-		if _, err := b.ops.Jobs().List(b.ctx, b.pool, f); !errors.Is(err, admin.ErrInvalidFilter) {
+		if _, err := b.ops.Jobs().List(b.Ctx, b.Pool, f); !errors.Is(err, admin.ErrInvalidFilter) {
 			t.Errorf("%+v: %v, want ErrInvalidFilter", f, err)
 		}
 	}
@@ -131,28 +132,28 @@ func TestListJobsRejectsBadFilters(t *testing.T) {
 func TestDeleteJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	waiting := b.enqueueN(t, 1, docket.Opts{Queue: "mail", Delay: time.Hour})[0]
-	dead := b.deadN(t, 1, docket.Opts{Queue: "bulk"}, "boom")[0]
-	b.enqueueN(t, 1, docket.Opts{})
-	running := b.claim(t, uuid.New(), 1, time.Minute)[0].ID
+	waiting := b.EnqueueN(t, 1, enqueue.Opts{Queue: "mail", Delay: time.Hour})[0]
+	dead := b.deadN(t, 1, enqueue.Opts{Queue: "bulk"}, "boom")[0]
+	b.EnqueueN(t, 1, enqueue.Opts{})
+	running := b.Claim(t, uuid.New(), 1, time.Minute)[0].ID
 	for _, id := range []int64{waiting, dead} {
-		if err := b.ops.Jobs().Delete(b.ctx, b.pool, id); err != nil {
+		if err := b.ops.Jobs().Delete(b.Ctx, b.Pool, id); err != nil {
 			t.Fatalf("delete %d: %v", id, err)
 		}
-		if _, err := b.ops.Jobs().Get(b.ctx, b.pool, id, false); !errors.Is(err, admin.ErrJobNotFound) {
+		if _, err := b.ops.Jobs().Get(b.Ctx, b.Pool, id, false); !errors.Is(err, admin.ErrJobNotFound) {
 			t.Errorf("deleted job %d still found: %v", id, err)
 		}
 	}
-	if err := b.ops.Jobs().Delete(b.ctx, b.pool, running); !errors.Is(err, admin.ErrJobRunning) {
+	if err := b.ops.Jobs().Delete(b.Ctx, b.Pool, running); !errors.Is(err, admin.ErrJobRunning) {
 		t.Errorf("delete running: %v", err)
 	}
-	if j, err := b.ops.Jobs().Get(b.ctx, b.pool, running, false); err != nil || j.State != admin.StateRunning {
+	if j, err := b.ops.Jobs().Get(b.Ctx, b.Pool, running, false); err != nil || j.State != admin.StateRunning {
 		t.Errorf("running job after refused delete: %+v %v", j, err)
 	}
-	if err := b.ops.Jobs().Delete(b.ctx, b.pool, dead); !errors.Is(err, admin.ErrJobNotFound) {
+	if err := b.ops.Jobs().Delete(b.Ctx, b.Pool, dead); !errors.Is(err, admin.ErrJobNotFound) {
 		t.Errorf("delete twice: %v", err)
 	}
-	s, err := b.ops.Status(b.ctx, b.pool, admin.Thresholds{})
+	s, err := b.ops.Status(b.Ctx, b.Pool, admin.Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,15 +170,15 @@ func TestDeleteJob(t *testing.T) {
 func TestDeadGroupsAndThroughput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.deadN(t, 3, docket.Opts{}, "disk 100% full_now")
-	b.deadN(t, 1, docket.Opts{}, "disk 1000 fullXnow")
+	b.deadN(t, 3, enqueue.Opts{}, "disk 100% full_now")
+	b.deadN(t, 1, enqueue.Opts{}, "disk 1000 fullXnow")
 	worker := uuid.New()
-	b.enqueueN(t, 2, docket.Opts{})
-	done := b.claim(t, worker, 2, time.Minute)
-	if _, err := b.q.Complete(b.ctx, b.pool, worker, runsOf(done), time.Now()); err != nil {
+	b.EnqueueN(t, 2, enqueue.Opts{})
+	done := b.Claim(t, worker, 2, time.Minute)
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, worker, jobtest.RunsOf(done), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	groups, err := b.ops.DeadLetters().Groups(b.ctx, b.pool, 10)
+	groups, err := b.ops.DeadLetters().Groups(b.Ctx, b.Pool, 10)
 	if err != nil || len(groups) != 2 || groups[0].Jobs != 3 || groups[0].Error != "disk 100% full_now" || groups[0].Queue != "default" {
 		t.Fatalf("groups: %+v %v", groups, err)
 	}
@@ -185,10 +186,10 @@ func TestDeadGroupsAndThroughput(t *testing.T) {
 	if !ok {
 		t.Fatal("group with an error has no filter")
 	}
-	if dead, err := b.ops.DeadLetters().List(b.ctx, b.pool, f); err != nil || len(dead) != 3 {
+	if dead, err := b.ops.DeadLetters().List(b.Ctx, b.Pool, f); err != nil || len(dead) != 3 {
 		t.Errorf("the group's filter selects %d jobs (%v), want 3", len(dead), err)
 	}
-	stats, err := b.ops.Throughput(b.ctx, b.pool, time.Now().Add(-time.Hour))
+	stats, err := b.ops.Throughput(b.Ctx, b.Pool, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/google/uuid"
 )
 
 func (b *bundle) overview(t *testing.T) *admin.Overview {
 	t.Helper()
-	o, err := b.ops.Overview(b.ctx, b.pool, admin.Thresholds{})
+	o, err := b.ops.Overview(b.Ctx, b.Pool, admin.Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +25,8 @@ func (b *bundle) overview(t *testing.T) *admin.Overview {
 func TestOverviewSplitsWaiting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 3, docket.Opts{SerialKey: "account:1"}) // one holds the key, two wait
-	_, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "chain", Jobs: []docket.WorkflowJob{
+	b.EnqueueN(t, 3, enqueue.Opts{SerialKey: "account:1"}) // one holds the key, two wait
+	_, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "chain", Jobs: []enqueue.WorkflowJob{
 		wfJob("a"), wfJob("b", "a"), wfJob("c", "b"), wfJob("d", "c"),
 	}})
 	if err != nil {
@@ -46,8 +46,8 @@ func TestOverviewWarningsSayAtLeast(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = admin.OverviewLimit + 1
-	b.enqueueN(t, n, docket.Opts{Queue: "bulk"})
-	if err := b.ops.Queues().Pause(b.ctx, b.pool, "bulk"); err != nil {
+	b.EnqueueN(t, n, enqueue.Opts{Queue: "bulk"})
+	if err := b.ops.Queues().Pause(b.Ctx, b.Pool, "bulk"); err != nil {
 		t.Fatal(err)
 	}
 	o := b.overview(t)
@@ -73,7 +73,7 @@ func TestOverviewWarningsSayAtLeast(t *testing.T) {
 	}
 
 	// One more dead job than the overview reads.
-	b.deadN(t, n, docket.Opts{Queue: "failing"}, "upstream 503")
+	b.deadN(t, n, enqueue.Opts{Queue: "failing"}, "upstream 503")
 	o = b.overview(t)
 	if !o.Dead1hCapped || !o.DLQDelta24hCapped || o.Completed1mCapped {
 		t.Errorf("capped windows: dead 1h %v, dlq delta %v, completed 1m %v; want true, true, false",
@@ -87,7 +87,7 @@ func TestOverviewWarningsSayAtLeast(t *testing.T) {
 	}
 
 	// Once a live worker serves the kind, nothing is unserved.
-	if err := b.q.RegisterWorker(b.ctx, b.pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1, Kinds: []string{"noop"}, Queues: []string{"bulk"}, TTL: time.Minute}); err != nil {
+	if err := b.Q.RegisterWorker(b.Ctx, b.Pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1, Kinds: []string{"noop"}, Queues: []string{"bulk"}, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if o := b.overview(t); len(o.Unserved) != 0 {

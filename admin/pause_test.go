@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
 )
 
@@ -20,11 +21,11 @@ import (
 func TestPauseUnknownQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	rows := func() int { return b.count(t, `SELECT count(*) FROM `+b.table("docket_queues")) }
+	rows := func() int { return b.Count(t, `SELECT count(*) FROM `+b.Table("docket_queues")) }
 	pause := func(q string, opts ...admin.PauseOptions) error {
-		return b.ops.Queues().Pause(b.ctx, b.pool, q, opts...)
+		return b.ops.Queues().Pause(b.Ctx, b.Pool, q, opts...)
 	}
-	resume := func(q string) error { return b.ops.Queues().Resume(b.ctx, b.pool, q) }
+	resume := func(q string) error { return b.ops.Queues().Resume(b.Ctx, b.Pool, q) }
 
 	for name, op := range map[string]func(string) error{"pause": func(q string) error { return pause(q) }, "resume": resume} {
 		if err := op("mial"); !errors.Is(err, admin.ErrUnknownQueue) || !strings.Contains(err.Error(), `"mial"`) {
@@ -41,20 +42,20 @@ func TestPauseUnknownQueue(t *testing.T) {
 	}
 
 	// A queue in use, each in its own way.
-	b.enqueueN(t, 1, docket.Opts{Queue: "ready"})
-	b.enqueueN(t, 1, docket.Opts{Queue: "later", RunAt: time.Now().Add(time.Hour)})
-	b.deadN(t, 1, docket.Opts{Queue: "dead"}, "boom")
-	b.enqueueN(t, 1, docket.Opts{Queue: "done"})
+	b.EnqueueN(t, 1, enqueue.Opts{Queue: "ready"})
+	b.EnqueueN(t, 1, enqueue.Opts{Queue: "later", RunAt: time.Now().Add(time.Hour)})
+	b.deadN(t, 1, enqueue.Opts{Queue: "dead"}, "boom")
+	b.EnqueueN(t, 1, enqueue.Opts{Queue: "done"})
 	w := uuid.New()
-	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"done"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+	jobs, err := b.Q.Claim(b.Ctx, b.Pool, queue.ClaimParams{Worker: w, Queues: []string{"done"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
-	if _, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{}); err != nil {
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, w, jobtest.RunsOf(jobs), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	for q, ttl := range map[string]time.Duration{"served": time.Minute, "gone": -time.Minute} {
-		if err := b.q.RegisterWorker(b.ctx, b.pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1,
+		if err := b.Q.RegisterWorker(b.Ctx, b.Pool, queue.WorkerInfo{ID: uuid.New(), Host: "h", PID: 1,
 			Kinds: []string{"noop"}, Queues: []string{q}, TTL: ttl}); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestPauseUnknownQueue(t *testing.T) {
 	if err := pause("new", admin.PauseOptions{Create: true}); err != nil {
 		t.Fatalf("pause with Create: %v", err)
 	}
-	paused, err := b.ops.Queues().Paused(b.ctx, b.pool)
+	paused, err := b.ops.Queues().Paused(b.Ctx, b.Pool)
 	if want := []string{"dead", "done", "later", "new", "ready", "served"}; err != nil || !slices.Equal(paused, want) {
 		t.Errorf("paused %v %v, want %v", paused, err, want)
 	}

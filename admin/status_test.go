@@ -12,16 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 func (b *bundle) status(t *testing.T, th admin.Thresholds) *admin.Status {
 	t.Helper()
-	s, err := b.ops.Status(b.ctx, b.pool, th)
+	s, err := b.ops.Status(b.Ctx, b.Pool, th)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +51,15 @@ func warning(s *admin.Status, code, subject string) (admin.Warning, bool) {
 }
 
 // deadN enqueues n jobs in queue and dead-letters them.
-func (b *bundle) deadN(t *testing.T, n int, opts docket.Opts, errText string) []int64 {
+func (b *bundle) deadN(t *testing.T, n int, opts enqueue.Opts, errText string) []int64 {
 	t.Helper()
-	b.enqueueN(t, n, opts)
+	b.EnqueueN(t, n, opts)
 	worker := uuid.New()
 	name := opts.Queue
 	if name == "" {
 		name = "default"
 	}
-	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
+	jobs, err := b.Q.Claim(b.Ctx, b.Pool, queue.ClaimParams{
 		Worker: worker, Queues: []string{name}, Kinds: []string{"noop"}, Limit: n, Lease: time.Minute,
 	})
 	if err != nil || len(jobs) != n {
@@ -70,7 +71,7 @@ func (b *bundle) deadN(t *testing.T, n int, opts docket.Opts, errText string) []
 		dead[i] = queue.Dead{Run: queue.RunOf(j), Reason: admin.ReasonExhausted, Error: errText}
 		ids[i] = j.ID
 	}
-	if got, err := b.q.DeadLetter(b.ctx, b.pool, worker, dead); err != nil || len(got) != n {
+	if got, err := b.Q.DeadLetter(b.Ctx, b.Pool, worker, dead); err != nil || len(got) != n {
 		t.Fatalf("dead-lettered %d of %d: %v", len(got), n, err)
 	}
 	return ids
@@ -80,11 +81,11 @@ func TestStatusBacklogWithKnownOldestAge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	past := time.Now().Add(-90 * time.Second)
-	b.enqueueN(t, 5, docket.Opts{Queue: "mail", RunAt: past})
-	b.enqueueN(t, 3, docket.Opts{Queue: "mail"})
-	b.enqueueN(t, 2, docket.Opts{Queue: "mail", Delay: time.Hour})
-	b.enqueueN(t, 1, docket.Opts{Queue: "fast"})
-	jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{
+	b.EnqueueN(t, 5, enqueue.Opts{Queue: "mail", RunAt: past})
+	b.EnqueueN(t, 3, enqueue.Opts{Queue: "mail"})
+	b.EnqueueN(t, 2, enqueue.Opts{Queue: "mail", Delay: time.Hour})
+	b.EnqueueN(t, 1, enqueue.Opts{Queue: "fast"})
+	jobs, err := b.Q.Claim(b.Ctx, b.Pool, queue.ClaimParams{
 		Worker: uuid.New(), Queues: []string{"fast"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute,
 	})
 	if err != nil || len(jobs) != 1 {
@@ -125,12 +126,12 @@ func TestStatusBacklogWithKnownOldestAge(t *testing.T) {
 func TestStatusGrowingDLQ(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.deadN(t, 3, docket.Opts{Queue: "billing"}, "card declined")
+	b.deadN(t, 3, enqueue.Opts{Queue: "billing"}, "card declined")
 	// A completion with retries counts in the windows.
-	b.enqueueN(t, 1, docket.Opts{Queue: "billing"})
+	b.EnqueueN(t, 1, enqueue.Opts{Queue: "billing"})
 	w := uuid.New()
-	jobs, _ := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"billing"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
-	if _, err := b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{}); err != nil {
+	jobs, _ := b.Q.Claim(b.Ctx, b.Pool, queue.ClaimParams{Worker: w, Queues: []string{"billing"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, w, jobtest.RunsOf(jobs), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	s := b.status(t, admin.Thresholds{})
@@ -142,7 +143,7 @@ func TestStatusGrowingDLQ(t *testing.T) {
 		t.Errorf("no growing-DLQ warning: %+v", s.Warnings)
 	}
 	// Departures count against the delta.
-	if _, err := b.ops.DeadLetters().Purge(b.ctx, b.pool, time.Now().Add(time.Minute)); err != nil {
+	if _, err := b.ops.DeadLetters().Purge(b.Ctx, b.Pool, time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	s = b.status(t, admin.Thresholds{})
@@ -158,8 +159,8 @@ func TestStatusGrowingDLQ(t *testing.T) {
 func TestStatusStuckLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 2, docket.Opts{})
-	b.claim(t, uuid.New(), 2, time.Millisecond)
+	b.EnqueueN(t, 2, enqueue.Opts{})
+	b.Claim(t, uuid.New(), 2, time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
 	s := b.status(t, admin.Thresholds{})
 	if s.StuckCount != 2 || len(s.Stuck) != 2 || s.Stuck[0].Overdue <= 0 {
@@ -168,7 +169,7 @@ func TestStatusStuckLease(t *testing.T) {
 	if w, ok := warning(s, admin.WarnStuckLeases, ""); !ok || !strings.Contains(w.Message, "2 running jobs") {
 		t.Errorf("no stuck warning: %+v", s.Warnings)
 	}
-	if _, err := b.q.Reap(b.ctx, b.pool, 10); err != nil {
+	if _, err := b.Q.Reap(b.Ctx, b.Pool, 10); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.status(t, admin.Thresholds{}); s.StuckCount != 0 {
@@ -179,14 +180,14 @@ func TestStatusStuckLease(t *testing.T) {
 func TestStatusPausedQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 4, docket.Opts{Queue: "reports"})
-	if err := b.ops.Queues().Pause(b.ctx, b.pool, "reports"); err != nil {
+	b.EnqueueN(t, 4, enqueue.Opts{Queue: "reports"})
+	if err := b.ops.Queues().Pause(b.Ctx, b.Pool, "reports"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ops.Queues().Pause(b.ctx, b.pool, "idle", admin.PauseOptions{Create: true}); err != nil {
+	if err := b.ops.Queues().Pause(b.Ctx, b.Pool, "idle", admin.PauseOptions{Create: true}); err != nil {
 		t.Fatal(err)
 	}
-	paused, err := b.ops.Queues().Paused(b.ctx, b.pool)
+	paused, err := b.ops.Queues().Paused(b.Ctx, b.Pool)
 	if err != nil || !slices.Equal(paused, []string{"idle", "reports"}) {
 		t.Fatalf("paused %v %v", paused, err)
 	}
@@ -203,13 +204,13 @@ func TestStatusPausedQueue(t *testing.T) {
 	if _, ok := warning(s, admin.WarnPaused, "idle"); ok {
 		t.Error("paused warning for a queue with nothing waiting")
 	}
-	if err := b.ops.Queues().Resume(b.ctx, b.pool, "reports"); err != nil {
+	if err := b.ops.Queues().Resume(b.Ctx, b.Pool, "reports"); err != nil {
 		t.Fatal(err)
 	}
 	if q := queueOf(t, b.status(t, admin.Thresholds{}), "reports"); q.Paused {
 		t.Errorf("reports still paused: %+v", q)
 	}
-	if err := b.ops.Queues().Pause(b.ctx, b.pool, "bad name"); err == nil {
+	if err := b.ops.Queues().Pause(b.Ctx, b.Pool, "bad name"); err == nil {
 		t.Error("paused a queue with an invalid name")
 	}
 }
@@ -217,11 +218,11 @@ func TestStatusPausedQueue(t *testing.T) {
 func TestStatusUnservedKindAndWorkers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.enqueueN(t, 2, docket.Opts{})
-	if _, err := b.jobs.Enqueue(b.ctx, b.pool, other{}, docket.Opts{}); err != nil {
+	b.EnqueueN(t, 2, enqueue.Opts{})
+	if _, err := b.Jobs.Enqueue(b.Ctx, b.Pool, other{}, enqueue.Opts{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.jobs.Enqueue(b.ctx, b.pool, other{}, docket.Opts{Queue: "bulk"}); err != nil {
+	if _, err := b.Jobs.Enqueue(b.Ctx, b.Pool, other{}, enqueue.Opts{Queue: "bulk"}); err != nil {
 		t.Fatal(err)
 	}
 	live := queue.WorkerInfo{ID: uuid.New(), Host: "h1", PID: 42, Kinds: []string{"noop", "other"}, Queues: []string{"default"},
@@ -229,7 +230,7 @@ func TestStatusUnservedKindAndWorkers(t *testing.T) {
 	// A process that died without deregistering serves nothing.
 	gone := queue.WorkerInfo{ID: uuid.New(), Host: "h2", PID: 7, Kinds: []string{"other"}, Queues: []string{"bulk"}, TTL: time.Millisecond}
 	for _, w := range []queue.WorkerInfo{live, gone} {
-		if err := b.q.RegisterWorker(b.ctx, b.pool, w); err != nil {
+		if err := b.Q.RegisterWorker(b.Ctx, b.Pool, w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,7 +259,7 @@ func TestStatusUnservedKindAndWorkers(t *testing.T) {
 	if _, ok := warning(s, admin.WarnClaimLatency, live.ID.String()); !ok {
 		t.Errorf("no claim latency warning: %+v", s.Warnings)
 	}
-	if err := b.q.DeregisterWorker(b.ctx, b.pool, live.ID); err != nil {
+	if err := b.Q.DeregisterWorker(b.Ctx, b.Pool, live.ID); err != nil {
 		t.Fatal(err)
 	}
 	if s := b.status(t, admin.Thresholds{}); len(s.Unserved) != 3 {
@@ -269,21 +270,21 @@ func TestStatusUnservedKindAndWorkers(t *testing.T) {
 func TestStatusHeldHorizon(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
+	conn, err := b.Pool.Acquire(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `SET application_name = 'nightly_report'`); err != nil {
+	if _, err := conn.Exec(b.Ctx, `SET application_name = 'nightly_report'`); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := conn.BeginTx(b.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	tx, err := conn.BeginTx(b.Ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
 	var pid int
-	if err := tx.QueryRow(b.ctx, `SELECT pg_backend_pid() /* secret report query */`).Scan(&pid); err != nil {
+	if err := tx.QueryRow(b.Ctx, `SELECT pg_backend_pid() /* secret report query */`).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -323,30 +324,30 @@ func TestStatusHeldHorizon(t *testing.T) {
 func TestStatusVacuumLag(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
+	conn, err := b.Pool.Acquire(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `ALTER TABLE `+b.table("docket_jobs")+` SET (autovacuum_enabled = off)`); err != nil {
+	if _, err := conn.Exec(b.Ctx, `ALTER TABLE `+b.Table("docket_jobs")+` SET (autovacuum_enabled = off)`); err != nil {
 		t.Fatal(err)
 	}
-	items := make([]docket.Item, 200)
+	items := make([]enqueue.Item, 200)
 	for i := range items {
-		items[i] = docket.Item{Args: noop{N: i}}
+		items[i] = enqueue.Item{Args: noop{N: i}}
 	}
-	if _, err := b.jobs.EnqueueMany(b.ctx, conn, items); err != nil {
+	if _, err := b.Jobs.EnqueueMany(b.Ctx, conn, items); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(b.ctx, `DELETE FROM `+b.table("docket_jobs")); err != nil {
+	if _, err := conn.Exec(b.Ctx, `DELETE FROM `+b.Table("docket_jobs")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(b.ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+	if _, err := conn.Exec(b.Ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s, err := b.ops.Status(b.ctx, conn, admin.Thresholds{DeadTuples: 100})
+		s, err := b.ops.Status(b.Ctx, conn, admin.Thresholds{DeadTuples: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,10 +372,10 @@ func TestReplayTrickle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const n = 1000
-	ids := b.deadN(t, n, docket.Opts{}, "upstream 503")
+	ids := b.deadN(t, n, enqueue.Opts{}, "upstream 503")
 	// A dead job whose unique key a live job holds is not replayed and stays dead.
-	keyed := b.deadN(t, 1, docket.Opts{Queue: "keyed", UniqueKey: "invoice:1"}, "upstream 503")[0]
-	if _, err := b.jobs.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{Queue: "keyed", UniqueKey: "invoice:1"}); err != nil {
+	keyed := b.deadN(t, 1, enqueue.Opts{Queue: "keyed", UniqueKey: "invoice:1"}, "upstream 503")[0]
+	if _, err := b.Jobs.Enqueue(b.Ctx, b.Pool, noop{}, enqueue.Opts{Queue: "keyed", UniqueKey: "invoice:1"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -391,10 +392,10 @@ func TestReplayTrickle(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 			var total, both int
-			err := b.pool.QueryRow(b.ctx, `SELECT
-				(SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE queue = 'default')
-				+ (SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE queue = 'default'),
-				(SELECT count(*) FROM `+b.table("docket_jobs")+` j JOIN `+b.table("docket_jobs_dead")+` d USING (id))`).Scan(&total, &both)
+			err := b.Pool.QueryRow(b.Ctx, `SELECT
+				(SELECT count(*) FROM `+b.Table("docket_jobs_dead")+` WHERE queue = 'default')
+				+ (SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE queue = 'default'),
+				(SELECT count(*) FROM `+b.Table("docket_jobs")+` j JOIN `+b.Table("docket_jobs_dead")+` d USING (id))`).Scan(&total, &both)
 			if err != nil {
 				t.Error(err)
 				return
@@ -406,7 +407,7 @@ func TestReplayTrickle(t *testing.T) {
 		}
 	}()
 	var batches atomic.Int64
-	res, err := b.ops.DeadLetters().Replay(b.ctx, b.pool, admin.DeadFilter{Queue: "default", ErrorLike: "%503%", Limit: -1},
+	res, err := b.ops.DeadLetters().Replay(b.Ctx, b.Pool, admin.DeadFilter{Queue: "default", ErrorLike: "%503%", Limit: -1},
 		admin.ReplayOptions{Rate: 100, Progress: func(admin.ReplayResult) { batches.Add(1) }})
 	close(stop)
 	wg.Wait()
@@ -426,13 +427,13 @@ func TestReplayTrickle(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatal("replayed ids differ from the dead ids")
 	}
-	if d := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs_dead")+` WHERE queue = 'default'`); d != 0 {
+	if d := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs_dead")+` WHERE queue = 'default'`); d != 0 {
 		t.Errorf("%d dead jobs left", d)
 	}
-	if live := b.count(t, `SELECT count(DISTINCT id) FROM `+b.table("docket_jobs")+` WHERE queue = 'default' AND state = 'ready' AND attempts = 0`); live != n {
+	if live := b.Count(t, `SELECT count(DISTINCT id) FROM `+b.Table("docket_jobs")+` WHERE queue = 'default' AND state = 'ready' AND attempts = 0`); live != n {
 		t.Errorf("%d ready replayed jobs, want %d", live, n)
 	}
-	rows, err := b.pool.Query(b.ctx, `SELECT created_at FROM `+b.table("docket_jobs")+` WHERE queue = 'default' ORDER BY created_at`)
+	rows, err := b.Pool.Query(b.Ctx, `SELECT created_at FROM `+b.Table("docket_jobs")+` WHERE queue = 'default' ORDER BY created_at`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,11 +469,11 @@ func TestReplayTrickle(t *testing.T) {
 	}
 	t.Logf("%d jobs in %d batches over %s; densest second %d", n, batches.Load(), span, densest)
 
-	res, err = b.ops.DeadLetters().Replay(b.ctx, b.pool, admin.DeadFilter{IDs: []int64{keyed}}, admin.ReplayOptions{Rate: -1})
+	res, err = b.ops.DeadLetters().Replay(b.Ctx, b.Pool, admin.DeadFilter{IDs: []int64{keyed}}, admin.ReplayOptions{Rate: -1})
 	if err != nil || len(res.Skipped) != 1 || len(res.Replayed) != 0 {
 		t.Fatalf("keyed replay: %+v %v", res, err)
 	}
-	if d, err := b.ops.DeadLetters().Get(b.ctx, b.pool, keyed, false); err != nil || d.Payload != nil || d.LastError != "upstream 503" {
+	if d, err := b.ops.DeadLetters().Get(b.Ctx, b.Pool, keyed, false); err != nil || d.Payload != nil || d.LastError != "upstream 503" {
 		t.Errorf("keyed dead job: %+v %v", d, err)
 	}
 }
@@ -480,53 +481,53 @@ func TestReplayTrickle(t *testing.T) {
 func TestDeadListFiltersAndJobCommands(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.deadN(t, 2, docket.Opts{}, "timeout talking to smtp")
-	b.deadN(t, 1, docket.Opts{}, "invalid address")
-	list, err := b.ops.DeadLetters().List(b.ctx, b.pool, admin.DeadFilter{Kind: "noop", ErrorLike: "%timeout%"})
+	b.deadN(t, 2, enqueue.Opts{}, "timeout talking to smtp")
+	b.deadN(t, 1, enqueue.Opts{}, "invalid address")
+	list, err := b.ops.DeadLetters().List(b.Ctx, b.Pool, admin.DeadFilter{Kind: "noop", ErrorLike: "%timeout%"})
 	if err != nil || len(list) != 2 || list[0].Payload != nil {
 		t.Fatalf("list: %+v %v", list, err)
 	}
-	if list, _ := b.ops.DeadLetters().List(b.ctx, b.pool, admin.DeadFilter{Since: time.Now().Add(time.Minute)}); len(list) != 0 {
+	if list, _ := b.ops.DeadLetters().List(b.Ctx, b.Pool, admin.DeadFilter{Since: time.Now().Add(time.Minute)}); len(list) != 0 {
 		t.Errorf("since the future: %d", len(list))
 	}
-	d, err := b.ops.DeadLetters().Get(b.ctx, b.pool, list[0].ID, true)
+	d, err := b.ops.DeadLetters().Get(b.Ctx, b.Pool, list[0].ID, true)
 	if err != nil || !strings.Contains(string(d.Payload), `"n"`) {
 		t.Errorf("show with payload: %+v %v", d, err)
 	}
 
 	// jobs cancel: a ready job goes to the dead-letter table as cancelled.
-	id := b.enqueueN(t, 1, docket.Opts{Queue: "q2"})[0]
-	if err := b.ops.Jobs().Cancel(b.ctx, b.pool, id, "cancelled by operator"); err != nil {
+	id := b.EnqueueN(t, 1, enqueue.Opts{Queue: "q2"})[0]
+	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "cancelled by operator"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := b.ops.DeadLetters().Get(b.ctx, b.pool, id, false); err != nil || d.Reason != admin.ReasonCancelled {
+	if d, err := b.ops.DeadLetters().Get(b.Ctx, b.Pool, id, false); err != nil || d.Reason != admin.ReasonCancelled {
 		t.Errorf("cancelled job: %+v %v", d, err)
 	}
 	// jobs retry: the dead job comes back.
-	if err := b.ops.Jobs().Retry(b.ctx, b.pool, id); err != nil {
+	if err := b.ops.Jobs().Retry(b.Ctx, b.Pool, id); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'ready'`, id); n != 1 {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND state = 'ready'`, id); n != 1 {
 		t.Errorf("retried job not ready")
 	}
 	// A scheduled job runs now.
-	later := b.enqueueN(t, 1, docket.Opts{Queue: "q3", Delay: time.Hour})[0]
-	if err := b.ops.Jobs().Retry(b.ctx, b.pool, later); err != nil {
+	later := b.EnqueueN(t, 1, enqueue.Opts{Queue: "q3", Delay: time.Hour})[0]
+	if err := b.ops.Jobs().Retry(b.Ctx, b.Pool, later); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND run_at <= now()`, later); n != 1 {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND run_at <= now()`, later); n != 1 {
 		t.Errorf("scheduled job not made due")
 	}
 	// A running job cannot be cancelled from outside.
-	b.enqueueN(t, 1, docket.Opts{})
-	running := b.claim(t, uuid.New(), 10, time.Minute)
+	b.EnqueueN(t, 1, enqueue.Opts{})
+	running := b.Claim(t, uuid.New(), 10, time.Minute)
 	if len(running) == 0 {
 		t.Fatal("nothing to claim")
 	}
-	if err := b.ops.Jobs().Cancel(b.ctx, b.pool, running[0].ID, "x"); err == nil || !strings.Contains(err.Error(), "running") {
+	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, running[0].ID, "x"); err == nil || !strings.Contains(err.Error(), "running") {
 		t.Errorf("cancel running: %v", err)
 	}
-	if err := b.ops.Jobs().Cancel(b.ctx, b.pool, 999999, "x"); err == nil || !strings.Contains(err.Error(), "not found") {
+	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, 999999, "x"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("cancel unknown: %v", err)
 	}
 }
@@ -536,15 +537,15 @@ func TestDeadListFiltersAndJobCommands(t *testing.T) {
 func TestDLQDeltaCountsOldDepartures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids := b.deadN(t, 3, docket.Opts{Queue: "old"}, "boom")
-	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_jobs_dead")+` SET dead_at = now() - interval '3 days' WHERE id = ANY($1)`, ids[:2]); err != nil {
+	ids := b.deadN(t, 3, enqueue.Opts{Queue: "old"}, "boom")
+	if _, err := b.Pool.Exec(b.Ctx, `UPDATE `+b.Table("docket_jobs_dead")+` SET dead_at = now() - interval '3 days' WHERE id = ANY($1)`, ids[:2]); err != nil {
 		t.Fatal(err)
 	}
 	q := queueOf(t, b.status(t, admin.Thresholds{}), "old")
 	if q.DLQSize != 3 || q.DLQDelta24h != 1 {
 		t.Fatalf("before: %+v", q)
 	}
-	if _, err := b.ops.DeadLetters().Purge(b.ctx, b.pool, time.Now().Add(-24*time.Hour)); err != nil {
+	if _, err := b.ops.DeadLetters().Purge(b.Ctx, b.Pool, time.Now().Add(-24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	q = queueOf(t, b.status(t, admin.Thresholds{}), "old")
@@ -561,19 +562,19 @@ func TestDLQDeltaCountsOldDepartures(t *testing.T) {
 func TestStatusRetriesNeverNegative(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ready := b.enqueueN(t, 1, docket.Opts{Queue: "cancelled"})[0]
-	line := b.enqueueN(t, 2, docket.Opts{Queue: "cancelled", SerialKey: "account:7"})
+	ready := b.EnqueueN(t, 1, enqueue.Opts{Queue: "cancelled"})[0]
+	line := b.EnqueueN(t, 2, enqueue.Opts{Queue: "cancelled", SerialKey: "account:7"})
 	if got := b.where(t, line[1]); got != admin.StateWaiting {
 		t.Fatalf("second job of the serial line is %s, want waiting", got)
 	}
 	for _, id := range []int64{ready, line[1], line[0]} {
-		if err := b.ops.Jobs().Cancel(b.ctx, b.pool, id, "not needed"); err != nil {
+		if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "not needed"); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "charge then ship", Jobs: []docket.WorkflowJob{
-		{Ref: "charge", Args: noop{}, Opts: docket.Opts{MaxAttempts: 1}}, wfJob("ship", "charge"),
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "charge then ship", Jobs: []enqueue.WorkflowJob{
+		{Ref: "charge", Args: noop{}, Opts: enqueue.Opts{MaxAttempts: 1}}, wfJob("ship", "charge"),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -583,17 +584,17 @@ func TestStatusRetriesNeverNegative(t *testing.T) {
 		t.Fatalf("child of the failed parent is %s, want dead", got)
 	}
 
-	flaky := b.enqueueN(t, 1, docket.Opts{Queue: "flaky", MaxAttempts: 3})[0]
+	flaky := b.EnqueueN(t, 1, enqueue.Opts{Queue: "flaky", MaxAttempts: 3})[0]
 	for attempt := 1; attempt <= 3; attempt++ {
 		w := uuid.New()
-		jobs, err := b.q.Claim(b.ctx, b.pool, queue.ClaimParams{Worker: w, Queues: []string{"flaky"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
+		jobs, err := b.Q.Claim(b.Ctx, b.Pool, queue.ClaimParams{Worker: w, Queues: []string{"flaky"}, Kinds: []string{"noop"}, Limit: 1, Lease: time.Minute})
 		if err != nil || len(jobs) != 1 || jobs[0].ID != flaky {
 			t.Fatalf("attempt %d: claimed %d jobs: %v", attempt, len(jobs), err)
 		}
 		if attempt < 3 {
-			_, err = b.q.Fail(b.ctx, b.pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "upstream 503"}})
+			_, err = b.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: queue.RunOf(jobs[0]), Error: "upstream 503"}})
 		} else {
-			_, err = b.q.Complete(b.ctx, b.pool, w, runsOf(jobs), time.Time{})
+			_, err = b.Q.Complete(b.Ctx, b.Pool, w, jobtest.RunsOf(jobs), time.Time{})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -615,7 +616,7 @@ func TestStatusRetriesNeverNegative(t *testing.T) {
 // addSchedule writes a schedule row as package schedule registers one.
 func (b *bundle) addSchedule(t *testing.T, name, kind, queue string, paused bool) {
 	t.Helper()
-	_, err := b.pool.Exec(b.ctx, `INSERT INTO `+b.table("docket_schedules")+` (name, spec, kind, queue, payload, paused)
+	_, err := b.Pool.Exec(b.Ctx, `INSERT INTO `+b.Table("docket_schedules")+` (name, spec, kind, queue, payload, paused)
 		VALUES ($1, '@daily', $2, $3, '{}', $4)`, name, kind, queue, paused)
 	if err != nil {
 		t.Fatal(err)
@@ -626,7 +627,7 @@ func (b *bundle) addSchedule(t *testing.T, name, kind, queue string, paused bool
 // schedule's runs, as schedule.Register does with a registry.
 func (b *bundle) setRunQueue(t *testing.T, name, queue string) {
 	t.Helper()
-	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_schedules")+` SET run_queue = $2 WHERE name = $1`, name, queue); err != nil {
+	if _, err := b.Pool.Exec(b.Ctx, `UPDATE `+b.Table("docket_schedules")+` SET run_queue = $2 WHERE name = $1`, name, queue); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -649,11 +650,11 @@ func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
 		{ID: uuid.New(), Host: "h1", PID: 1, Kinds: []string{"noop", "bill"}, Queues: []string{"default"}, TTL: time.Minute},
 		{ID: uuid.New(), Host: "h2", PID: 2, Kinds: []string{"digest"}, Queues: []string{"bulk"}, TTL: time.Minute},
 	} {
-		if err := b.q.RegisterWorker(b.ctx, b.pool, w); err != nil {
+		if err := b.Q.RegisterWorker(b.Ctx, b.Pool, w); err != nil {
 			t.Fatal(err)
 		}
 	}
-	o, err := b.ops.Overview(b.ctx, b.pool, admin.Thresholds{})
+	o, err := b.ops.Overview(b.Ctx, b.Pool, admin.Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +680,7 @@ func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
 	}
 
 	served := queue.WorkerInfo{ID: uuid.New(), Host: "h3", PID: 3, Kinds: []string{"report", "digest", "bill"}, Queues: []string{"reports", "mail", "billing"}, TTL: time.Minute}
-	if err := b.q.RegisterWorker(b.ctx, b.pool, served); err != nil {
+	if err := b.Q.RegisterWorker(b.Ctx, b.Pool, served); err != nil {
 		t.Fatal(err)
 	}
 	s := b.status(t, admin.Thresholds{})
@@ -687,7 +688,7 @@ func TestStatusWarnsOfUnservedSchedules(t *testing.T) {
 		t.Errorf("with a live worker serving both kinds: %+v %+v", w, s.UnservedSchedules)
 	}
 	// A worker that is gone serves nothing.
-	if err := b.q.DeregisterWorker(b.ctx, b.pool, served.ID); err != nil {
+	if err := b.Q.DeregisterWorker(b.Ctx, b.Pool, served.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := warning(b.status(t, admin.Thresholds{}), admin.WarnUnservedSchedule, "report"); !ok {

@@ -14,15 +14,17 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/docketq/docket/internal/testkit/jsonbig"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
 // wfJob is a workflow job of kind noop after refs.
-func wfJob(ref string, after ...string) docket.WorkflowJob {
-	return docket.WorkflowJob{Ref: ref, Args: noop{}, After: docket.After(after...)}
+func wfJob(ref string, after ...string) enqueue.WorkflowJob {
+	return enqueue.WorkflowJob{Ref: ref, Args: noop{}, After: enqueue.After(after...)}
 }
 
 // raw is a job whose payload holds JSON text as given, the way a
@@ -46,11 +48,11 @@ func (number) Kind() string { return "number" }
 func (b *bundle) where(t *testing.T, id int64) string {
 	t.Helper()
 	var s string
-	err := b.pool.QueryRow(b.ctx, fmt.Sprintf(`SELECT COALESCE(
+	err := b.Pool.QueryRow(b.Ctx, fmt.Sprintf(`SELECT COALESCE(
 		(SELECT state FROM %[1]s WHERE id = $1),
 		(SELECT 'done' FROM %[2]s WHERE id = $1 LIMIT 1),
 		(SELECT 'dead' FROM %[3]s WHERE id = $1), '')`,
-		b.table("docket_jobs"), b.table("docket_jobs_done"), b.table("docket_jobs_dead")), id).Scan(&s)
+		b.Table("docket_jobs"), b.Table("docket_jobs_done"), b.Table("docket_jobs_dead")), id).Scan(&s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func (b *bundle) where(t *testing.T, id int64) string {
 func (b *bundle) finish(t *testing.T, fail map[int64]bool) []int64 {
 	t.Helper()
 	w := uuid.New()
-	jobs := b.claim(t, w, 1000, time.Minute)
+	jobs := b.Claim(t, w, 1000, time.Minute)
 	var done []queue.Run
 	var failed []queue.Failure
 	var ids []int64
@@ -74,10 +76,10 @@ func (b *bundle) finish(t *testing.T, fail map[int64]bool) []int64 {
 			done = append(done, queue.RunOf(j))
 		}
 	}
-	if _, err := b.q.Complete(b.ctx, b.pool, w, done, time.Time{}); err != nil {
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, w, done, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.q.Fail(b.ctx, b.pool, w, failed); err != nil {
+	if _, err := b.Q.Fail(b.Ctx, b.Pool, w, failed); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(ids)
@@ -86,7 +88,7 @@ func (b *bundle) finish(t *testing.T, fail map[int64]bool) []int64 {
 
 func (b *bundle) workflowState(t *testing.T, id int64) admin.WorkflowState {
 	t.Helper()
-	s, err := b.ops.Workflows().Status(b.ctx, b.pool, id)
+	s, err := b.ops.Workflows().Status(b.Ctx, b.Pool, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func (b *bundle) workflowState(t *testing.T, id int64) admin.WorkflowState {
 func TestWorkflowDiamondReleasesInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "diamond", Jobs: []docket.WorkflowJob{
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "diamond", Jobs: []enqueue.WorkflowJob{
 		wfJob("d", "b", "c"), wfJob("b", "a"), wfJob("c", "a"), wfJob("a"),
 	}})
 	if err != nil {
@@ -124,7 +126,7 @@ func TestWorkflowDiamondReleasesInOrder(t *testing.T) {
 		t.Errorf("status at the end: %+v", s)
 	}
 	var inHistory int
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM `+b.table("docket_jobs_done")+` WHERE workflow_id = $1`, res.ID).Scan(&inHistory); err != nil || inHistory != 4 {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_jobs_done")+` WHERE workflow_id = $1`, res.ID).Scan(&inHistory); err != nil || inHistory != 4 {
 		t.Errorf("history rows with the workflow id: %d %v", inHistory, err)
 	}
 }
@@ -132,12 +134,12 @@ func TestWorkflowDiamondReleasesInOrder(t *testing.T) {
 func TestWorkflowFailedParentCancelsDescendants(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	once := docket.Opts{MaxAttempts: 1}
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "cascade", Jobs: []docket.WorkflowJob{
+	once := enqueue.Opts{MaxAttempts: 1}
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "cascade", Jobs: []enqueue.WorkflowJob{
 		{Ref: "a", Args: noop{}, Opts: once},
 		wfJob("child", "a"),
 		wfJob("grandchild", "child"),
-		{Ref: "cleanup", Args: noop{}, After: []docket.Dependency{{Ref: "a", RunAnyway: true}}},
+		{Ref: "cleanup", Args: noop{}, After: []enqueue.Dependency{{Ref: "a", RunAnyway: true}}},
 		wfJob("after-cleanup", "cleanup"),
 	}})
 	if err != nil {
@@ -151,7 +153,7 @@ func TestWorkflowFailedParentCancelsDescendants(t *testing.T) {
 		}
 	}
 	var reason, lastErr string
-	if err := b.pool.QueryRow(b.ctx, `SELECT reason, last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, id["child"]).Scan(&reason, &lastErr); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT reason, last_error FROM `+b.Table("docket_jobs_dead")+` WHERE id = $1`, id["child"]).Scan(&reason, &lastErr); err != nil {
 		t.Fatal(err)
 	}
 	if reason != admin.ReasonCancelled || lastErr != fmt.Sprintf("parent job %d failed", id["a"]) {
@@ -171,8 +173,8 @@ func TestWorkflowFailedParentCancelsDescendants(t *testing.T) {
 func TestWorkflowRetryDoesNotReleaseChildren(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "retry", Jobs: []docket.WorkflowJob{
-		{Ref: "a", Args: noop{}, Opts: docket.Opts{MaxAttempts: 3}}, wfJob("b", "a"),
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "retry", Jobs: []enqueue.WorkflowJob{
+		{Ref: "a", Args: noop{}, Opts: enqueue.Opts{MaxAttempts: 3}}, wfJob("b", "a"),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -195,66 +197,66 @@ func TestWorkflowRejectedWritesNothing(t *testing.T) {
 	b := setup(t)
 	counts := func() string {
 		var jobs, wfs, deps int
-		err := b.pool.QueryRow(b.ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)`,
-			b.table("docket_jobs"), b.table("docket_workflows"), b.table("docket_workflow_deps"))).Scan(&jobs, &wfs, &deps)
+		err := b.Pool.QueryRow(b.Ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM %s), (SELECT count(*) FROM %s), (SELECT count(*) FROM %s)`,
+			b.Table("docket_jobs"), b.Table("docket_workflows"), b.Table("docket_workflow_deps"))).Scan(&jobs, &wfs, &deps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(jobs, wfs, deps)
 	}
 	// A job in flight holds the key "taken".
-	if _, err := b.jobs.Enqueue(b.ctx, b.pool, noop{}, docket.Opts{UniqueKey: "taken"}); err != nil {
+	if _, err := b.Jobs.Enqueue(b.Ctx, b.Pool, noop{}, enqueue.Opts{UniqueKey: "taken"}); err != nil {
 		t.Fatal(err)
 	}
 	before := counts()
 	cases := []struct {
 		name string
-		w    docket.Workflow
+		w    enqueue.Workflow
 		is   error
 		want string
 	}{
-		{"empty", docket.Workflow{Name: "x"}, docket.ErrInvalidWorkflow, "no jobs"},
-		{"no name", docket.Workflow{Jobs: []docket.WorkflowJob{wfJob("a")}}, docket.ErrInvalidWorkflow, "name"},
-		{"cycle", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("root"), wfJob("a", "root", "c"), wfJob("b", "a"), wfJob("c", "b")}},
+		{"empty", enqueue.Workflow{Name: "x"}, docket.ErrInvalidWorkflow, "no jobs"},
+		{"no name", enqueue.Workflow{Jobs: []enqueue.WorkflowJob{wfJob("a")}}, docket.ErrInvalidWorkflow, "name"},
+		{"cycle", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("root"), wfJob("a", "root", "c"), wfJob("b", "a"), wfJob("c", "b")}},
 			docket.ErrInvalidWorkflow, "cycle"},
-		{"self", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a", "a")}}, docket.ErrInvalidWorkflow, "cycle a -> a"},
-		{"unknown ref", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), wfJob("b", "nope")}}, docket.ErrInvalidWorkflow, `"nope", which is not a job`},
-		{"duplicate ref", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), wfJob("a")}}, docket.ErrInvalidWorkflow, `two jobs have ref "a"`},
-		{"empty ref", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("")}}, docket.ErrInvalidWorkflow, "ref"},
-		{"twice after", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), wfJob("b", "a", "a")}}, docket.ErrInvalidWorkflow, "twice"},
-		{"serial key", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{{Ref: "a", Args: noop{}, Opts: docket.Opts{SerialKey: "k"}}}}, docket.ErrInvalidWorkflow, "serial keys"},
-		{"bad job", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{{Ref: "a", Args: noop{}, Opts: docket.Opts{Priority: 99}}}}, docket.ErrInvalidJob, `job "a"`},
-		{"number numeric cannot hold", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), {Ref: "b", Args: number{N: "1e131072"}, After: docket.After("a")}}},
+		{"self", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a", "a")}}, docket.ErrInvalidWorkflow, "cycle a -> a"},
+		{"unknown ref", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), wfJob("b", "nope")}}, docket.ErrInvalidWorkflow, `"nope", which is not a job`},
+		{"duplicate ref", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), wfJob("a")}}, docket.ErrInvalidWorkflow, `two jobs have ref "a"`},
+		{"empty ref", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("")}}, docket.ErrInvalidWorkflow, "ref"},
+		{"twice after", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), wfJob("b", "a", "a")}}, docket.ErrInvalidWorkflow, "twice"},
+		{"serial key", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{{Ref: "a", Args: noop{}, Opts: enqueue.Opts{SerialKey: "k"}}}}, docket.ErrInvalidWorkflow, "serial keys"},
+		{"bad job", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{{Ref: "a", Args: noop{}, Opts: enqueue.Opts{Priority: 99}}}}, docket.ErrInvalidJob, `job "a"`},
+		{"number numeric cannot hold", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), {Ref: "b", Args: number{N: "1e131072"}, After: enqueue.After("a")}}},
 			docket.ErrInvalidJob, `job "b": docket: invalid job: kind number: payload holds a number outside PostgreSQL numeric's range`},
-		{"payload over jsonb's limit", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{{Ref: "a", Args: raw{P: jsonbig.Over()}}}},
+		{"payload over jsonb's limit", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{{Ref: "a", Args: raw{P: jsonbig.Over()}}}},
 			docket.ErrInvalidJob, "over its limit of 268435455"},
-		{"same key twice", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{
-			{Ref: "a", Args: noop{}, Opts: docket.Opts{UniqueKey: "k"}}, {Ref: "b", Args: noop{}, Opts: docket.Opts{UniqueKey: "k"}}}},
+		{"same key twice", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{
+			{Ref: "a", Args: noop{}, Opts: enqueue.Opts{UniqueKey: "k"}}, {Ref: "b", Args: noop{}, Opts: enqueue.Opts{UniqueKey: "k"}}}},
 			docket.ErrInvalidWorkflow, "same unique key"},
-		{"key taken", docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), {Ref: "b", Args: noop{}, Opts: docket.Opts{UniqueKey: "taken"}, After: docket.After("a")}}},
+		{"key taken", enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), {Ref: "b", Args: noop{}, Opts: enqueue.Opts{UniqueKey: "taken"}, After: enqueue.After("a")}}},
 			docket.ErrWorkflowKeyTaken, `job "b": unique key "taken" is held by job`},
 	}
 	for _, c := range cases {
 		// In a caller's transaction, which stays usable after the refusal.
-		tx, err := b.pool.Begin(b.ctx)
+		tx, err := b.Pool.Begin(b.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = b.jobs.EnqueueWorkflow(b.ctx, tx, c.w)
+		_, err = b.Jobs.EnqueueWorkflow(b.Ctx, tx, c.w)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %v containing %q", c.name, err, c.is, c.want)
 		}
-		if _, err := tx.Exec(b.ctx, `SELECT 1`); err != nil {
+		if _, err := tx.Exec(b.Ctx, `SELECT 1`); err != nil {
 			t.Errorf("%s: caller's transaction unusable: %v", c.name, err)
 		}
-		if err := tx.Commit(b.ctx); err != nil {
+		if err := tx.Commit(b.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := counts(); got != before {
 			t.Errorf("%s: jobs, workflows, deps went from %s to %s", c.name, before, got)
 		}
 	}
-	_, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{wfJob("a"), wfJob("b", "a"), wfJob("c", "b"), wfJob("b2", "c", "a")}})
+	_, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{wfJob("a"), wfJob("b", "a"), wfJob("c", "b"), wfJob("b2", "c", "a")}})
 	if err != nil {
 		t.Fatalf("a valid workflow after the refusals: %v", err)
 	}
@@ -263,7 +265,7 @@ func TestWorkflowRejectedWritesNothing(t *testing.T) {
 func TestWorkflowCycleNamesItsJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{
+	_, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{
 		wfJob("a"), wfJob("b", "a", "d"), wfJob("c", "b"), wfJob("d", "c"), wfJob("e", "d"),
 	}})
 	if err == nil || !strings.Contains(err.Error(), "cycle") {
@@ -289,43 +291,43 @@ func TestWorkflowCycleNamesItsJobs(t *testing.T) {
 func TestWorkflowSweepReadiesChildBothParentsMissed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "race", Jobs: []docket.WorkflowJob{
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "race", Jobs: []enqueue.WorkflowJob{
 		wfJob("p1"), wfJob("p2"), wfJob("child", "p1", "p2"),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
-	jobs := byID(b.claim(t, w, 10, time.Minute))
+	jobs := jobtest.ByID(b.Claim(t, w, 10, time.Minute))
 	if len(jobs) != 2 {
 		t.Fatalf("claimed %d jobs, want the two parents", len(jobs))
 	}
 	txs := make([]pgx.Tx, 2)
 	for i, ref := range []string{"p1", "p2"} {
-		if txs[i], err = b.pool.Begin(b.ctx); err != nil {
+		if txs[i], err = b.Pool.Begin(b.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		defer txs[i].Rollback(context.Background())
-		if done, err := b.q.Complete(b.ctx, txs[i], w, []queue.Run{jobs[res.Jobs[ref]]}, time.Time{}); err != nil || len(done) != 1 {
+		if done, err := b.Q.Complete(b.Ctx, txs[i], w, []queue.Run{jobs[res.Jobs[ref]]}, time.Time{}); err != nil || len(done) != 1 {
 			t.Fatalf("complete %s: %v %v", ref, done, err)
 		}
 	}
 	for _, tx := range txs {
-		if err := tx.Commit(b.ctx); err != nil {
+		if err := tx.Commit(b.Ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := b.where(t, res.Jobs["child"]); got != "waiting" {
 		t.Fatalf("child is %s after both parents completed at once; the race this test builds did not happen", got)
 	}
-	queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100)
+	queues, err := b.Q.SweepWorkflows(b.Ctx, b.Pool, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(queues, []string{"default"}) || b.where(t, res.Jobs["child"]) != "ready" {
 		t.Fatalf("sweep returned %v and left the child %s", queues, b.where(t, res.Jobs["child"]))
 	}
-	if queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil || len(queues) != 0 {
+	if queues, err := b.Q.SweepWorkflows(b.Ctx, b.Pool, 100); err != nil || len(queues) != 0 {
 		t.Fatalf("second sweep: %v %v", queues, err)
 	}
 }
@@ -336,35 +338,35 @@ func TestWorkflowSweepReadiesChildBothParentsMissed(t *testing.T) {
 func TestWorkflowSweepCancelsAfterFailedParent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "x", Jobs: []docket.WorkflowJob{
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "x", Jobs: []enqueue.WorkflowJob{
 		wfJob("p"), wfJob("child", "p"),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The parent goes dead with triggers off for the transaction.
-	tx, err := b.pool.Begin(b.ctx)
+	tx, err := b.Pool.Begin(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(b.ctx)
-	if _, err := tx.Exec(b.ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+	defer tx.Rollback(b.Ctx)
+	if _, err := tx.Exec(b.Ctx, `SET LOCAL session_replication_role = replica`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tx.Exec(b.ctx, fmt.Sprintf(`WITH gone AS (DELETE FROM %s WHERE id = $1 RETURNING *)
+	_, err = tx.Exec(b.Ctx, fmt.Sprintf(`WITH gone AS (DELETE FROM %s WHERE id = $1 RETURNING *)
 		INSERT INTO %s (id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, reason, payload, workflow_id)
 		SELECT id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at, 'exhausted', payload, workflow_id FROM gone`,
-		b.table("docket_jobs"), b.table("docket_jobs_dead")), res.Jobs["p"])
+		b.Table("docket_jobs"), b.Table("docket_jobs_dead")), res.Jobs["p"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.Commit(b.ctx); err != nil {
+	if err := tx.Commit(b.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.where(t, res.Jobs["child"]); got != "waiting" {
 		t.Fatalf("child %s before the sweep", got)
 	}
-	if queues, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil || len(queues) != 0 {
+	if queues, err := b.Q.SweepWorkflows(b.Ctx, b.Pool, 100); err != nil || len(queues) != 0 {
 		t.Fatalf("sweep: %v %v", queues, err)
 	}
 	if got := b.where(t, res.Jobs["child"]); got != "dead" {
@@ -377,7 +379,7 @@ func TestWorkflowSweepCancelsAfterFailedParent(t *testing.T) {
 func TestWorkflowFanOutEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	jobs := []docket.WorkflowJob{wfJob("root")}
+	jobs := []enqueue.WorkflowJob{wfJob("root")}
 	var mids []string
 	for i := range 10_000 {
 		ref := fmt.Sprint("m", i)
@@ -386,7 +388,7 @@ func TestWorkflowFanOutEnqueue(t *testing.T) {
 	}
 	jobs = append(jobs, wfJob("fanin", mids...))
 	start := time.Now()
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "fan", Jobs: jobs})
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "fan", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,10 +398,10 @@ func TestWorkflowFanOutEnqueue(t *testing.T) {
 		t.Errorf("enqueue took %s", took)
 	}
 	var waiting, deps int
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FILTER (WHERE state = 'waiting') FROM `+b.table("docket_jobs")+` WHERE workflow_id = $1`, res.ID).Scan(&waiting); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FILTER (WHERE state = 'waiting') FROM `+b.Table("docket_jobs")+` WHERE workflow_id = $1`, res.ID).Scan(&waiting); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM `+b.table("docket_workflow_deps")+` WHERE workflow_id = $1`, res.ID).Scan(&deps); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_workflow_deps")+` WHERE workflow_id = $1`, res.ID).Scan(&deps); err != nil {
 		t.Fatal(err)
 	}
 	if waiting != 10_001 || deps != 20_000 || len(res.Jobs) != 10_002 {
@@ -414,33 +416,33 @@ func TestWorkflowParentsFinishConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var parents []string
-	jobs := []docket.WorkflowJob{}
+	jobs := []enqueue.WorkflowJob{}
 	for i := range 40 {
 		ref := fmt.Sprint("p", i)
 		parents = append(parents, ref)
 		jobs = append(jobs, wfJob(ref))
 	}
-	jobs = append(jobs, docket.WorkflowJob{Ref: "child", Args: other{}, After: docket.After(parents...)})
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "many", Jobs: jobs})
+	jobs = append(jobs, enqueue.WorkflowJob{Ref: "child", Args: other{}, After: enqueue.After(parents...)})
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "many", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
-	claimed := b.claim(t, w, 100, time.Minute)
+	claimed := b.Claim(t, w, 100, time.Minute)
 	if len(claimed) != 40 {
 		t.Fatalf("claimed %d", len(claimed))
 	}
 	var wg sync.WaitGroup
 	for _, j := range claimed {
 		wg.Go(func() {
-			if _, err := b.q.Complete(b.ctx, b.pool, w, []queue.Run{queue.RunOf(j)}, time.Time{}); err != nil {
+			if _, err := b.Q.Complete(b.Ctx, b.Pool, w, []queue.Run{queue.RunOf(j)}, time.Time{}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
 	if got := b.where(t, res.Jobs["child"]); got != "ready" {
-		if _, err := b.q.SweepWorkflows(b.ctx, b.pool, 100); err != nil {
+		if _, err := b.Q.SweepWorkflows(b.Ctx, b.Pool, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -457,11 +459,11 @@ func TestWorkflowDeepChainCancels(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const depth = 1000
-	jobs := []docket.WorkflowJob{{Ref: "j0", Args: noop{}, Opts: docket.Opts{MaxAttempts: 1}}}
+	jobs := []enqueue.WorkflowJob{{Ref: "j0", Args: noop{}, Opts: enqueue.Opts{MaxAttempts: 1}}}
 	for i := 1; i < depth; i++ {
 		jobs = append(jobs, wfJob(fmt.Sprint("j", i), fmt.Sprint("j", i-1)))
 	}
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "deep", Jobs: jobs})
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "deep", Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +472,7 @@ func TestWorkflowDeepChainCancels(t *testing.T) {
 		t.Fatalf("status %+v, want all %d jobs dead", s, depth)
 	}
 	var lastErr string
-	if err := b.pool.QueryRow(b.ctx, `SELECT last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, res.Jobs["j2"]).Scan(&lastErr); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT last_error FROM `+b.Table("docket_jobs_dead")+` WHERE id = $1`, res.Jobs["j2"]).Scan(&lastErr); err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf("ancestor job %d failed", res.Jobs["j0"]); lastErr != want {
@@ -483,18 +485,18 @@ func TestWorkflowDeepChainCancels(t *testing.T) {
 func TestCancelWorkflowRefusesFinished(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	enqueue := func(name string, jobs ...docket.WorkflowJob) docket.WorkflowEnqueued {
+	enqueueWF := func(name string, jobs ...enqueue.WorkflowJob) enqueue.WorkflowEnqueued {
 		t.Helper()
-		res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: name, Jobs: jobs})
+		res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: name, Jobs: jobs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	ok := enqueue("succeeds", wfJob("a"), wfJob("b", "a"))
+	ok := enqueueWF("succeeds", wfJob("a"), wfJob("b", "a"))
 	b.finish(t, nil)
 	b.finish(t, nil)
-	failed := enqueue("fails", docket.WorkflowJob{Ref: "a", Args: noop{}, Opts: docket.Opts{MaxAttempts: 1}}, wfJob("b", "a"))
+	failed := enqueueWF("fails", enqueue.WorkflowJob{Ref: "a", Args: noop{}, Opts: enqueue.Opts{MaxAttempts: 1}}, wfJob("b", "a"))
 	b.finish(t, map[int64]bool{failed.Jobs["a"]: true})
 	for _, tc := range []struct {
 		id    int64
@@ -503,7 +505,7 @@ func TestCancelWorkflowRefusesFinished(t *testing.T) {
 		if s := b.workflowState(t, tc.id); s.State != tc.state {
 			t.Fatalf("workflow %d is %s before the cancel, want %s", tc.id, s.State, tc.state)
 		}
-		n, err := b.ops.Workflows().Cancel(b.ctx, b.pool, tc.id)
+		n, err := b.ops.Workflows().Cancel(b.Ctx, b.Pool, tc.id)
 		if !errors.Is(err, admin.ErrWorkflowFinished) || n != 0 || !strings.Contains(err.Error(), tc.state) {
 			t.Errorf("cancel of the %s workflow: %d, %v; want ErrWorkflowFinished naming its state", tc.state, n, err)
 		}
@@ -512,17 +514,17 @@ func TestCancelWorkflowRefusesFinished(t *testing.T) {
 		}
 	}
 
-	running := enqueue("runs", wfJob("a"), wfJob("b", "a"))
-	if n, err := b.ops.Workflows().Cancel(b.ctx, b.pool, running.ID); err != nil || n != 2 {
+	running := enqueueWF("runs", wfJob("a"), wfJob("b", "a"))
+	if n, err := b.ops.Workflows().Cancel(b.Ctx, b.Pool, running.ID); err != nil || n != 2 {
 		t.Fatalf("cancel of a running workflow: %d, %v; want 2 jobs cancelled", n, err)
 	}
-	if n, err := b.ops.Workflows().Cancel(b.ctx, b.pool, running.ID); err != nil || n != 0 {
+	if n, err := b.ops.Workflows().Cancel(b.Ctx, b.Pool, running.ID); err != nil || n != 0 {
 		t.Errorf("second cancel: %d, %v; want no error and nothing left to cancel", n, err)
 	}
 	if s := b.workflowState(t, running.ID); s.State != admin.WorkflowCancelled {
 		t.Errorf("cancelled workflow is %s", s.State)
 	}
-	if _, err := b.ops.Workflows().Cancel(b.ctx, b.pool, running.ID+1000); !errors.Is(err, admin.ErrWorkflowNotFound) {
+	if _, err := b.ops.Workflows().Cancel(b.Ctx, b.Pool, running.ID+1000); !errors.Is(err, admin.ErrWorkflowNotFound) {
 		t.Errorf("cancel of an unknown workflow: %v", err)
 	}
 }
@@ -533,17 +535,17 @@ func TestCancelWorkflowRefusesFinished(t *testing.T) {
 func TestWorkflowDeletedParentCancelsDependents(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "charge, ship, notify", Jobs: []docket.WorkflowJob{
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "charge, ship, notify", Jobs: []enqueue.WorkflowJob{
 		wfJob("charge"),
 		wfJob("ship", "charge"),
 		wfJob("notify", "ship"),
-		{Ref: "audit", Args: noop{}, After: []docket.Dependency{{Ref: "charge", RunAnyway: true}}},
+		{Ref: "audit", Args: noop{}, After: []enqueue.Dependency{{Ref: "charge", RunAnyway: true}}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := res.Jobs
-	if err := b.ops.Jobs().Delete(b.ctx, b.pool, id["charge"]); err != nil {
+	if err := b.ops.Jobs().Delete(b.Ctx, b.Pool, id["charge"]); err != nil {
 		t.Fatal(err)
 	}
 	for ref, want := range map[string]string{"charge": "", "ship": "dead", "notify": "dead", "audit": "ready"} {
@@ -552,7 +554,7 @@ func TestWorkflowDeletedParentCancelsDependents(t *testing.T) {
 		}
 	}
 	var lastErr string
-	if err := b.pool.QueryRow(b.ctx, `SELECT last_error FROM `+b.table("docket_jobs_dead")+` WHERE id = $1`, id["ship"]).Scan(&lastErr); err != nil {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT last_error FROM `+b.Table("docket_jobs_dead")+` WHERE id = $1`, id["ship"]).Scan(&lastErr); err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf("parent job %d deleted", id["charge"]); lastErr != want {
@@ -560,13 +562,13 @@ func TestWorkflowDeletedParentCancelsDependents(t *testing.T) {
 	}
 
 	// RemoveQueued withdraws a job the same way.
-	keyed, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "keyed", Jobs: []docket.WorkflowJob{
-		{Ref: "a", Args: noop{}, Opts: docket.Opts{UniqueKey: "invoice:9"}}, wfJob("b", "a"),
+	keyed, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "keyed", Jobs: []enqueue.WorkflowJob{
+		{Ref: "a", Args: noop{}, Opts: enqueue.Opts{UniqueKey: "invoice:9"}}, wfJob("b", "a"),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := b.jobs.RemoveQueued(b.ctx, b.pool, "invoice:9"); err != nil || !ok || got != keyed.Jobs["a"] {
+	if got, ok, err := b.Jobs.RemoveQueued(b.Ctx, b.Pool, "invoice:9"); err != nil || !ok || got != keyed.Jobs["a"] {
 		t.Fatalf("RemoveQueued: %d %v %v", got, ok, err)
 	}
 	if got := b.where(t, keyed.Jobs["b"]); got != "dead" {
@@ -583,21 +585,21 @@ func TestWorkflowDeletedParentCancelsDependents(t *testing.T) {
 func TestCancelWorkflowWaitsForLastCompletion(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := b.jobs.EnqueueWorkflow(b.ctx, b.pool, docket.Workflow{Name: "last", Jobs: []docket.WorkflowJob{wfJob("only")}})
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "last", Jobs: []enqueue.WorkflowJob{wfJob("only")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := uuid.New()
-	jobs := b.claim(t, w, 1, time.Minute)
+	jobs := b.Claim(t, w, 1, time.Minute)
 	if len(jobs) != 1 {
 		t.Fatalf("claimed %d jobs", len(jobs))
 	}
-	tx, err := b.pool.Begin(b.ctx)
+	tx, err := b.Pool.Begin(b.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if got, err := b.q.Complete(b.ctx, tx, w, runsOf(jobs), time.Time{}); err != nil || len(got) != 1 {
+	if got, err := b.Q.Complete(b.Ctx, tx, w, jobtest.RunsOf(jobs), time.Time{}); err != nil || len(got) != 1 {
 		t.Fatalf("complete: %v %v", got, err)
 	}
 	type result struct {
@@ -606,12 +608,12 @@ func TestCancelWorkflowWaitsForLastCompletion(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := b.ops.Workflows().Cancel(b.ctx, b.pool, res.ID)
+		n, err := b.ops.Workflows().Cancel(b.Ctx, b.Pool, res.ID)
 		done <- result{n, err}
 	}()
 	// The cancel waits for the completion's row lock.
 	deadline := time.Now().Add(30 * time.Second)
-	for b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND datname = current_database()`, b.schema) == 0 {
+	for b.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%' AND datname = current_database()`, b.Schema) == 0 {
 		select {
 		case r := <-done:
 			t.Fatalf("the cancel returned (%d, %v) while the last job's completion was not committed", r.n, r.err)
@@ -622,7 +624,7 @@ func TestCancelWorkflowWaitsForLastCompletion(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := tx.Commit(b.ctx); err != nil {
+	if err := tx.Commit(b.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done

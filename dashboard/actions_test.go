@@ -15,18 +15,18 @@ func TestQueueActionUnknownQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	c := client(t)
-	token := csrf(t, c, b.srv.URL+"/")
+	token := csrf(t, c, b.Srv.URL+"/")
 	for _, action := range []string{"pause", "resume"} {
-		code, body, _ := post(t, c, b.srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {action}, "queue": {"mial"}})
+		code, body, _ := post(t, c, b.Srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {action}, "queue": {"mial"}})
 		if code != http.StatusNotFound || !strings.Contains(body, "unknown queue &#34;mial&#34;") {
 			t.Errorf("%s of a queue nobody uses: %d, want 404 naming it:\n%s", action, code, body)
 		}
 	}
 	var rows int
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM "`+b.schema+`".docket_queues`).Scan(&rows); err != nil || rows != 0 {
+	if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM "`+b.Schema+`".docket_queues`).Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("refused actions left %d docket_queues rows (%v)", rows, err)
 	}
-	if code, _, h := post(t, c, b.srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {"pause"}, "queue": {"bounce"}}); code != http.StatusSeeOther ||
+	if code, _, h := post(t, c, b.Srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {"pause"}, "queue": {"bounce"}}); code != http.StatusSeeOther ||
 		!strings.Contains(h.Get("Location"), "queue+bounce%3A+paused") {
 		t.Errorf("pause of a listed queue: %d %q", code, h.Get("Location"))
 	}

@@ -25,10 +25,10 @@ func TestPages(t *testing.T) {
 	c := client(t)
 	for path, want := range map[string]string{
 		"/":                                `data-queue="bounce"`,
-		"/jobs":                            fmt.Sprintf(`data-id="%d"`, b.running),
+		"/jobs":                            fmt.Sprintf(`data-id="%d"`, b.Running),
 		"/jobs?state=dead&error=MAILBOX":   "smtp: 550 mailbox unavailable",
-		fmt.Sprintf("/jobs/%d", b.running): "Lease holder",
-		fmt.Sprintf("/jobs/%d", b.dead):    "Replay",
+		fmt.Sprintf("/jobs/%d", b.Running): "Lease holder",
+		fmt.Sprintf("/jobs/%d", b.Dead):    "Replay",
 		"/dead":                            "smtp: 550 mailbox unavailable",
 		"/schedules":                       "No schedules registered",
 		"/workers":                         "No worker process",
@@ -36,7 +36,7 @@ func TestPages(t *testing.T) {
 		"/throughput":                      `"completed"`,
 		"/assets/htmx.min.js":              "htmx",
 	} {
-		code, body, h := get(t, c, b.srv.URL+path)
+		code, body, h := get(t, c, b.Srv.URL+path)
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET %s: %d, want 200 with %q:\n%s", path, code, want, body)
 		}
@@ -55,7 +55,7 @@ func TestPages(t *testing.T) {
 func TestPayloadShownOnlyWhenEnabled(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{ShowPayloads: true})
-	if _, body, _ := get(t, client(t), fmt.Sprintf("%s/jobs/%d", b.srv.URL, b.ready)); !strings.Contains(body, secret) {
+	if _, body, _ := get(t, client(t), fmt.Sprintf("%s/jobs/%d", b.Srv.URL, b.Ready)); !strings.Contains(body, secret) {
 		t.Errorf("ShowPayloads: the job page hides the payload:\n%s", body)
 	}
 }
@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		"/nowhere":                      {404, "no such page"},
 		"/jobs?state=completed&error=x": {400, "completed jobs keep no error"},
 	} {
-		code, body, _ := get(t, c, b.srv.URL+path)
+		code, body, _ := get(t, c, b.Srv.URL+path)
 		if code != want.code || !strings.Contains(body, want.text) {
 			t.Errorf("GET %s: %d, want %d with %q:\n%s", path, code, want.code, want.text, body)
 		}
@@ -88,23 +88,23 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("GET %s shows a stack trace", path)
 		}
 	}
-	token := csrf(t, c, b.srv.URL+"/jobs")
+	token := csrf(t, c, b.Srv.URL+"/jobs")
 	for _, form := range []url.Values{
 		{"csrf": {token}, "action": {"explode"}, "id": {"1"}},
 		{"csrf": {token}, "action": {"retry"}, "id": {"x"}},
 		{"csrf": {token}, "action": {"retry"}, "id": make([]string, 1001)},
 	} {
-		if code, body, _ := post(t, c, b.srv.URL+"/jobs/action", form); code != http.StatusBadRequest {
+		if code, body, _ := post(t, c, b.Srv.URL+"/jobs/action", form); code != http.StatusBadRequest {
 			t.Errorf("POST %v: %d, want 400:\n%s", form, code, body)
 		}
 	}
-	if code, _, _ := post(t, c, b.srv.URL+"/dead/replay", url.Values{"csrf": {token}, "kind": {"mail"}, "error": {"x"}, "rate": {"100000"}}); code != http.StatusBadRequest {
+	if code, _, _ := post(t, c, b.Srv.URL+"/dead/replay", url.Values{"csrf": {token}, "kind": {"mail"}, "error": {"x"}, "rate": {"100000"}}); code != http.StatusBadRequest {
 		t.Errorf("replay above the rate cap: %d, want 400", code)
 	}
-	if code, _, _ := post(t, c, b.srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {"pause"}, "queue": {"bad queue"}}); code != http.StatusBadRequest {
+	if code, _, _ := post(t, c, b.Srv.URL+"/queues/action", url.Values{"csrf": {token}, "action": {"pause"}, "queue": {"bad queue"}}); code != http.StatusBadRequest {
 		t.Errorf("pause of an invalid queue name: %d, want 400", code)
 	}
-	if code, _, _ := get(t, c, b.srv.URL+"/queues/action"); code != http.StatusMethodNotAllowed && code != http.StatusNotFound {
+	if code, _, _ := get(t, c, b.Srv.URL+"/queues/action"); code != http.StatusMethodNotAllowed && code != http.StatusNotFound {
 		t.Errorf("GET of an action: %d, want 405 or 404", code)
 	}
 }
@@ -115,34 +115,34 @@ func TestCSRF(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	c := client(t)
-	token := csrf(t, c, b.srv.URL+"/")
+	token := csrf(t, c, b.Srv.URL+"/")
 	paused := func() bool {
-		qs, err := b.ops.Queues().Paused(b.ctx, b.pool)
+		qs, err := b.Ops.Queues().Paused(b.Ctx, b.Pool)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(qs) > 0
 	}
 	form := url.Values{"queue": {"mail"}, "action": {"pause"}}
-	if code, body, _ := post(t, c, b.srv.URL+"/queues/action", form); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+	if code, body, _ := post(t, c, b.Srv.URL+"/queues/action", form); code != http.StatusForbidden || !strings.Contains(body, "CSRF") {
 		t.Errorf("POST without token: %d\n%s", code, body)
 	}
 	form.Set("csrf", strings.Repeat("0", 64))
-	if code, _, _ := post(t, c, b.srv.URL+"/queues/action", form); code != http.StatusForbidden {
+	if code, _, _ := post(t, c, b.Srv.URL+"/queues/action", form); code != http.StatusForbidden {
 		t.Errorf("POST with a wrong token: %d", code)
 	}
 	// The right token from a client without the cookie (another site's form).
 	form.Set("csrf", token)
-	if code, _, _ := post(t, client(t), b.srv.URL+"/queues/action", form); code != http.StatusForbidden {
+	if code, _, _ := post(t, client(t), b.Srv.URL+"/queues/action", form); code != http.StatusForbidden {
 		t.Errorf("POST without the cookie: %d", code)
 	}
-	if code, _, _ := post(t, c, b.srv.URL+"/queues/action", form, "Origin", "https://evil.example"); code != http.StatusForbidden {
+	if code, _, _ := post(t, c, b.Srv.URL+"/queues/action", form, "Origin", "https://evil.example"); code != http.StatusForbidden {
 		t.Errorf("cross-origin POST: %d", code)
 	}
 	if paused() {
 		t.Fatal("a refused POST paused the queue")
 	}
-	code, _, h := post(t, c, b.srv.URL+"/queues/action", form)
+	code, _, h := post(t, c, b.Srv.URL+"/queues/action", form)
 	if code != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "queue+mail%3A+paused") || !paused() {
 		t.Errorf("POST with token: %d %q, paused %v", code, h.Get("Location"), paused())
 	}
@@ -153,18 +153,18 @@ func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{ReadOnly: true})
 	c := client(t)
-	for _, path := range []string{"/", "/jobs", fmt.Sprintf("/jobs/%d", b.dead), "/dead", "/schedules"} {
-		code, body, _ := get(t, c, b.srv.URL+path)
+	for _, path := range []string{"/", "/jobs", fmt.Sprintf("/jobs/%d", b.Dead), "/dead", "/schedules"} {
+		code, body, _ := get(t, c, b.Srv.URL+path)
 		if code != http.StatusOK || strings.Contains(body, `method="post"`) || strings.Contains(body, "<button") && !strings.Contains(path, "jobs") {
 			t.Errorf("read-only GET %s: %d, shows actions:\n%s", path, code, body)
 		}
 	}
 	for _, path := range []string{"/jobs/action", "/queues/action", "/dead/replay", "/dead/purge", "/schedules/action"} {
-		if code, _, _ := post(t, c, b.srv.URL+path, url.Values{"action": {"delete"}, "id": {fmt.Sprint(b.dead)}}); code != http.StatusForbidden {
+		if code, _, _ := post(t, c, b.Srv.URL+path, url.Values{"action": {"delete"}, "id": {fmt.Sprint(b.Dead)}}); code != http.StatusForbidden {
 			t.Errorf("read-only POST %s: %d, want 403", path, code)
 		}
 	}
-	if _, err := b.ops.Jobs().Get(b.ctx, b.pool, b.dead, false); err != nil {
+	if _, err := b.Ops.Jobs().Get(b.Ctx, b.Pool, b.Dead, false); err != nil {
 		t.Errorf("read-only: the dead job is gone: %v", err)
 	}
 }
@@ -174,29 +174,29 @@ func TestToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{Token: "s3cret-token"})
 	c := client(t)
-	if code, body, h := get(t, c, b.srv.URL+"/"); code != http.StatusUnauthorized || !strings.Contains(body, "needs its token") || h.Get("WWW-Authenticate") == "" {
+	if code, body, h := get(t, c, b.Srv.URL+"/"); code != http.StatusUnauthorized || !strings.Contains(body, "needs its token") || h.Get("WWW-Authenticate") == "" {
 		t.Errorf("no token: %d", code)
 	}
-	if code, _, _ := get(t, c, b.srv.URL+"/?token=wrong"); code != http.StatusUnauthorized {
+	if code, _, _ := get(t, c, b.Srv.URL+"/?token=wrong"); code != http.StatusUnauthorized {
 		t.Errorf("wrong token: %d", code)
 	}
-	if code, _, _ := get(t, c, b.srv.URL+"/assets/app.js"); code != http.StatusUnauthorized {
+	if code, _, _ := get(t, c, b.Srv.URL+"/assets/app.js"); code != http.StatusUnauthorized {
 		t.Errorf("asset without token: %d", code)
 	}
-	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/jobs", nil)
+	req, _ := http.NewRequest(http.MethodGet, b.Srv.URL+"/jobs", nil)
 	req.Header.Set("Authorization", "Bearer s3cret-token")
 	if resp, err := client(t).Do(req); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("bearer token: %v %v", resp.StatusCode, err)
 	}
-	code, _, h := get(t, c, b.srv.URL+"/jobs?state=dead&token=s3cret-token")
+	code, _, h := get(t, c, b.Srv.URL+"/jobs?state=dead&token=s3cret-token")
 	if code != http.StatusSeeOther || h.Get("Location") != "/jobs?state=dead" {
 		t.Errorf("?token=: %d to %q, want 303 to the page without it", code, h.Get("Location"))
 	}
-	if code, _, _ := get(t, c, b.srv.URL+"/jobs?state=dead"); code != http.StatusOK {
+	if code, _, _ := get(t, c, b.Srv.URL+"/jobs?state=dead"); code != http.StatusOK {
 		t.Errorf("after ?token= the cookie lets the browser in: %d", code)
 	}
 	// A POST needs the token too, CSRF or not.
-	if code, _, _ := post(t, client(t), b.srv.URL+"/queues/action", url.Values{"queue": {"mail"}, "action": {"pause"}}); code != http.StatusUnauthorized {
+	if code, _, _ := post(t, client(t), b.Srv.URL+"/queues/action", url.Values{"queue": {"mail"}, "action": {"pause"}}); code != http.StatusUnauthorized {
 		t.Errorf("POST without token: %d", code)
 	}
 }
@@ -207,24 +207,24 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	c := client(t)
-	token := csrf(t, c, b.srv.URL+"/jobs")
+	token := csrf(t, c, b.Srv.URL+"/jobs")
 	form := url.Values{"csrf": {token}, "action": {"delete"}, "return": {"/jobs"},
-		"id": {fmt.Sprint(b.ready), fmt.Sprint(b.running), fmt.Sprint(b.dead)}}
-	code, _, h := post(t, c, b.srv.URL+"/jobs/action", form)
+		"id": {fmt.Sprint(b.Ready), fmt.Sprint(b.Running), fmt.Sprint(b.Dead)}}
+	code, _, h := post(t, c, b.Srv.URL+"/jobs/action", form)
 	loc, _ := url.Parse(h.Get("Location"))
 	msg := loc.Query().Get("msg")
-	if code != http.StatusSeeOther || !strings.Contains(msg, "delete: 2 jobs") || !strings.Contains(msg, fmt.Sprintf("job %d: job is running", b.running)) {
+	if code != http.StatusSeeOther || !strings.Contains(msg, "delete: 2 jobs") || !strings.Contains(msg, fmt.Sprintf("job %d: job is running", b.Running)) {
 		t.Errorf("bulk delete: %d %q", code, msg)
 	}
-	if j, err := b.ops.Jobs().Get(b.ctx, b.pool, b.running, false); err != nil || j.State != admin.StateRunning {
+	if j, err := b.Ops.Jobs().Get(b.Ctx, b.Pool, b.Running, false); err != nil || j.State != admin.StateRunning {
 		t.Errorf("running job after bulk delete: %+v %v", j, err)
 	}
-	for _, id := range []int64{b.ready, b.dead} {
-		if _, err := b.ops.Jobs().Get(b.ctx, b.pool, id, false); !errors.Is(err, admin.ErrJobNotFound) {
+	for _, id := range []int64{b.Ready, b.Dead} {
+		if _, err := b.Ops.Jobs().Get(b.Ctx, b.Pool, id, false); !errors.Is(err, admin.ErrJobNotFound) {
 			t.Errorf("job %d not deleted: %v", id, err)
 		}
 	}
-	if _, body, _ := get(t, c, b.srv.URL+loc.String()); !strings.Contains(body, "job is running") {
+	if _, body, _ := get(t, c, b.Srv.URL+loc.String()); !strings.Contains(body, "job is running") {
 		t.Errorf("the page does not show the refusal")
 	}
 }
@@ -266,25 +266,25 @@ func TestHostCheckWithoutToken(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	c := client(t)
-	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	_, port, _ := net.SplitHostPort(b.Srv.Listener.Addr().String())
 	for _, host := range []string{"localhost", "localhost:8080", "LocalHost:" + port, "127.0.0.1:" + port, "127.9.8.7", "[::1]:8080", "[::1]", "localhost.:8080"} {
-		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != http.StatusOK {
+		if code, body, _ := send(t, c, http.MethodGet, b.Srv.URL+"/jobs", host, nil); code != http.StatusOK {
 			t.Errorf("GET with Host %q: %d, want 200:\n%.200s", host, code, body)
 		}
 	}
-	token := csrf(t, c, b.srv.URL+"/")
+	token := csrf(t, c, b.Srv.URL+"/")
 	for _, host := range []string{"evil.example:8080", "evil.example", "127.0.0.1.evil.example", "localhost.evil.example:" + port, "10.0.0.1:8080", "[fe80::1]:8080", "[::ffff:10.0.0.1]", "0.0.0.0:" + port} {
-		code, body, resp := send(t, c, http.MethodGet, b.srv.URL+"/", host, nil)
+		code, body, resp := send(t, c, http.MethodGet, b.Srv.URL+"/", host, nil)
 		if code != http.StatusForbidden || !strings.Contains(body, "not served on this host") || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
 			t.Errorf("GET with Host %q: %d %q, want 403 with a plain message:\n%.200s", host, code, resp.Header.Get("Content-Type"), body)
 		}
 		form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
-		if code, body, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", host, form,
+		if code, body, _ := send(t, c, http.MethodPost, b.Srv.URL+"/queues/action", host, form,
 			"Origin", "http://"+host, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
 			t.Errorf("POST with Host %q: %d, want 403:\n%.200s", host, code, body)
 		}
 	}
-	if qs, err := b.ops.Queues().Paused(b.ctx, b.pool); err != nil || len(qs) != 0 {
+	if qs, err := b.Ops.Queues().Paused(b.Ctx, b.Pool); err != nil || len(qs) != 0 {
 		t.Errorf("paused queues after refused POSTs: %v %v", qs, err)
 	}
 }
@@ -297,7 +297,7 @@ func TestRebindingCannotAct(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	const evil = "evil.example:8080"
-	code, body, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/", evil, nil)
+	code, body, _ := send(t, client(t), http.MethodGet, b.Srv.URL+"/", evil, nil)
 	token := ""
 	if m := csrfInput.FindStringSubmatch(body); m != nil {
 		token = m[1]
@@ -308,14 +308,14 @@ func TestRebindingCannotAct(t *testing.T) {
 	if token == "" {
 		// Refused as it should be: go on with a valid token anyway, as if
 		// the page had got one, to show the POST is refused on its own.
-		token = csrf(t, client(t), b.srv.URL+"/")
+		token = csrf(t, client(t), b.Srv.URL+"/")
 	}
 	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
-	if code, body, _ := send(t, client(t), http.MethodPost, b.srv.URL+"/queues/action", evil, form,
+	if code, body, _ := send(t, client(t), http.MethodPost, b.Srv.URL+"/queues/action", evil, form,
 		"Origin", "http://"+evil, "Cookie", "docket_dashboard_csrf="+token); code != http.StatusForbidden {
 		t.Errorf("rebound POST: %d, want 403:\n%.200s", code, body)
 	}
-	qs, err := b.ops.Queues().Paused(b.ctx, b.pool)
+	qs, err := b.Ops.Queues().Paused(b.Ctx, b.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,26 +344,26 @@ func TestAllowedHosts(t *testing.T) {
 		"10.1.2.4":                   http.StatusForbidden,
 		"[fd00::8]:8080":             http.StatusForbidden,
 	} {
-		if code, body, _ := send(t, c, http.MethodGet, b.srv.URL+"/jobs", host, nil); code != want {
+		if code, body, _ := send(t, c, http.MethodGet, b.Srv.URL+"/jobs", host, nil); code != want {
 			t.Errorf("GET with Host %q: %d, want %d:\n%.200s", host, code, want, body)
 		}
 	}
 
 	bearer := []string{"Authorization", "Bearer s3cret-token"}
 	listed := setup(t, dashboard.Config{Token: "s3cret-token", AllowedHosts: []string{"dash.internal"}})
-	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "dash.internal:8080", nil, bearer...); code != http.StatusOK {
+	if code, _, _ := send(t, c, http.MethodGet, listed.Srv.URL+"/jobs", "dash.internal:8080", nil, bearer...); code != http.StatusOK {
 		t.Errorf("token and AllowedHosts, listed host: %d, want 200", code)
 	}
-	if code, _, _ := send(t, c, http.MethodGet, listed.srv.URL+"/jobs", "evil.example", nil, bearer...); code != http.StatusForbidden {
+	if code, _, _ := send(t, c, http.MethodGet, listed.Srv.URL+"/jobs", "evil.example", nil, bearer...); code != http.StatusForbidden {
 		t.Errorf("token and AllowedHosts, other host with the token: %d, want 403", code)
 	}
 	// A token alone keeps out a rebound page (it cannot know the token),
 	// so any Host is answered, as before.
 	tokenOnly := setup(t, dashboard.Config{Token: "s3cret-token"})
-	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "dash.example.com", nil, bearer...); code != http.StatusOK {
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.Srv.URL+"/jobs", "dash.example.com", nil, bearer...); code != http.StatusOK {
 		t.Errorf("token, no AllowedHosts, any host with the token: %d, want 200", code)
 	}
-	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.srv.URL+"/jobs", "evil.example", nil); code != http.StatusUnauthorized {
+	if code, _, _ := send(t, c, http.MethodGet, tokenOnly.Srv.URL+"/jobs", "evil.example", nil); code != http.StatusUnauthorized {
 		t.Errorf("token, no AllowedHosts, no token: %d, want 401", code)
 	}
 }
@@ -410,47 +410,47 @@ func TestRefusalsAndActionsLogged(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{})
 	c := client(t)
-	send(t, c, http.MethodGet, b.srv.URL+"/", "evil.example:8080", nil)
-	token := csrf(t, c, b.srv.URL+"/")
+	send(t, c, http.MethodGet, b.Srv.URL+"/", "evil.example:8080", nil)
+	token := csrf(t, c, b.Srv.URL+"/")
 	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
-	send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "Origin", "https://other.example")
-	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7"); code != http.StatusSeeOther {
+	send(t, c, http.MethodPost, b.Srv.URL+"/queues/action", "", form, "Origin", "https://other.example")
+	if code, _, _ := send(t, c, http.MethodPost, b.Srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7"); code != http.StatusSeeOther {
 		t.Fatalf("pause: %d, want 303", code)
 	}
-	lines := logLines(b.log.String())
+	lines := logLines(b.Log.String())
 	remote := "remote=127.0.0.1:"
 	if l := lineWith(lines, "refused", "status=403", `host=evil.example:8080`); l == "" || !strings.Contains(l, remote) {
-		t.Errorf("no refusal line with the host and remote address:\n%s", b.log)
+		t.Errorf("no refusal line with the host and remote address:\n%s", b.Log)
 	}
 	if l := lineWith(lines, "refused", "status=403", "origin=https://other.example"); l == "" || !strings.Contains(l, remote) {
-		t.Errorf("no refusal line with the origin and remote address:\n%s", b.log)
+		t.Errorf("no refusal line with the origin and remote address:\n%s", b.Log)
 	}
 	l := lineWith(lines, "queue pause", "queue=mail")
 	if !strings.Contains(l, "actor=local") || !strings.Contains(l, remote) {
-		t.Errorf("action line without actor and remote address: %q\n%s", l, b.log)
+		t.Errorf("action line without actor and remote address: %q\n%s", l, b.Log)
 	}
-	if strings.Contains(b.log.String(), "203.0.113.7") {
-		t.Errorf("X-Forwarded-For logged without a trusted proxy:\n%s", b.log)
+	if strings.Contains(b.Log.String(), "203.0.113.7") {
+		t.Errorf("X-Forwarded-For logged without a trusted proxy:\n%s", b.Log)
 	}
 
 	tb := setup(t, dashboard.Config{Token: "s3cret-token"})
 	tc := client(t)
-	send(t, tc, http.MethodGet, tb.srv.URL+"/jobs", "", nil)
-	tokenCookie(t, tc, tb.srv.URL)
-	token = csrf(t, tc, tb.srv.URL+"/")
+	send(t, tc, http.MethodGet, tb.Srv.URL+"/jobs", "", nil)
+	tokenCookie(t, tc, tb.Srv.URL)
+	token = csrf(t, tc, tb.Srv.URL+"/")
 	form.Set("csrf", token)
-	if code, _, _ := send(t, tc, http.MethodPost, tb.srv.URL+"/queues/action", "", form); code != http.StatusSeeOther {
+	if code, _, _ := send(t, tc, http.MethodPost, tb.Srv.URL+"/queues/action", "", form); code != http.StatusSeeOther {
 		t.Fatalf("pause with token: %d, want 303", code)
 	}
-	lines = logLines(tb.log.String())
+	lines = logLines(tb.Log.String())
 	if l := lineWith(lines, "refused", "status=401"); l == "" || !strings.Contains(l, remote) {
-		t.Errorf("no 401 line with the remote address:\n%s", tb.log)
+		t.Errorf("no 401 line with the remote address:\n%s", tb.Log)
 	}
 	if l := lineWith(lines, "queue pause", "actor=token"); l == "" || !strings.Contains(l, remote) {
-		t.Errorf("action with the token: no line with actor=token and the remote address:\n%s", tb.log)
+		t.Errorf("action with the token: no line with actor=token and the remote address:\n%s", tb.Log)
 	}
-	if strings.Contains(tb.log.String(), "s3cret-token") {
-		t.Errorf("the token was logged:\n%s", tb.log)
+	if strings.Contains(tb.Log.String(), "s3cret-token") {
+		t.Errorf("the token was logged:\n%s", tb.Log)
 	}
 }
 
@@ -476,18 +476,18 @@ func TestTrustedProxyLogs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{TrustProxyHeaders: true})
 	c := client(t)
-	token := csrf(t, c, b.srv.URL+"/")
+	token := csrf(t, c, b.Srv.URL+"/")
 	form := url.Values{"csrf": {token}, "queue": {"mail"}, "action": {"pause"}}
-	if code, _, _ := send(t, c, http.MethodPost, b.srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7, 10.0.0.2"); code != http.StatusSeeOther {
+	if code, _, _ := send(t, c, http.MethodPost, b.Srv.URL+"/queues/action", "", form, "X-Forwarded-For", "203.0.113.7, 10.0.0.2"); code != http.StatusSeeOther {
 		t.Fatalf("pause: %d, want 303", code)
 	}
-	send(t, client(t), http.MethodGet, b.srv.URL+"/", "evil.example", nil, "X-Forwarded-For", "198.51.100.9")
-	lines := logLines(b.log.String())
+	send(t, client(t), http.MethodGet, b.Srv.URL+"/", "evil.example", nil, "X-Forwarded-For", "198.51.100.9")
+	lines := logLines(b.Log.String())
 	if l := lineWith(lines, "queue pause", "actor=local", "remote=127.0.0.1:", `forwarded_for="203.0.113.7, 10.0.0.2"`); l == "" {
-		t.Errorf("no action line with the forwarded address:\n%s", b.log)
+		t.Errorf("no action line with the forwarded address:\n%s", b.Log)
 	}
 	if l := lineWith(lines, "refused", "status=403", "remote=127.0.0.1:", "forwarded_for=198.51.100.9"); l == "" {
-		t.Errorf("no refusal line with the forwarded address:\n%s", b.log)
+		t.Errorf("no refusal line with the forwarded address:\n%s", b.Log)
 	}
 }
 
@@ -505,7 +505,7 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 		"bearer wrong":          http.StatusUnauthorized,
 		"bearer":                http.StatusUnauthorized,
 	} {
-		if code, _, _ := send(t, client(t), http.MethodGet, b.srv.URL+"/jobs", "", nil, "Authorization", auth); code != want {
+		if code, _, _ := send(t, client(t), http.MethodGet, b.Srv.URL+"/jobs", "", nil, "Authorization", auth); code != want {
 			t.Errorf("Authorization %q: %d, want %d", auth, code, want)
 		}
 	}
@@ -517,14 +517,14 @@ func TestBearerSchemeAnyCase(t *testing.T) {
 func TestTokenCookieExpiresAndSecure(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{Token: "s3cret-token"})
-	ck := tokenCookie(t, client(t), b.srv.URL)
+	ck := tokenCookie(t, client(t), b.Srv.URL)
 	if ck.MaxAge != 12*60*60 || ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
 		t.Errorf("plain HTTP: cookie %s, want Max-Age=43200, HttpOnly, SameSite=Strict, not Secure", ck)
 	}
-	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); ck.Secure {
+	if ck := tokenCookie(t, client(t), b.Srv.URL, "X-Forwarded-Proto", "https"); ck.Secure {
 		t.Errorf("X-Forwarded-Proto from an untrusted client made the cookie Secure: %s", ck)
 	}
-	tlsSrv := httptest.NewTLSServer(b.h)
+	tlsSrv := httptest.NewTLSServer(b.Handler)
 	defer tlsSrv.Close()
 	tc := tlsSrv.Client()
 	tc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -538,15 +538,15 @@ func TestTokenCookieExpiresAndSecure(t *testing.T) {
 func TestTrustedProxyCookies(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{Token: "s3cret-token", TrustProxyHeaders: true, TokenMaxAge: time.Hour})
-	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "https"); !ck.Secure || ck.MaxAge != 3600 {
+	if ck := tokenCookie(t, client(t), b.Srv.URL, "X-Forwarded-Proto", "https"); !ck.Secure || ck.MaxAge != 3600 {
 		t.Errorf("trusted X-Forwarded-Proto https: cookie %s, want Secure and Max-Age=3600", ck)
 	}
-	if ck := tokenCookie(t, client(t), b.srv.URL, "X-Forwarded-Proto", "http"); ck.Secure {
+	if ck := tokenCookie(t, client(t), b.Srv.URL, "X-Forwarded-Proto", "http"); ck.Secure {
 		t.Errorf("trusted X-Forwarded-Proto http: cookie %s is Secure", ck)
 	}
 	c := client(t)
-	tokenCookie(t, c, b.srv.URL)
-	code, _, resp := send(t, c, http.MethodGet, b.srv.URL+"/", "", nil, "X-Forwarded-Proto", "https")
+	tokenCookie(t, c, b.Srv.URL)
+	code, _, resp := send(t, c, http.MethodGet, b.Srv.URL+"/", "", nil, "X-Forwarded-Proto", "https")
 	var csrfCk *http.Cookie
 	for _, ck := range resp.Cookies() {
 		if ck.Name == "docket_dashboard_csrf" {

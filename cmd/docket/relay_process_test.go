@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/testkit/natssrv"
+	"github.com/docketq/docket/internal/testkit/brokers/natssrv"
+	"github.com/docketq/docket/internal/testkit/brokers/rabbitsrv"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/internal/testkit/rabbitsrv"
 	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docketq/docket/internal/testkit/natssrv"
+	"github.com/docketq/docket/internal/testkit/brokers/natssrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"

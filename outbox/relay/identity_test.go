@@ -153,7 +153,7 @@ func TestLostSessionStopsPublishing(t *testing.T) {
 			"docket relay "+id+" (waiting)").Scan(&n)
 		return err == nil && n == 1
 	})
-	waitFor(t, 10*time.Second, "the first relay publishing", func() bool { return len(first.messages()) > 100 })
+	waitFor(t, 30*time.Second, "the first relay publishing", func() bool { return len(first.messages()) > 100 })
 
 	var killed int
 	if err := b.pool.QueryRow(b.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -161,7 +161,7 @@ func TestLostSessionStopsPublishing(t *testing.T) {
 		t.Fatalf("terminated %d sessions (%v), want the first relay's one", killed, err)
 	}
 	cut := time.Now()
-	waitFor(t, 10*time.Second, "the second relay publishing", func() bool { return len(second.messages()) > 100 })
+	waitFor(t, 30*time.Second, "the second relay publishing", func() bool { return len(second.messages()) > 100 })
 	stop.Store(true)
 	wg.Wait()
 	waitFor(t, 20*time.Second, "every event delivered", func() bool {

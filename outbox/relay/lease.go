@@ -35,10 +35,10 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 	err = r.withLeaseDB(func(db leaseDB) error {
 		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			var live int
-			if err := tx.QueryRow(ctx, r.sql.register, r.id, r.ID(), ttlMS).Scan(&live); err != nil {
+			if err := tx.QueryRow(ctx, sqlRegister.For(r.cfg.Schema), r.id, r.ID(), ttlMS).Scan(&live); err != nil {
 				return err
 			}
-			owned, err := scanParts(tx.Query(ctx, r.sql.renew, r.id, ttlMS))
+			owned, err := scanParts(tx.Query(ctx, sqlRenew.For(r.cfg.Schema), r.id, ttlMS))
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 			case len(owned) > share:
 				slices.Sort(owned)
 				extra := owned[share:]
-				if _, err := tx.Exec(ctx, r.sql.giveBack, r.id, extra); err != nil {
+				if _, err := tx.Exec(ctx, sqlGiveBack.For(r.cfg.Schema), r.id, extra); err != nil {
 					return err
 				}
 				if _, err := tx.Exec(ctx, pgsql.NotifyRebalance, r.channel); err != nil {
@@ -58,7 +58,7 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 				}
 				owned = owned[:share]
 			case len(owned) < share:
-				more, err := scanParts(tx.Query(ctx, r.sql.take, r.id, ttlMS, share-len(owned)))
+				more, err := scanParts(tx.Query(ctx, sqlTake.For(r.cfg.Schema), r.id, ttlMS, share-len(owned)))
 				if err != nil {
 					return err
 				}
@@ -94,10 +94,10 @@ func scanParts(rows pgx.Rows, err error) ([]int16, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[int16])
 }
 
-const (
+var (
 	// sqlRegister renews the relay's presence, forgets relays gone for a
 	// minute, and counts the live ones (this one included).
-	sqlRegister = `WITH me AS (
+	sqlRegister = pgsql.SQL(`WITH me AS (
 	INSERT INTO {{schema}}.docket_relays (id, name, lease_until)
 	VALUES ($1, $2, now() + $3::bigint * interval '1 millisecond')
 	ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until
@@ -105,37 +105,37 @@ const (
 ), gone AS (
 	DELETE FROM {{schema}}.docket_relays WHERE lease_until < now() - interval '1 minute'
 )
-SELECT 1 + count(*) FROM {{schema}}.docket_relays WHERE lease_until > now() AND id <> $1`
+SELECT 1 + count(*) FROM {{schema}}.docket_relays WHERE lease_until > now() AND id <> $1`)
 
-	sqlRenew = `UPDATE {{schema}}.docket_relay_parts
+	sqlRenew = pgsql.SQL(`UPDATE {{schema}}.docket_relay_parts
 SET lease_until = now() + $2::bigint * interval '1 millisecond'
 WHERE owner = $1 AND lease_until > now()
-RETURNING part`
+RETURNING part`)
 
-	sqlGiveBack = `UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL
-WHERE owner = $1 AND part = ANY($2::smallint[])`
+	sqlGiveBack = pgsql.SQL(`UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL
+WHERE owner = $1 AND part = ANY($2::smallint[])`)
 
 	// sqlTake takes up to $3 partitions that nobody holds or whose holder
 	// let its lease expire.
-	sqlTake = `UPDATE {{schema}}.docket_relay_parts p
+	sqlTake = pgsql.SQL(`UPDATE {{schema}}.docket_relay_parts p
 SET owner = $1, lease_until = now() + $2::bigint * interval '1 millisecond'
 WHERE p.part IN (
 	SELECT part FROM {{schema}}.docket_relay_parts
 	WHERE owner IS NULL OR lease_until <= now()
 	ORDER BY part LIMIT $3
 	FOR UPDATE SKIP LOCKED)
-RETURNING p.part`
+RETURNING p.part`)
 
 	// sqlLeave gives back every partition, removes the relay and announces
 	// the partitions on channel $2 (see maintainLeases).
-	sqlLeave = `WITH parts AS (
+	sqlLeave = pgsql.SQL(`WITH parts AS (
 	UPDATE {{schema}}.docket_relay_parts SET owner = NULL, lease_until = NULL WHERE owner = $1
 ), gone AS (
 	DELETE FROM {{schema}}.docket_relays WHERE id = $1
 )
-SELECT pg_notify($2, '` + rebalancePayload + `')`
-
-	// rebalancePayload marks a notification on the event channel that says
-	// partitions were given back.
-	rebalancePayload = "rebalance"
+SELECT pg_notify($2, '` + rebalancePayload + `')`)
 )
+
+// rebalancePayload marks a notification on the event channel that says
+// partitions were given back.
+const rebalancePayload = "rebalance"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,7 +21,7 @@ const partitionPrefix = "docket_events_"
 // runs it; an advisory lock keeps them from doing it at once.
 func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 	have := map[string]bool{}
-	rows, err := r.db.Query(ctx, r.sql.partitions, r.cfg.Schema)
+	rows, err := r.db.Query(ctx, sqlPartitions.For(r.cfg.Schema), r.cfg.Schema)
 	if err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 		if have[partitionPrefix+d.Format("20060102")] {
 			continue
 		}
-		if err := r.ddl(ctx, r.sql.createPartition, d); err != nil {
+		if err := r.ddl(ctx, sqlCreatePartition.For(r.cfg.Schema), d); err != nil {
 			return fmt.Errorf("create event partition for %s: %w", d.Format(time.DateOnly), err)
 		}
 	}
@@ -51,11 +52,11 @@ func (r *Relay) maintainPartitions(ctx context.Context, now time.Time) error {
 			continue // the default partition, or a day inside retention
 		}
 		// The function drops it only when no event in it is pending or dead.
-		if err := r.ddl(ctx, r.sql.dropPartition, d); err != nil {
+		if err := r.ddl(ctx, sqlDropPartition.For(r.cfg.Schema), d); err != nil {
 			return fmt.Errorf("drop event partition %s: %w", name, err)
 		}
 	}
-	_, err = r.db.Exec(ctx, r.sql.defaultPrune, cutoff)
+	_, err = r.db.Exec(ctx, sqlDefaultPrune.For(r.cfg.Schema), cutoff)
 	return err
 }
 
@@ -78,16 +79,16 @@ func (r *Relay) ddl(ctx context.Context, stmt string, day time.Time) error {
 	})
 }
 
-const (
-	sqlPartitions = `SELECT c.relname FROM pg_inherits i
+var (
+	sqlPartitions = pgsql.SQL(`SELECT c.relname FROM pg_inherits i
 JOIN pg_class c ON c.oid = i.inhrelid
 JOIN pg_class p ON p.oid = i.inhparent
 JOIN pg_namespace n ON n.oid = p.relnamespace
 WHERE n.nspname = $1 AND p.relname = 'docket_events'
-ORDER BY 1`
+ORDER BY 1`)
 
-	sqlCreatePartition = `SELECT {{schema}}.docket_create_event_partition($1::date)`
-	sqlDropPartition   = `SELECT {{schema}}.docket_drop_event_partition($1::date)`
+	sqlCreatePartition = pgsql.SQL(`SELECT {{schema}}.docket_create_event_partition($1::date)`)
+	sqlDropPartition   = pgsql.SQL(`SELECT {{schema}}.docket_drop_event_partition($1::date)`)
 
-	sqlDefaultPrune = `DELETE FROM {{schema}}.docket_events_default WHERE published_at < $1`
+	sqlDefaultPrune = pgsql.SQL(`DELETE FROM {{schema}}.docket_events_default WHERE published_at < $1`)
 )

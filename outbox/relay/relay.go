@@ -113,7 +113,6 @@ type Relay struct {
 	db   DB
 	cfg  Config
 	id   uuid.UUID
-	sql  statements
 	log  *slog.Logger
 	pub  Publisher
 	ttl  time.Duration
@@ -195,7 +194,7 @@ func New(db DB, cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	r := &Relay{
-		db: db, cfg: cfg, sql: render(schema), pub: cfg.Publisher, ttl: cfg.LeaseTTL,
+		db: db, cfg: cfg, pub: cfg.Publisher, ttl: cfg.LeaseTTL,
 		channel: pgsql.EventChannel(schema),
 	}
 	if r.ident, err = newIdentity(cfg, own); err != nil {
@@ -364,7 +363,7 @@ func (r *Relay) leave(ctx context.Context) {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	err := r.withLeaseDB(func(db leaseDB) error {
-		_, err := db.Exec(bg, r.sql.leave, r.id, r.channel)
+		_, err := db.Exec(bg, sqlLeave.For(r.cfg.Schema), r.id, r.channel)
 		return err
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -193,12 +194,12 @@ func (r *Relay) markAndFetch(ctx context.Context, marks, inFlight []int64) ([]ro
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
 	if len(marks) > 0 {
-		b.Queue(r.sql.mark, marks, r.id)
+		b.Queue(sqlMark.For(r.cfg.Schema), marks, r.id)
 	}
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
-	b.Queue(r.sql.fetch, r.owned, r.cfg.BatchSize, inFlight)
+	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight)
 	res := r.db.SendBatch(ctx, b)
 	rows, err := readBatch(res, len(marks))
 	if cerr := res.Close(); err == nil && cerr != nil {
@@ -240,7 +241,7 @@ func (r *Relay) flushMarks(ctx context.Context) error {
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
-	b.Queue(r.sql.mark, r.unmarked, r.id)
+	b.Queue(sqlMark.For(r.cfg.Schema), r.unmarked, r.id)
 	if err := r.db.SendBatch(mctx, b).Close(); err != nil {
 		return fmt.Errorf("docket: mark %d messages published: %w", len(r.unmarked), err)
 	}
@@ -282,7 +283,7 @@ func scanEvents(dbRows pgx.Rows) ([]row, error) {
 // refuse counts a permanent refusal against each event and dead-letters
 // those out of attempts.
 func (r *Relay) refuse(ctx context.Context, ids []int64, errs []string) error {
-	rows, err := r.db.Query(ctx, r.sql.refuse, ids, errs, r.cfg.MaxAttempts, !r.cfg.SkipDead)
+	rows, err := r.db.Query(ctx, sqlRefuse.For(r.cfg.Schema), ids, errs, r.cfg.MaxAttempts, !r.cfg.SkipDead)
 	if err != nil {
 		return fmt.Errorf("docket: record %d refused messages: %w", len(ids), err)
 	}
@@ -310,7 +311,7 @@ func truncate(s string) string {
 	return s[:maxErrorLen]
 }
 
-const (
+var (
 	// sqlFetch walks the pending index in id order (per key, commit order)
 	// over the relay's partitions $1, leaving out events $3 (in flight). An
 	// event whose key has a blocking dead letter waits. The events in flight
@@ -318,7 +319,7 @@ const (
 	// NOT (id = ANY($3)) searched the whole array for every row read
 	// (measured: 3.6 ms against 1.0 ms to fetch 500 events beside 500 in
 	// flight).
-	sqlFetch = `SELECT e.id, e.topic, e.key, e.seq, e.payload, e.headers, e.created_at
+	sqlFetch = pgsql.SQL(`SELECT e.id, e.topic, e.key, e.seq, e.payload, e.headers, e.created_at
 FROM {{schema}}.docket_events e
 WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[])
 	AND e.id NOT IN (SELECT unnest($3::bigint[]))
@@ -326,7 +327,7 @@ WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint
 		SELECT 1 FROM {{schema}}.docket_events d
 		WHERE d.key = e.key AND d.dead_at IS NOT NULL AND d.blocks_key))
 ORDER BY e.id
-LIMIT $2`
+LIMIT $2`)
 
 	// sqlMark records acknowledged events $1, found through the pending
 	// index (hence its predicate, repeated here), only while relay $2 still
@@ -336,17 +337,17 @@ LIMIT $2`
 	// The partitions held are read once, into an array: as a semi-join
 	// (part IN (SELECT ...)) the planner chose a nested loop over them for
 	// every event, and the mark took four to seven times as long.
-	sqlMark = `UPDATE {{schema}}.docket_events SET published_at = now()
+	sqlMark = pgsql.SQL(`UPDATE {{schema}}.docket_events SET published_at = now()
 WHERE id = ANY($1::bigint[]) AND published_at IS NULL AND dead_at IS NULL
-	AND part = ANY(ARRAY(SELECT part FROM {{schema}}.docket_relay_parts WHERE owner = $2 AND lease_until > now()))`
+	AND part = ANY(ARRAY(SELECT part FROM {{schema}}.docket_relay_parts WHERE owner = $2 AND lease_until > now()))`)
 
 	// sqlRefuse counts a refusal against events $1 with errors $2; those
 	// reaching $3 attempts become dead letters, blocking their key when $4.
-	sqlRefuse = `UPDATE {{schema}}.docket_events e
+	sqlRefuse = pgsql.SQL(`UPDATE {{schema}}.docket_events e
 SET attempts = e.attempts + 1, last_error = f.err,
 	dead_at = CASE WHEN e.attempts + 1 >= $3 THEN now() END,
 	blocks_key = e.attempts + 1 >= $3 AND e.key IS NOT NULL AND $4
 FROM unnest($1::bigint[], $2::text[]) AS f(id, err)
 WHERE e.id = f.id AND e.published_at IS NULL AND e.dead_at IS NULL
-RETURNING e.id, e.topic, e.dead_at IS NOT NULL`
+RETURNING e.id, e.topic, e.dead_at IS NOT NULL`)
 )

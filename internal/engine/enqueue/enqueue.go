@@ -27,7 +27,8 @@ const (
 	DefaultQueue       = core.DefaultQueue
 )
 
-// Opts are the per-job enqueue options. The zero value means: queue
+// Opts are the per-job enqueue options, field for field docket.Opts (which
+// converts to it and documents it for users). The zero value means: queue
 // "default", priority 0, due now, 25 attempts, no unique key, no tenant, no
 // serial key, no meta; with Config.Kinds, the kind's registered queue,
 // priority and attempts instead of the built-in three. The resolved values

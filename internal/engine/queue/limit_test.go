@@ -13,7 +13,7 @@ import (
 
 func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max int, perTenant bool) queue.LimitedClaim {
 	t.Helper()
-	res, err := b.q.ClaimLimited(b.ctx, b.pool, queue.LimitedClaimParams{
+	res, err := b.Q.ClaimLimited(b.Ctx, b.Pool, queue.LimitedClaimParams{
 		Limit: limit, Worker: worker, Queues: []string{"default"}, Kinds: []string{"noop"}, Max: max, Lease: time.Minute,
 		PerTenant: perTenant,
 	})
@@ -25,7 +25,7 @@ func (b *bundle) claimLimited(t *testing.T, limit string, worker uuid.UUID, max 
 
 func (b *bundle) setLimit(t *testing.T, l admin.Limit) {
 	t.Helper()
-	if err := b.ops.Limits().Set(b.ctx, b.pool, l); err != nil {
+	if err := b.ops.Limits().Set(b.Ctx, b.Pool, l); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -38,7 +38,7 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 	b := setup(t)
 	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
 	for _, tenant := range []string{"a", "b", ""} {
-		b.enqueueN(t, 5, enqueue.Opts{Tenant: tenant})
+		b.EnqueueN(t, 5, enqueue.Opts{Tenant: tenant})
 	}
 	w := uuid.New()
 	first := b.claimLimited(t, "noop_tenants", w, 100, true)
@@ -66,13 +66,13 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 			bj = append(bj, queue.RunOf(j))
 		}
 	}
-	if done, err := b.q.Complete(b.ctx, b.pool, w, a[:1], time.Time{}); err != nil || len(done) != 1 {
+	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, a[:1], time.Time{}); err != nil || len(done) != 1 {
 		t.Fatalf("complete: %v %v", done, err)
 	}
-	if _, err := b.pool.Exec(b.ctx, `UPDATE `+b.table("docket_jobs")+` SET lease_until = now() - interval '1 second' WHERE id = $1`, bj[0].ID); err != nil {
+	if _, err := b.Pool.Exec(b.Ctx, `UPDATE `+b.Table("docket_jobs")+` SET lease_until = now() - interval '1 second' WHERE id = $1`, bj[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.q.Reap(b.ctx, b.pool, 100); err != nil {
+	if _, err := b.Q.Reap(b.Ctx, b.Pool, 100); err != nil {
 		t.Fatal(err)
 	}
 	next := b.claimLimited(t, "noop_tenants", w, 100, true)
@@ -91,7 +91,7 @@ func TestClaimLimitedRate(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.setLimit(t, admin.Limit{Name: "noop_rate", Kind: "noop", Rate: 10, Per: time.Second, Burst: 3})
-	b.enqueueN(t, 20, enqueue.Opts{})
+	b.EnqueueN(t, 20, enqueue.Opts{})
 	w := uuid.New()
 	first := b.claimLimited(t, "noop_rate", w, 100, false)
 	if len(first.Jobs) != 3 || !first.Held || first.Wait <= 0 || first.Wait > 100*time.Millisecond {
@@ -105,7 +105,7 @@ func TestClaimLimitedRate(t *testing.T) {
 	}
 	// Budget or not, a claim never takes more than it asks for, nor
 	// jobs of kinds it was not given.
-	if n := b.count(t, `SELECT count(*) FROM `+b.table("docket_jobs")+` WHERE state = 'running'`); n != len(first.Jobs)+len(next.Jobs) {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE state = 'running'`); n != len(first.Jobs)+len(next.Jobs) {
 		t.Fatalf("%d jobs running, claims returned %d", n, len(first.Jobs)+len(next.Jobs))
 	}
 }
@@ -124,16 +124,16 @@ func TestSetLimitRejects(t *testing.T) {
 		{Name: "neg", Kind: "noop", MaxRunning: -1},
 		{Name: "bad name", Kind: "noop", MaxRunning: 1},
 	} {
-		if err := b.ops.Limits().Set(b.ctx, b.pool, l); err == nil {
+		if err := b.ops.Limits().Set(b.Ctx, b.Pool, l); err == nil {
 			t.Errorf("SetLimit(%+v) accepted", l)
 		}
 	}
 	b.setLimit(t, admin.Limit{Name: "one", Kind: "noop", MaxRunning: 1})
-	if err := b.ops.Limits().Set(b.ctx, b.pool, admin.Limit{Name: "two", Kind: "noop", MaxRunning: 2}); err == nil {
+	if err := b.ops.Limits().Set(b.Ctx, b.Pool, admin.Limit{Name: "two", Kind: "noop", MaxRunning: 2}); err == nil {
 		t.Error("a second limit on kind noop was accepted")
 	}
 	b.setLimit(t, admin.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second})
-	got, err := b.ops.Limits().List(b.ctx, b.pool)
+	got, err := b.ops.Limits().List(b.Ctx, b.Pool)
 	if err != nil || len(got) != 1 || got[0] != (admin.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second, Burst: 5}) {
 		t.Fatalf("limits %+v (%v), want the replaced limit with burst 5", got, err)
 	}

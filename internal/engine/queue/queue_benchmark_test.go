@@ -46,13 +46,13 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 	for i := 0; b.Loop(); i++ {
 		if i%10 == 0 {
 			timed(false, func() {
-				if _, err := s.jobs.EnqueueMany(s.ctx, s.pool, items); err != nil {
+				if _, err := s.Jobs.EnqueueMany(s.Ctx, s.Pool, items); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}
 		timed(timeClaim, func() {
-			jobs, err := s.q.Claim(s.ctx, s.pool, params)
+			jobs, err := s.Q.Claim(s.Ctx, s.Pool, params)
 			if err != nil || len(jobs) != 100 {
 				b.Fatalf("claimed %d: %v", len(jobs), err)
 			}
@@ -62,7 +62,7 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 			}
 		})
 		timed(!timeClaim, func() {
-			if _, err := s.q.Complete(s.ctx, s.pool, w, runs, time.Time{}); err != nil {
+			if _, err := s.Q.Complete(s.Ctx, s.Pool, w, runs, time.Time{}); err != nil {
 				b.Fatal(err)
 			}
 		})

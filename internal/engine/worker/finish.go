@@ -27,7 +27,7 @@ const (
 
 // outcome is one job's result waiting to be written.
 type outcome struct {
-	ex     *task
+	task   *task
 	what   outcomeKind
 	delay  time.Duration // oFail, oSnooze
 	reason string        // oDead
@@ -231,9 +231,9 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	var due time.Duration = -1
 	for i := range batch {
 		o := &batch[i]
-		run := queue.RunOf(o.ex.job)
-		if st := o.ex.state.Load(); st != stFinishing && st != stReleased {
-			f.dropped = append(f.dropped, o.ex) // lost while waiting here
+		run := queue.RunOf(o.task.job)
+		if st := o.task.state.Load(); st != stFinishing && st != stReleased {
+			f.dropped = append(f.dropped, o.task) // lost while waiting here
 			continue
 		}
 		if hooked(o) {
@@ -242,26 +242,26 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		}
 		switch o.what {
 		case oComplete:
-			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.ex)
+			f.completeRuns, f.complete = append(f.completeRuns, run), append(f.complete, o.task)
 		case oFail:
-			f.fails, f.failed = append(f.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.ex)
+			f.fails, f.failed = append(f.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay}), append(f.failed, o.task)
 		case oSnooze:
-			f.snoozes, f.snoozed = append(f.snoozes, queue.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.ex)
+			f.snoozes, f.snoozed = append(f.snoozes, queue.Snoozed{Run: run, Delay: o.delay}), append(f.snoozed, o.task)
 		case oDead:
-			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.ex)
+			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.task)
 		case oRelease:
-			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.ex)
+			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.task)
 		}
-		if o.ex.job.SerialKey != "" && (o.what == oComplete || o.what == oDead) {
+		if o.task.job.SerialKey != "" && (o.what == oComplete || o.what == oDead) {
 			// The next job of its key becomes ready as this one leaves,
 			// most often in the same queue: claim it without waiting for
 			// the NOTIFY to come back.
-			f.wake = append(f.wake, o.ex.pool)
+			f.wake = append(f.wake, o.task.pool)
 		}
 		if o.what == oFail || o.what == oSnooze {
 			if o.delay <= 0 {
 				// Ready at once: nobody announces it, so wake its pool.
-				f.wake = append(f.wake, o.ex.pool)
+				f.wake = append(f.wake, o.task.pool)
 			} else if due < 0 || o.delay < due {
 				due = o.delay
 			}
@@ -315,7 +315,7 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 }
 
 // write runs one outcome statement, retrying failures with backoff until it
-// succeeds or there is no point in going on: every run of execs is known
+// succeeds or there is no point in going on: every run of tasks is known
 // lost (the heartbeat learned that its job was reaped, or this process
 // claimed it again), their leases ran out by the local clock (the heartbeat
 // keeps extending them while the database answers; once they run out the
@@ -323,7 +323,7 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 // maxWriteLeases leases, or the final drain's deadline passed. A late write
 // is harmless: the statement is fenced by each run's claim. Runs missing
 // from the result were lost; their outcome is dropped.
-func (c *finisher) write(stop context.Context, what string, execs []*task, op func(context.Context) ([]int64, error)) {
+func (c *finisher) write(stop context.Context, what string, tasks []*task, op func(context.Context) ([]int64, error)) {
 	w := c.w
 	wait := 20 * time.Millisecond
 	bound := time.Now().Add(maxWriteLeases * w.lease)
@@ -332,30 +332,30 @@ func (c *finisher) write(stop context.Context, what string, execs []*task, op fu
 		ids, err := op(ctx)
 		cancel()
 		if err == nil {
-			if len(ids) < len(execs) {
-				c.logLost(what, execs, ids)
+			if len(ids) < len(tasks) {
+				c.logLost(what, tasks, ids)
 			}
-			w.inflight.remove(execs...)
+			w.inflight.remove(tasks...)
 			return
 		}
 		now := time.Now()
-		current, leased := stillPending(execs, now)
+		current, leased := stillPending(tasks, now)
 		if !current {
 			w.log.Warn("dropping job outcomes that could not be written: their runs were lost meanwhile",
-				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
-			w.inflight.remove(execs...)
+				slog.String("outcome", what), slog.Int("jobs", len(tasks)), slog.String("error", err.Error()))
+			w.inflight.remove(tasks...)
 			return
 		}
 		if stop.Err() != nil || !leased || now.After(bound) {
 			w.log.Error("giving up writing job outcomes; the jobs will be reaped and run again",
-				slog.String("outcome", what), slog.Int("jobs", len(execs)), slog.Int("attempts", attempt),
+				slog.String("outcome", what), slog.Int("jobs", len(tasks)), slog.Int("attempts", attempt),
 				slog.String("error", err.Error()))
-			w.inflight.remove(execs...)
+			w.inflight.remove(tasks...)
 			return
 		}
 		if attempt == 1 {
 			w.log.Warn("writing job outcomes failed; retrying", slog.String("outcome", what),
-				slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
+				slog.Int("jobs", len(tasks)), slog.String("error", err.Error()))
 		}
 		select {
 		case <-time.After(wait):
@@ -369,14 +369,14 @@ func (c *finisher) write(stop context.Context, what string, execs []*task, op fu
 // while the database answers but refuses it.
 const maxWriteLeases = 3
 
-// stillPending reports whether some run of execs still waits for its
+// stillPending reports whether some run of tasks still waits for its
 // outcome (not lost meanwhile), and whether one of those still holds its
 // lease by the local clock.
-func stillPending(execs []*task, now time.Time) (current, leased bool) {
-	for _, e := range execs {
-		if st := e.state.Load(); st == stFinishing || st == stReleased {
+func stillPending(tasks []*task, now time.Time) (current, leased bool) {
+	for _, t := range tasks {
+		if st := t.state.Load(); st == stFinishing || st == stReleased {
 			current = true
-			if !e.leaseExpired(now) {
+			if !t.leaseExpired(now) {
 				leased = true
 			}
 		}
@@ -384,29 +384,29 @@ func stillPending(execs []*task, now time.Time) (current, leased bool) {
 	return current, leased
 }
 
-func (c *finisher) logLost(what string, execs []*task, ids []int64) {
+func (c *finisher) logLost(what string, tasks []*task, ids []int64) {
 	got := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		got[id] = true
 	}
-	for _, e := range execs {
-		if !got[e.job.ID] {
-			e.state.Store(stLost)
+	for _, t := range tasks {
+		if !got[t.job.ID] {
+			t.state.Store(stLost)
 			c.w.log.Warn("outcome dropped: the job's lease was lost to another worker",
-				append(core.JobAttrs(e.job), slog.String("outcome", what))...)
+				append(core.JobAttrs(t.job), slog.String("outcome", what))...)
 		}
 	}
 }
 
-func (c *finisher) logDead(execs []*task, dead []int64) {
-	byID := make(map[int64]*task, len(execs))
-	for _, e := range execs {
-		byID[e.job.ID] = e
+func (c *finisher) logDead(tasks []*task, dead []int64) {
+	byID := make(map[int64]*task, len(tasks))
+	for _, t := range tasks {
+		byID[t.job.ID] = t
 	}
 	for _, id := range dead {
-		if e := byID[id]; e != nil {
+		if t := byID[id]; t != nil {
 			c.w.log.Error("job dead-lettered: attempts exhausted",
-				append(core.JobAttrs(e.job), slog.Int("max_attempts", e.job.MaxAttempts))...)
+				append(core.JobAttrs(t.job), slog.Int("max_attempts", t.job.MaxAttempts))...)
 		}
 	}
 }
@@ -464,8 +464,8 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 		res.partitionMissing, res.partitionCreated = missing, missing && perr == nil
 	}()
 	byID := make(map[int64]*task, len(fin.tasks))
-	for _, e := range fin.tasks {
-		byID[e.job.ID] = e
+	for _, t := range fin.tasks {
+		byID[t.job.ID] = t
 	}
 	done, err := w.q.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
 	if err != nil {
@@ -488,12 +488,12 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 	perKind := map[*kindRun]*pair{}
 	var order []*kindRun
 	get := func(id int64) *pair {
-		e := byID[id]
-		p := perKind[e.kind]
+		t := byID[id]
+		p := perKind[t.kind]
 		if p == nil {
 			p = &pair{}
-			perKind[e.kind] = p
-			order = append(order, e.kind)
+			perKind[t.kind] = p
+			order = append(order, t.kind)
 		}
 		return p
 	}
@@ -533,14 +533,14 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 	fin := &finals{tasks: make([]*task, len(batch))}
 	for i := range batch {
 		o := &batch[i]
-		fin.tasks[i] = o.ex
-		run := queue.RunOf(o.ex.job)
+		fin.tasks[i] = o.task
+		run := queue.RunOf(o.task.job)
 		switch o.what {
 		case oComplete:
 			fin.complete = append(fin.complete, run)
 		case oFail:
 			fin.fails = append(fin.fails, queue.Failure{Run: run, Error: o.err, Delay: o.delay})
-			fin.failed = append(fin.failed, o.ex)
+			fin.failed = append(fin.failed, o.task)
 		case oDead:
 			fin.deads = append(fin.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err})
 		}
@@ -564,9 +564,9 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 			return nil, err
 		}
 		for _, id := range res.retried {
-			if e := readyNow[id]; e != nil {
+			if t := readyNow[id]; t != nil {
 				// Ready at once: nobody announces it, so wake its pool.
-				e.pool.signal()
+				t.pool.signal()
 			}
 		}
 		return res.ids, nil
@@ -581,24 +581,24 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 // commits: the handler's writes and the completion commit together, or
 // neither does. The task's state must already be stFinishing; tx is
 // committed or rolled back when it returns.
-func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, e *task) {
+func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task) {
 	w := c.w
-	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{e}, complete: []queue.Run{queue.RunOf(e.job)}})
+	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{t}, complete: []queue.Run{queue.RunOf(t.job)}})
 	var he *hookError
 	switch {
 	case errors.As(err, &he):
 		w.log.Warn("the outcome hook of a transactional job failed; its writes are rolled back",
-			append(core.JobAttrs(e.job), slog.String("error", he.err.Error()))...)
-		c.add(w.failure(e, fmt.Errorf("outcome hook: %w", he.err)))
+			append(core.JobAttrs(t.job), slog.String("error", he.err.Error()))...)
+		c.add(w.failure(t, fmt.Errorf("outcome hook: %w", he.err)))
 	case err != nil:
-		c.completionFailed(e, err, res)
+		c.completionFailed(t, err, res)
 	case len(res.ids) == 0:
-		e.state.Store(stLost)
-		w.inflight.remove(e)
-		w.dropped(e)
+		t.state.Store(stLost)
+		w.inflight.remove(t)
+		w.dropped(t)
 	default:
-		w.met.outcome(e.job.Kind, "completed")
-		w.inflight.remove(e)
+		w.met.outcome(t.job.Kind, "completed")
+		w.inflight.remove(t)
 	}
 }
 
@@ -612,20 +612,20 @@ func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, e *task) {
 // serialization failure at commit, a permission) counts as a failed
 // attempt, so that a completion that can never succeed ends in the
 // dead-letter table instead of looping.
-func (c *finisher) completionFailed(e *task, err error, res finalsWritten) {
+func (c *finisher) completionFailed(t *task, err error, res finalsWritten) {
 	w := c.w
 	_, serverErr := errors.AsType[*pgconn.PgError](err)
 	if res.partitionMissing || !serverErr {
 		w.log.Warn("completing a transactional job failed; its writes are rolled back and it runs again without spending an attempt",
-			append(core.JobAttrs(e.job), slog.Bool("history_partition_created", res.partitionCreated), slog.String("error", err.Error()))...)
+			append(core.JobAttrs(t.job), slog.Bool("history_partition_created", res.partitionCreated), slog.String("error", err.Error()))...)
 		delay := w.poll
 		if res.partitionCreated {
 			delay = 0
 		}
-		c.add(outcome{ex: e, what: oSnooze, delay: delay})
+		c.add(outcome{task: t, what: oSnooze, delay: delay})
 		return
 	}
 	w.log.Warn("completing a transactional job failed; its writes are rolled back",
-		append(core.JobAttrs(e.job), slog.String("error", err.Error()))...)
-	c.add(w.failure(e, fmt.Errorf("complete in transaction: %w", err)))
+		append(core.JobAttrs(t.job), slog.String("error", err.Error()))...)
+	c.add(w.failure(t, fmt.Errorf("complete in transaction: %w", err)))
 }

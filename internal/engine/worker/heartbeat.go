@@ -27,7 +27,7 @@ func (h *heartbeat) beats(bg context.Context) {
 	t := time.NewTicker(w.hbInterval)
 	defer t.Stop()
 	var (
-		execs  []*task
+		tasks  []*task
 		runs   []queue.Run
 		owned  = map[int64]struct{}{}
 		failed bool
@@ -38,13 +38,13 @@ func (h *heartbeat) beats(bg context.Context) {
 			return
 		case <-t.C:
 		}
-		execs = w.inflight.snapshot(execs[:0])
-		if len(execs) == 0 {
+		tasks = w.inflight.snapshot(tasks[:0])
+		if len(tasks) == 0 {
 			continue
 		}
 		runs = runs[:0]
-		for _, e := range execs {
-			runs = append(runs, queue.RunOf(e.job))
+		for _, t := range tasks {
+			runs = append(runs, queue.RunOf(t.job))
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
@@ -52,14 +52,14 @@ func (h *heartbeat) beats(bg context.Context) {
 		cancel()
 		if err != nil {
 			if !failed {
-				w.log.Warn("heartbeat failed; will retry", slog.Int("jobs", len(execs)), slog.String("error", err.Error()))
+				w.log.Warn("heartbeat failed; will retry", slog.Int("jobs", len(tasks)), slog.String("error", err.Error()))
 			}
 			failed = true
-			clear(execs)
+			clear(tasks)
 			continue
 		}
 		if failed {
-			w.log.Info("heartbeat recovered", slog.Int("jobs", len(execs)))
+			w.log.Info("heartbeat recovered", slog.Int("jobs", len(tasks)))
 			failed = false
 		}
 		clear(owned)
@@ -67,18 +67,18 @@ func (h *heartbeat) beats(bg context.Context) {
 			owned[id] = struct{}{}
 		}
 		until := start.Add(w.lease).UnixNano()
-		for _, e := range execs {
-			if _, ok := owned[e.job.ID]; ok {
-				e.leaseUntil.Store(until)
+		for _, t := range tasks {
+			if _, ok := owned[t.job.ID]; ok {
+				t.leaseUntil.Store(until)
 				continue
 			}
 			// Missing: finished meanwhile (its outcome was just written) or
 			// lost. A finished run is no longer in the in-flight set.
-			if w.inflight.has(e) {
-				w.lose(e, "lease lost: the job was reaped")
+			if w.inflight.has(t) {
+				w.lose(t, "lease lost: the job was reaped")
 			}
 		}
-		clear(execs)
+		clear(tasks)
 	}
 }
 
@@ -104,7 +104,7 @@ func (l *leaseWatch) watch(ctx context.Context) {
 	margin := time.Duration(float64(w.lease) * leaseMargin)
 	t := time.NewTicker(max(w.lease/20, 5*time.Millisecond))
 	defer t.Stop()
-	var execs []*task
+	var tasks []*task
 	for {
 		select {
 		case <-ctx.Done():
@@ -112,13 +112,13 @@ func (l *leaseWatch) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now().Add(margin)
-		execs = w.inflight.snapshot(execs[:0])
-		for _, e := range execs {
-			if e.state.Load() == stRunning && e.leaseExpired(now) {
-				w.lose(e, "lease about to run out before the database confirmed it")
+		tasks = w.inflight.snapshot(tasks[:0])
+		for _, t := range tasks {
+			if t.state.Load() == stRunning && t.leaseExpired(now) {
+				w.lose(t, "lease about to run out before the database confirmed it")
 			}
 		}
-		clear(execs)
+		clear(tasks)
 	}
 }
 
@@ -129,16 +129,16 @@ const leaseMargin = 0.1
 // lose marks a run as lost: a running handler is cancelled and whatever it
 // returns is dropped; a buffered outcome is skipped. Only runs that were
 // still running are logged.
-func (w *Worker) lose(e *task, why string) {
-	if e.state.CompareAndSwap(stRunning, stLost) {
-		e.cancel(core.ErrLeaseLost)
+func (w *Worker) lose(t *task, why string) {
+	if t.state.CompareAndSwap(stRunning, stLost) {
+		t.cancel(core.ErrLeaseLost)
 		w.met.leaseLost()
 		w.log.Warn("job lost; cancelling its handler and dropping its outcome",
-			append(core.JobAttrs(e.job), slog.String("why", why))...)
-		w.inflight.remove(e)
+			append(core.JobAttrs(t.job), slog.String("why", why))...)
+		w.inflight.remove(t)
 		return
 	}
-	if e.state.CompareAndSwap(stFinishing, stLost) {
-		w.inflight.remove(e)
+	if t.state.CompareAndSwap(stFinishing, stLost) {
+		w.inflight.remove(t)
 	}
 }

@@ -27,7 +27,7 @@ type OutcomeHook func(ctx context.Context, tx pgx.Tx, done, dead []*core.Job) er
 
 // hooked reports whether o is a final outcome of a kind with a hook.
 func hooked(o *outcome) bool {
-	if o.ex.kind == nil || o.ex.kind.hook == nil {
+	if o.task.kind == nil || o.task.kind.hook == nil {
 		return false
 	}
 	return o.what == oComplete || o.what == oDead || o.what == oFail

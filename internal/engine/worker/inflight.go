@@ -15,7 +15,7 @@ import (
 // outcome of a lost or released job is dropped.
 const (
 	stRunning   int32 = iota // claimed: queued for a slot or in its handler
-	stFinishing              // outcome handed to the completer (or written in the job's tx)
+	stFinishing              // outcome handed to the finisher (or written in the job's tx)
 	stLost                   // lease lost: outcome is dropped
 	stReleased               // released at shutdown: outcome is dropped
 )
@@ -35,7 +35,7 @@ type task struct {
 	leaseUntil atomic.Int64 // local clock, unix ns: after it the lease may have been reaped
 }
 
-func (e *task) leaseExpired(now time.Time) bool { return now.UnixNano() > e.leaseUntil.Load() }
+func (t *task) leaseExpired(now time.Time) bool { return now.UnixNano() > t.leaseUntil.Load() }
 
 // inflight is the set of this process's claimed jobs whose outcome is not
 // written yet. The heartbeat extends their leases; shutdown releases them.
@@ -50,47 +50,47 @@ func newInflight() *inflight { return &inflight{m: make(map[int64]*task)} }
 // earlier run in this process that lost its lease without noticing (the
 // process was frozen past its lease and the job was reaped and claimed again
 // by us): that run is marked lost so its outcome is dropped.
-func (s *inflight) add(execs []*task) {
+func (s *inflight) add(tasks []*task) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range execs {
-		if old := s.m[e.job.ID]; old != nil {
+	for _, t := range tasks {
+		if old := s.m[t.job.ID]; old != nil {
 			old.state.Store(stLost)
 			old.cancel(core.ErrLeaseLost)
 		}
-		s.m[e.job.ID] = e
+		s.m[t.job.ID] = t
 	}
 }
 
-// remove forgets execs whose outcome is written (or given up on), unless a
+// remove forgets tasks whose outcome is written (or given up on), unless a
 // newer run of the same job took their place.
-func (s *inflight) remove(execs ...*task) {
+func (s *inflight) remove(tasks ...*task) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range execs {
-		if s.m[e.job.ID] == e {
-			delete(s.m, e.job.ID)
+	for _, t := range tasks {
+		if s.m[t.job.ID] == t {
+			delete(s.m, t.job.ID)
 		}
 	}
 }
 
-// snapshot appends the execs not yet lost or released to dst.
+// snapshot appends the tasks not yet lost or released to dst.
 func (s *inflight) snapshot(dst []*task) []*task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range s.m {
-		if st := e.state.Load(); st == stRunning || st == stFinishing {
-			dst = append(dst, e)
+	for _, t := range s.m {
+		if st := t.state.Load(); st == stRunning || st == stFinishing {
+			dst = append(dst, t)
 		}
 	}
 	return dst
 }
 
-// has reports whether e is still the in-flight run of its job.
-func (s *inflight) has(e *task) bool {
+// has reports whether t is still the in-flight run of its job.
+func (s *inflight) has(t *task) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[e.job.ID] == e
+	return s.m[t.job.ID] == t
 }
 
 func (s *inflight) len() int {

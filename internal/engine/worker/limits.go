@@ -25,9 +25,9 @@ type limitSet struct {
 	perTenant       map[string]bool // by name
 }
 
-func newLimits(w *Worker) *limits {
+func newLimits(up upkeep) *limits {
 	read := func(ctx context.Context) (*limitSet, error) {
-		all, err := w.q.LimitScopes(ctx, w.db)
+		all, err := up.q.LimitScopes(ctx, up.db)
 		if err != nil {
 			return nil, err
 		}
@@ -45,12 +45,10 @@ func newLimits(w *Worker) *limits {
 		}
 		return s, nil
 	}
-	return &limits{newPolled(w, "limits", &limitSet{}, read, func(old, now *limitSet) {
+	return &limits{newPolled(up, "limits", &limitSet{}, read, func(old, now *limitSet) {
 		if !old.equal(now) {
-			w.log.Info("limits changed", slog.Int("limits", len(now.perTenant)))
-			for _, p := range w.pools {
-				p.signal()
-			}
+			up.log.Info("limits changed", slog.Int("limits", len(now.perTenant)))
+			up.wakeAll()
 		}
 	})}
 }

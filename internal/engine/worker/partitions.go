@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/partition"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // partitionUpkeepEvery is how often partitions are made and dropped.
@@ -16,7 +17,10 @@ const partitionUpkeepEvery = time.Hour
 // start and then hourly. It does nothing when history is off.
 type partitions struct {
 	loop
-	w         *Worker
+	db        *pgxpool.Pool
+	log       *slog.Logger
+	history   bool              // false: completed jobs are deleted, nothing to keep
+	parts     partition.History // the history table's days
 	retention time.Duration
 	// now is the clock of partition upkeep; nil means the real clock. Tests
 	// set it together with the finisher's.
@@ -35,8 +39,7 @@ func (p *partitions) clock() time.Time {
 // fails for the lack of one). It tries a few times: partition DDL gives up
 // quickly when another session holds a lock on the history table.
 func (p *partitions) prepare(ctx context.Context) error {
-	w := p.w
-	if !w.history {
+	if !p.history {
 		return nil
 	}
 	var err error
@@ -48,7 +51,7 @@ func (p *partitions) prepare(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		if err = w.parts.Ensure(ctx, w.db, p.clock(), partition.Ahead); err == nil {
+		if err = p.parts.Ensure(ctx, p.db, p.clock(), partition.Ahead); err == nil {
 			return nil
 		}
 	}
@@ -56,7 +59,7 @@ func (p *partitions) prepare(ctx context.Context) error {
 }
 
 func (p *partitions) start(ctx context.Context) {
-	if !p.w.history {
+	if !p.history {
 		return
 	}
 	p.run(ctx, func(ctx context.Context) {
@@ -67,18 +70,17 @@ func (p *partitions) start(ctx context.Context) {
 
 // upkeep runs one round.
 func (p *partitions) upkeep(bg context.Context) {
-	w := p.w
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
 	now := p.clock()
-	if err := w.parts.Ensure(ctx, w.db, now, partition.Ahead); err != nil && ctx.Err() == nil {
-		w.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
+	if err := p.parts.Ensure(ctx, p.db, now, partition.Ahead); err != nil && ctx.Err() == nil {
+		p.log.Warn("creating history partitions failed", slog.String("error", err.Error()))
 	}
-	dropped, err := w.parts.Drop(ctx, w.db, now.Add(-p.retention))
+	dropped, err := p.parts.Drop(ctx, p.db, now.Add(-p.retention))
 	if err != nil && ctx.Err() == nil {
-		w.log.Warn("dropping old history partitions failed", slog.String("error", err.Error()))
+		p.log.Warn("dropping old history partitions failed", slog.String("error", err.Error()))
 	}
 	if len(dropped) > 0 {
-		w.log.Info("dropped history partitions past retention", slog.Any("partitions", dropped))
+		p.log.Info("dropped history partitions past retention", slog.Any("partitions", dropped))
 	}
 }

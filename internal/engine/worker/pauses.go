@@ -12,9 +12,9 @@ type pauses struct {
 	*polled[map[string]bool]
 }
 
-func newPauses(w *Worker) *pauses {
+func newPauses(up upkeep) *pauses {
 	read := func(ctx context.Context) (*map[string]bool, error) {
-		names, err := w.q.PausedQueues(ctx, w.db)
+		names, err := up.q.PausedQueues(ctx, up.db)
 		if err != nil {
 			return nil, err
 		}
@@ -24,20 +24,20 @@ func newPauses(w *Worker) *pauses {
 		}
 		return &set, nil
 	}
-	return &pauses{newPolled(w, "paused queues", &map[string]bool{}, read, func(old, now *map[string]bool) {
+	return &pauses{newPolled(up, "paused queues", &map[string]bool{}, read, func(old, now *map[string]bool) {
 		var resumed []string
 		for q := range *old {
 			if !(*now)[q] {
 				resumed = append(resumed, q)
-				w.log.Info("queue resumed", slog.String("queue", q))
+				up.log.Info("queue resumed", slog.String("queue", q))
 			}
 		}
 		for q := range *now {
 			if !(*old)[q] {
-				w.log.Info("queue paused: not claiming from it", slog.String("queue", q))
+				up.log.Info("queue paused: not claiming from it", slog.String("queue", q))
 			}
 		}
-		w.wakeQueues(resumed)
+		up.wakeQueues(resumed)
 	})}
 }
 

@@ -12,7 +12,7 @@ import (
 // the last good one in force, and is logged once per streak.
 type polled[T any] struct {
 	loop
-	w    *Worker
+	up   upkeep
 	what string // in logs: "reading <what> failed"
 	read func(ctx context.Context) (*T, error)
 	// changed is called after each good read with the reading it replaced.
@@ -21,30 +21,30 @@ type polled[T any] struct {
 	errs    errStreak
 }
 
-func newPolled[T any](w *Worker, what string, empty *T, read func(context.Context) (*T, error), changed func(old, now *T)) *polled[T] {
-	p := &polled[T]{w: w, what: what, read: read, changed: changed}
+func newPolled[T any](up upkeep, what string, empty *T, read func(context.Context) (*T, error), changed func(old, now *T)) *polled[T] {
+	p := &polled[T]{up: up, what: what, read: read, changed: changed}
 	p.cur.Store(empty)
 	return p
 }
 
 func (p *polled[T]) start(ctx context.Context) {
 	p.refresh(ctx)
-	p.run(ctx, func(ctx context.Context) { every(ctx, p.w.poll, p.refresh) })
+	p.run(ctx, func(ctx context.Context) { every(ctx, p.up.poll, p.refresh) })
 }
 
 // refresh reads again; on failure it keeps the last good reading.
 func (p *polled[T]) refresh(bg context.Context) {
-	w := p.w
-	ctx, cancel := context.WithTimeout(bg, max(w.poll, time.Second))
+	up := p.up
+	ctx, cancel := context.WithTimeout(bg, max(up.poll, time.Second))
 	defer cancel()
 	now, err := p.read(ctx)
 	if err != nil {
 		if bg.Err() == nil {
-			p.errs.fail(w.log, "reading "+p.what+" failed; keeping the last known set", err)
+			p.errs.fail(up.log, "reading "+p.what+" failed; keeping the last known set", err)
 		}
 		return
 	}
-	p.errs.ok(w.log, "reading "+p.what+" recovered")
+	p.errs.ok(up.log, "reading "+p.what+" recovered")
 	p.changed(p.cur.Swap(now), now)
 }
 

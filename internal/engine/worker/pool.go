@@ -354,9 +354,9 @@ func (p *pool) releaseQueued() {
 // the channel.
 func (p *pool) slot() {
 	defer p.w.slotWG.Done()
-	for e := range p.jobs {
+	for t := range p.jobs {
 		began := time.Now()
-		p.w.run(e)
+		p.w.run(t)
 		p.slotTime.Add(int64(time.Since(began)))
 		p.done.Add(1)
 		p.busy.Add(-1)

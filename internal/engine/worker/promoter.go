@@ -28,7 +28,9 @@ const (
 // process just set (noteDue).
 type promoter struct {
 	loop
-	w         *Worker
+	up        upkeep
+	schema    string        // whose channel announces promoted jobs
+	debounce  time.Duration // the enqueuers' NOTIFY window; -1: no NOTIFY
 	errs      errStreak
 	sweepErrs errStreak
 	flowErrs  errStreak
@@ -40,8 +42,8 @@ type promoter struct {
 	dueKick  chan struct{}
 }
 
-func newPromoter(w *Worker) *promoter {
-	return &promoter{w: w, dueKick: make(chan struct{}, 1)}
+func newPromoter(up upkeep, schema string, debounce time.Duration) *promoter {
+	return &promoter{up: up, schema: schema, debounce: debounce, dueKick: make(chan struct{}, 1)}
 }
 
 func (p *promoter) start(ctx context.Context) { p.run(ctx, p.rounds) }
@@ -66,7 +68,7 @@ func (p *promoter) noteDue(d time.Duration) {
 }
 
 func (p *promoter) rounds(ctx context.Context) {
-	poll := p.w.poll
+	poll := p.up.poll
 	var dbDue time.Time
 	nextPoll := time.Now()
 	timer := time.NewTimer(0)
@@ -120,20 +122,20 @@ func (p *promoter) rounds(ctx context.Context) {
 // parents are gone; wakes the pools of their queues;
 // and returns the next run_at still scheduled (zero if none or unknown).
 func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
-	w := p.w
+	up := p.up
 	seen := map[string]bool{}
 	var queues []string
 	for range 100 {
-		ctx, cancel := context.WithTimeout(bg, w.lease)
-		got, err := w.q.Promote(ctx, w.db, maintenanceBatch)
+		ctx, cancel := context.WithTimeout(bg, up.lease)
+		got, err := up.q.Promote(ctx, up.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if bg.Err() == nil {
-				p.errs.fail(w.log, "promoting scheduled jobs failed", err)
+				p.errs.fail(up.log, "promoting scheduled jobs failed", err)
 			}
 			return time.Time{}
 		}
-		p.errs.ok(w.log, "promoting scheduled jobs recovered")
+		p.errs.ok(up.log, "promoting scheduled jobs recovered")
 		for _, q := range got {
 			if !seen[q] {
 				seen[q] = true
@@ -145,8 +147,8 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		}
 	}
 	if sweep {
-		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, w.q.SweepSerial)
-		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, w.q.SweepWorkflows)
+		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
+		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
 		for _, q := range append(serial, flows...) {
 			if !seen[q] {
 				seen[q] = true
@@ -154,17 +156,17 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 			}
 		}
 	}
-	w.wakeQueues(queues)
-	ctx, cancel := context.WithTimeout(bg, w.lease)
+	up.wakeQueues(queues)
+	ctx, cancel := context.WithTimeout(bg, up.lease)
 	defer cancel()
-	if len(queues) > 0 && w.notifyDebounce >= 0 {
+	if len(queues) > 0 && p.debounce >= 0 {
 		// Other processes serving these queues learn of them now rather
 		// than at their next poll.
-		if err := w.q.NotifyQueues(ctx, w.db, pgsql.NotifyChannel(w.schema), queues); err != nil && ctx.Err() == nil {
-			w.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
+		if err := up.q.NotifyQueues(ctx, up.db, pgsql.NotifyChannel(p.schema), queues); err != nil && ctx.Err() == nil {
+			up.log.Warn("announcing promoted jobs failed", slog.String("error", err.Error()))
 		}
 	}
-	next, ok, err := w.q.NextScheduled(ctx, w.db)
+	next, ok, err := up.q.NextScheduled(ctx, up.db)
 	if err != nil || !ok {
 		return time.Time{}
 	}
@@ -176,21 +178,21 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 // returns the queues of the jobs it made ready.
 func (p *promoter) sweep(bg context.Context, what string, errs *errStreak,
 	run func(ctx context.Context, db queue.DB, limit int) ([]string, error)) []string {
-	w := p.w
-	ctx, cancel := context.WithTimeout(bg, w.lease)
+	up := p.up
+	ctx, cancel := context.WithTimeout(bg, up.lease)
 	defer cancel()
 	var got []string
-	err := pgx.BeginTxFunc(ctx, w.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, up.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
 		got, err = run(ctx, tx, maintenanceBatch)
 		return err
 	})
 	if err != nil {
 		if bg.Err() == nil {
-			errs.fail(w.log, "sweeping "+what+" failed", err)
+			errs.fail(up.log, "sweeping "+what+" failed", err)
 		}
 		return nil
 	}
-	errs.ok(w.log, "sweeping "+what+" recovered")
+	errs.ok(up.log, "sweeping "+what+" recovered")
 	return got
 }

@@ -16,7 +16,7 @@ const reapSpacing = 25
 // idempotent and skips rows another process is working on.
 type reaper struct {
 	loop
-	w    *Worker
+	up   upkeep
 	errs errStreak
 }
 
@@ -37,27 +37,27 @@ func (r *reaper) rounds(ctx context.Context) {
 		// up while a long transaction holds back vacuum: space the rounds
 		// out by their cost so that it stays a small share of the
 		// database's work.
-		timer.Reset(max(r.w.poll, reapSpacing*time.Since(start)))
+		timer.Reset(max(r.up.poll, reapSpacing*time.Since(start)))
 	}
 }
 
 // reap runs one round and wakes the pools if it requeued any job.
 func (r *reaper) reap(bg context.Context) {
-	w := r.w
+	up := r.up
 	var total int64
 	for range 100 {
-		ctx, cancel := context.WithTimeout(bg, w.lease)
-		res, err := w.q.Reap(ctx, w.db, maintenanceBatch)
+		ctx, cancel := context.WithTimeout(bg, up.lease)
+		res, err := up.q.Reap(ctx, up.db, maintenanceBatch)
 		cancel()
 		if err != nil {
 			if bg.Err() == nil {
-				r.errs.fail(w.log, "reaping expired leases failed", err)
+				r.errs.fail(up.log, "reaping expired leases failed", err)
 			}
 			break
 		}
-		r.errs.ok(w.log, "reaping expired leases recovered")
+		r.errs.ok(up.log, "reaping expired leases recovered")
 		if res.Requeued+res.Dead > 0 {
-			w.log.Info("reaped jobs whose lease expired",
+			up.log.Info("reaped jobs whose lease expired",
 				slog.Int64("requeued", res.Requeued), slog.Int64("dead", res.Dead))
 		}
 		total += res.Requeued
@@ -66,6 +66,6 @@ func (r *reaper) reap(bg context.Context) {
 		}
 	}
 	if total > 0 {
-		w.wakeAll()
+		up.wakeAll()
 	}
 }

@@ -20,54 +20,54 @@ const maxErrorLen = 16 << 10
 var errJobDone = errors.New("docket: job run finished")
 
 // run executes one claimed job in the calling slot.
-func (w *Worker) run(e *task) {
+func (w *Worker) run(t *task) {
 	if w.stopping.Load() {
 		// Claimed but not started when shutdown began: hand it back now.
-		if e.state.CompareAndSwap(stRunning, stReleased) {
-			w.fin.add(outcome{ex: e, what: oRelease})
+		if t.state.CompareAndSwap(stRunning, stReleased) {
+			w.fin.add(outcome{task: t, what: oRelease})
 		}
 		return
 	}
-	if e.state.Load() != stRunning {
+	if t.state.Load() != stRunning {
 		return // lost before it started
 	}
-	w.tracing.start(e)
-	defer endSpan(e)
+	w.tracing.start(t)
+	defer endSpan(t)
 	// Whatever the handler left running with its context ends with the job.
-	defer e.cancel(errJobDone)
+	defer t.cancel(errJobDone)
 	// An earlier run of this job that this process lost may still be in its
 	// handler: the two must not overlap.
-	waited, ok := w.executing.enter(e.ctx, e.job.ID)
+	waited, ok := w.executing.enter(t.ctx, t.job.ID)
 	if waited {
 		w.log.Warn("job claimed again while a lost run of it was still in its handler here; waited for that run to return",
-			core.JobAttrs(e.job)...)
+			core.JobAttrs(t.job)...)
 	}
 	if !ok {
-		w.finish(e, context.Cause(e.ctx), false)
+		w.finish(t, context.Cause(t.ctx), false)
 		return
 	}
-	defer w.executing.leave(e.job.ID)
-	if e.kind == nil {
+	defer w.executing.leave(t.job.ID)
+	if t.kind == nil {
 		// Cannot happen: the claim names only registered kinds.
-		w.log.Error("claimed a job of an unregistered kind; releasing it", core.JobAttrs(e.job)...)
-		if e.state.CompareAndSwap(stRunning, stReleased) {
-			w.fin.add(outcome{ex: e, what: oRelease})
+		w.log.Error("claimed a job of an unregistered kind; releasing it", core.JobAttrs(t.job)...)
+		if t.state.CompareAndSwap(stRunning, stReleased) {
+			w.fin.add(outcome{task: t, what: oRelease})
 		}
 		return
 	}
-	if e.kind.tx {
-		w.runInTx(e)
+	if t.kind.tx {
+		w.runInTx(t)
 		return
 	}
-	timedOut, err := w.call(e, nil)
-	w.finish(e, err, timedOut)
+	timedOut, err := w.call(t, nil)
+	w.finish(t, err, timedOut)
 }
 
 // call runs the kind's middleware chain and handler with the kind's timeout,
 // turning panics into *core.PanicError.
-func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
-	ctx := withSpan(e.ctx, e)
-	if d := e.kind.opts.Timeout; d > 0 {
+func (w *Worker) call(t *task, tx pgx.Tx) (timedOut bool, err error) {
+	ctx := withSpan(t.ctx, t)
+	if d := t.kind.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, core.ErrTimeout)
 		defer cancel()
@@ -77,29 +77,29 @@ func (w *Worker) call(e *task, tx pgx.Tx) (timedOut bool, err error) {
 	}
 	start := time.Now()
 	defer func() {
-		w.met.ran(e.job.Kind, time.Since(start))
+		w.met.ran(t.job.Kind, time.Since(start))
 		if v := recover(); v != nil { // a middleware panicked
 			err = &core.PanicError{Value: v, Stack: debug.Stack()}
 		}
 		timedOut = err != nil && errors.Is(context.Cause(ctx), core.ErrTimeout)
 	}()
-	return false, e.kind.work(ctx, e.job)
+	return false, t.kind.work(ctx, t.job)
 }
 
 // runInTx runs a transactional job on a connection held for its whole
 // run: a transaction that holds the handler's writes and the job's
 // completion.
-func (w *Worker) runInTx(e *task) {
+func (w *Worker) runInTx(t *task) {
 	select {
 	case w.connSem <- struct{}{}:
 		defer func() { <-w.connSem }()
-	case <-e.ctx.Done():
-		w.finish(e, context.Cause(e.ctx), false)
+	case <-t.ctx.Done():
+		w.finish(t, context.Cause(t.ctx), false)
 		return
 	}
-	tx, err := w.db.Begin(e.ctx)
+	tx, err := w.db.Begin(t.ctx)
 	if err != nil {
-		w.finish(e, fmt.Errorf("begin transaction: %w", err), false)
+		w.finish(t, fmt.Errorf("begin transaction: %w", err), false)
 		return
 	}
 	done := false
@@ -108,62 +108,62 @@ func (w *Worker) runInTx(e *task) {
 			return
 		}
 		done = true
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 		defer cancel()
 		_ = tx.Rollback(ctx) // a broken connection is discarded by the pool
 	}
 	defer rollback()
-	timedOut, err := w.call(e, tx)
+	timedOut, err := w.call(t, tx)
 	if err != nil {
 		rollback() // the handler's writes
-		w.finish(e, err, timedOut)
+		w.finish(t, err, timedOut)
 		return
 	}
 	// A transactional handler succeeded: complete the job in its
 	// transaction. From here on the heartbeat leaves the job alone.
-	if !e.state.CompareAndSwap(stRunning, stFinishing) {
+	if !t.state.CompareAndSwap(stRunning, stFinishing) {
 		rollback()
-		w.dropped(e)
+		w.dropped(t)
 		return
 	}
 	// Recorded before the completion commits: should it fail, the job's
 	// next run has a span of its own.
-	traceOutcome(e, "completed", nil)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), w.lease)
+	traceOutcome(t, "completed", nil)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), w.lease)
 	defer cancel()
 	done = true // completeInTx commits or rolls back
-	w.fin.completeInTx(ctx, tx, e)
+	w.fin.completeInTx(ctx, tx, t)
 }
 
 // finish turns a handler's result into an outcome and queues it, unless
 // the job was lost or released meanwhile.
-func (w *Worker) finish(e *task, err error, timedOut bool) {
-	if e.state.Load() != stRunning {
-		w.dropped(e)
+func (w *Worker) finish(t *task, err error, timedOut bool) {
+	if t.state.Load() != stRunning {
+		w.dropped(t)
 		return
 	}
-	o := w.classify(e, err, timedOut)
-	if !e.state.CompareAndSwap(stRunning, stFinishing) {
-		w.dropped(e)
+	o := w.classify(t, err, timedOut)
+	if !t.state.CompareAndSwap(stRunning, stFinishing) {
+		w.dropped(t)
 		return
 	}
-	w.met.outcome(e.job.Kind, outcomeName(o))
-	traceOutcome(e, tracedOutcome(o), err)
+	w.met.outcome(t.job.Kind, outcomeName(o))
+	traceOutcome(t, tracedOutcome(o), err)
 	w.fin.add(o)
 }
 
-func (w *Worker) dropped(e *task) {
-	traceOutcome(e, "lost", nil)
-	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", core.JobAttrs(e.job)...)
+func (w *Worker) dropped(t *task) {
+	traceOutcome(t, "lost", nil)
+	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", core.JobAttrs(t.job)...)
 }
 
 // classify maps a handler's result to what happens to the job.
-func (w *Worker) classify(e *task, err error, timedOut bool) outcome {
+func (w *Worker) classify(t *task, err error, timedOut bool) outcome {
 	if err == nil {
-		return outcome{ex: e, what: oComplete}
+		return outcome{task: t, what: oComplete}
 	}
-	if errors.Is(context.Cause(e.ctx), core.ErrShutdown) {
-		return outcome{ex: e, what: oRelease}
+	if errors.Is(context.Cause(t.ctx), core.ErrShutdown) {
+		return outcome{task: t, what: oRelease}
 	}
 	var (
 		ce *core.CancelError
@@ -175,50 +175,50 @@ func (w *Worker) classify(e *task, err error, timedOut bool) outcome {
 	switch {
 	case errors.As(err, &ce):
 		msg := cleanError(recorded(err, ce, ce.Err))
-		w.log.Warn("job cancelled by its handler; dead-lettering it", append(core.JobAttrs(e.job), slog.String("error", msg))...)
-		return outcome{ex: e, what: oDead, reason: core.ReasonCancelled, err: msg}
+		w.log.Warn("job cancelled by its handler; dead-lettering it", append(core.JobAttrs(t.job), slog.String("error", msg))...)
+		return outcome{task: t, what: oDead, reason: core.ReasonCancelled, err: msg}
 	case errors.As(err, &se):
-		return outcome{ex: e, what: oSnooze, delay: max(se.Delay, 0)}
+		return outcome{task: t, what: oSnooze, delay: max(se.Delay, 0)}
 	case errors.As(err, &de):
 		w.log.Error("job payload does not decode; dead-lettering it",
-			append(core.JobAttrs(e.job), slog.String("error", de.Error()))...)
-		return outcome{ex: e, what: oDead, reason: core.ReasonUndecodable, err: cleanError(de.Error())}
+			append(core.JobAttrs(t.job), slog.String("error", de.Error()))...)
+		return outcome{task: t, what: oDead, reason: core.ReasonUndecodable, err: cleanError(de.Error())}
 	case errors.As(err, &re):
-		return w.failureAfter(e, errors.New(recorded(err, re, re.Err)), max(re.Delay, 0))
+		return w.failureAfter(t, errors.New(recorded(err, re, re.Err)), max(re.Delay, 0))
 	case errors.As(err, &pe):
 		w.log.Error("job handler panicked",
-			append(core.JobAttrs(e.job), slog.String("panic", fmt.Sprint(pe.Value)), slog.String("stack", string(pe.Stack)))...)
+			append(core.JobAttrs(t.job), slog.String("panic", fmt.Sprint(pe.Value)), slog.String("stack", string(pe.Stack)))...)
 		// The stack is logged above; the failure's log line gets the first line.
-		return w.failure(e, err)
+		return w.failure(t, err)
 	case timedOut:
-		err = fmt.Errorf("timed out after %s: %w", e.kind.opts.Timeout, err)
+		err = fmt.Errorf("timed out after %s: %w", t.kind.opts.Timeout, err)
 	}
-	return w.failure(e, err)
+	return w.failure(t, err)
 }
 
 // failure records a failed attempt, retried after the kind's backoff.
-func (w *Worker) failure(e *task, err error) outcome {
-	return w.failureAfter(e, err, e.kind.opts.Backoff(e.job.Attempt))
+func (w *Worker) failure(t *task, err error) outcome {
+	return w.failureAfter(t, err, t.kind.opts.Backoff(t.job.Attempt))
 }
 
 // failureAfter records a failed attempt to be retried after delay, or a
 // dead job when this was its last attempt by the job's stored limit: the
 // kind's MaxAttempts was only the default written at enqueue, and the
 // finishing statement and the reaper read the same stored limit.
-func (w *Worker) failureAfter(e *task, err error, delay time.Duration) outcome {
+func (w *Worker) failureAfter(t *task, err error, delay time.Duration) outcome {
 	msg := cleanError(err.Error())
 	logged := msg
 	if _, ok := errors.AsType[*core.PanicError](err); ok {
 		logged, _, _ = strings.Cut(msg, "\n")
 	}
-	j := e.job
+	j := t.job
 	if j.Attempt >= j.MaxAttempts {
 		w.log.Error("job failed on its last attempt; dead-lettering it",
 			append(core.JobAttrs(j), slog.String("error", logged))...)
-		return outcome{ex: e, what: oDead, reason: core.ReasonExhausted, err: msg}
+		return outcome{task: t, what: oDead, reason: core.ReasonExhausted, err: msg}
 	}
 	w.log.Warn("job failed; will retry", append(core.JobAttrs(j), slog.Duration("retry_in", delay), slog.String("error", logged))...)
-	return outcome{ex: e, what: oFail, delay: delay, err: msg}
+	return outcome{task: t, what: oFail, delay: delay, err: msg}
 }
 
 // recorded is the error text to store for a typed error: the wrapped cause

@@ -64,25 +64,25 @@ func RunOne(ctx context.Context, r OneRun) (OneResult, error) {
 		return OneResult{}, fmt.Errorf("docket: run one job: kind %q is transactional and needs a database", kr.name)
 	}
 	w := &Worker{log: slog.New(slog.DiscardHandler)}
-	e := &task{job: r.Job, kind: kr}
-	e.ctx, e.cancel = context.WithCancelCause(ctx)
-	defer e.cancel(errJobDone)
+	t := &task{job: r.Job, kind: kr}
+	t.ctx, t.cancel = context.WithCancelCause(ctx)
+	defer t.cancel(errJobDone)
 
 	var tx pgx.Tx
 	if kr.tx {
 		var err error
-		if tx, err = r.DB.Begin(e.ctx); err != nil {
+		if tx, err = r.DB.Begin(t.ctx); err != nil {
 			return OneResult{}, fmt.Errorf("docket: run one job: begin transaction: %w", err)
 		}
 		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after Commit
 	}
-	timedOut, err := w.call(e, tx)
+	timedOut, err := w.call(t, tx)
 	if err == nil && tx != nil {
-		if cerr := tx.Commit(e.ctx); cerr != nil {
+		if cerr := tx.Commit(t.ctx); cerr != nil {
 			err = fmt.Errorf("commit: %w", cerr) // the worker retries a failed commit too
 		}
 	}
-	o := w.classify(e, err, timedOut)
+	o := w.classify(t, err, timedOut)
 	return OneResult{
 		Outcome: outcomeName(o), Delay: o.delay, Reason: o.reason, Error: o.err,
 		Err: err, TimedOut: timedOut,

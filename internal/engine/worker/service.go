@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // service is one of a worker's background duties: the heartbeat and its
@@ -18,6 +21,22 @@ type service interface {
 	start(ctx context.Context)
 	// stop ends the goroutine and waits for it to return.
 	stop()
+}
+
+// upkeep is what the maintenance services (the reaper, the promoter,
+// history partitions, the readers of paused queues and limits) need of
+// their worker: the database and the protocol, the logger, how often to
+// run and how long one round's statements may take, and how to wake the
+// pools for the work they found. They hold it instead of the worker.
+type upkeep struct {
+	db    *pgxpool.Pool
+	q     *queue.Queue
+	log   *slog.Logger
+	poll  time.Duration
+	lease time.Duration
+	// wakeAll makes every pool claim now; wakeQueues the pools of queues.
+	wakeAll    func()
+	wakeQueues func(queues []string)
 }
 
 // loop is the lifecycle services share: one goroutine under a context of

@@ -52,58 +52,58 @@ var runSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindCo
 // runSpanName names the run spans of kind.
 func runSpanName(kind string) string { return "docket.run " + kind }
 
-// start begins the run span of e, a child of the trace context its
-// enqueuer left in the job's meta, and keeps it in e.span. A job without
+// start begins the run span of t, a child of the trace context its
+// enqueuer left in the job's meta, and keeps it in t.span. A job without
 // meta carries no trace context, and its span needs nothing extracted.
-func (t tracing) start(e *task) {
-	j := e.job
+func (tr tracing) start(t *task) {
+	j := t.job
 	parent := context.Background()
 	if len(j.Meta) > 0 {
-		parent = t.prop.Extract(parent, propagation.MapCarrier(j.Meta))
+		parent = tr.prop.Extract(parent, propagation.MapCarrier(j.Meta))
 	}
 	name := ""
-	if e.kind != nil {
-		name = e.kind.spanName
+	if t.kind != nil {
+		name = t.kind.spanName
 	} else {
 		name = runSpanName(j.Kind)
 	}
-	_, e.span = t.tracer.Start(parent, name, runSpanOptions...)
+	_, t.span = tr.tracer.Start(parent, name, runSpanOptions...)
 	// Without an SDK the span records nothing: spare the hot path the
 	// attributes.
-	if e.span.IsRecording() {
-		e.span.SetAttributes(
+	if t.span.IsRecording() {
+		t.span.SetAttributes(
 			AttrKind.String(j.Kind), AttrQueue.String(j.Queue),
 			AttrJobID.Int64(j.ID), AttrAttempt.Int(j.Attempt),
 		)
 	}
 }
 
-// withSpan returns ctx carrying e's run span, so that the handler's own
+// withSpan returns ctx carrying t's run span, so that the handler's own
 // spans nest under it.
-func withSpan(ctx context.Context, e *task) context.Context {
-	if e.span == nil {
+func withSpan(ctx context.Context, t *task) context.Context {
+	if t.span == nil {
 		return ctx // runOnce: no worker, no span
 	}
-	if !e.span.IsRecording() && !e.span.SpanContext().IsValid() {
+	if !t.span.IsRecording() && !t.span.SpanContext().IsValid() {
 		return ctx // what the handler would find there anyway: no span
 	}
-	return trace.ContextWithSpan(ctx, e.span)
+	return trace.ContextWithSpan(ctx, t.span)
 }
 
 // traceOutcome records what a run led to on its span; err is the
 // handler's error, recorded when the run failed.
-func traceOutcome(e *task, what string, err error) {
-	if e.span == nil || !e.span.IsRecording() {
+func traceOutcome(t *task, what string, err error) {
+	if t.span == nil || !t.span.IsRecording() {
 		return
 	}
-	e.span.SetAttributes(AttrOutcome.String(what))
+	t.span.SetAttributes(AttrOutcome.String(what))
 	switch what {
 	case "retried", "dead", "cancelled":
 		if err != nil {
-			e.span.RecordError(err)
-			e.span.SetStatus(codes.Error, err.Error())
+			t.span.RecordError(err)
+			t.span.SetStatus(codes.Error, err.Error())
 		} else {
-			e.span.SetStatus(codes.Error, what)
+			t.span.SetStatus(codes.Error, what)
 		}
 	}
 }
@@ -117,9 +117,9 @@ func tracedOutcome(o outcome) string {
 	return outcomeName(o)
 }
 
-// endSpan ends e's run span, if it has one.
-func endSpan(e *task) {
-	if e.span != nil {
-		e.span.End()
+// endSpan ends t's run span, if it has one.
+func endSpan(t *task) {
+	if t.span != nil {
+		t.span.End()
 	}
 }

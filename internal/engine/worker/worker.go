@@ -314,12 +314,14 @@ func New(cfg Config) (*Worker, error) {
 	if err := w.setupMetrics(cfg); err != nil {
 		return bad("metrics: %v", err)
 	}
-	w.promoter = newPromoter(w)
-	w.pauses = newPauses(w)
-	w.limits = newLimits(w)
-	w.presence = newPresence(w)
-	w.partitions = &partitions{w: w, retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	w.notifyDebounce = orDefault(cfg.NotifyDebounce, 2*time.Millisecond)
+	up := upkeep{db: w.db, q: w.q, log: w.log, poll: w.poll, lease: w.lease, wakeAll: w.wakeAll, wakeQueues: w.wakeQueues}
+	w.promoter = newPromoter(up, w.schema, w.notifyDebounce)
+	w.pauses = newPauses(up)
+	w.limits = newLimits(up)
+	w.presence = newPresence(w)
+	w.partitions = &partitions{db: w.db, log: w.log, history: w.history, parts: w.parts,
+		retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
 	if !cfg.DisableNotify && w.notifyDebounce >= 0 {
 		if cfg.NotifyCheckTimeout >= 0 {
 			// Before the listener, whose LISTEN triggers the first check.
@@ -335,7 +337,7 @@ func New(cfg Config) (*Worker, error) {
 	// The paused queues and this process's row are read and written before
 	// the pools' first claim, since the services start before the pools.
 	w.services = append(w.services, &heartbeat{w: w}, &leaseWatch{w: w}, w.presence, w.pauses,
-		w.limits, &reaper{w: w}, w.promoter, w.partitions)
+		w.limits, &reaper{up: up}, w.promoter, w.partitions)
 	return w, nil
 }
 
@@ -512,18 +514,18 @@ func (w *Worker) Stop(ctx context.Context) error {
 	waitUntil(&w.claimWG, deadline.Add(-grace))
 	if !waitUntil(&w.slotWG, deadline.Add(-grace)) {
 		n := 0
-		for _, e := range w.inflight.snapshot(nil) {
-			if e.state.Load() == stRunning {
-				e.cancel(core.ErrShutdown)
+		for _, t := range w.inflight.snapshot(nil) {
+			if t.state.Load() == stRunning {
+				t.cancel(core.ErrShutdown)
 				n++
 			}
 		}
 		w.log.Warn("shutdown deadline reached; cancelling running handlers", slog.Int("jobs", n))
 		if !waitUntil(&w.slotWG, deadline.Add(-grace/2)) {
-			for _, e := range w.inflight.snapshot(nil) {
-				if e.state.CompareAndSwap(stRunning, stReleased) {
-					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", core.JobAttrs(e.job)...)
-					w.fin.add(outcome{ex: e, what: oRelease})
+			for _, t := range w.inflight.snapshot(nil) {
+				if t.state.CompareAndSwap(stRunning, stReleased) {
+					w.log.Warn("handler ignores cancellation; releasing its job and dropping its outcome", core.JobAttrs(t.job)...)
+					w.fin.add(outcome{task: t, what: oRelease})
 				}
 			}
 		}

@@ -1,22 +1,22 @@
-// Package freshmod builds Go source in a fresh module that requires this
-// one, as a user's program would: tests use it to show that a snippet
+// Package freshmod builds Go source in a fresh module built against this
+// checkout's modules, as a user's program would be: tests use it to show that a snippet
 // compiles with Docket's public API alone, or that a misuse does not
 // compile at all. It needs the go command and the module cache of the
 // build that runs the test, and no network.
 package freshmod
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
 
 // Build writes files (name → Go source, package main) into a new module
-// that requires github.com/docketq/docket from this checkout, runs go build
-// in it and returns the command's combined output and error.
+// built against this checkout's Docket, runs go build in it and returns the
+// command's combined output and error.
 func Build(t testing.TB, files map[string]string) (string, error) {
 	t.Helper()
 	return BuildPackages(t, files)
@@ -26,27 +26,20 @@ func Build(t testing.TB, files map[string]string) (string, error) {
 // a name may hold a directory ("a/main.go"), and every package is built by
 // one go build ./..., with extra flags first (such as "-gcflags=-e", which
 // reports every compile error instead of the first ten).
+//
+// The new module joins a workspace of its own with every module of this
+// checkout's go.work (Docket, its relay publishers, ent…), so it builds
+// against this checkout and the versions its modules require, from the
+// module cache, as the checkout's own build does.
 func BuildPackages(t testing.TB, files map[string]string, flags ...string) (string, error) {
 	t.Helper()
-	root := moduleRoot(t)
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The new module requires what this one does, at the same versions, so
-	// that go resolves the same pruned module graph as this module's build
-	// did, from the go.mod files already in the module cache. Requiring
-	// Docket alone would make it walk Docket's dependencies' own
-	// requirements, whose go.mod files a fresh machine's cache lacks.
-	body := regexp.MustCompile(`(?m)^module .*$`).ReplaceAll(mod, nil)
 	dir := t.TempDir()
-	gomod := "module freshmod.example\n" + string(body) + "\nrequire github.com/docketq/docket v0.0.0\n\nreplace github.com/docketq/docket => " + root + "\n"
-	write(t, filepath.Join(dir, "go.mod"), gomod)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
+	write(t, filepath.Join(dir, "go.mod"), "module freshmod.example\n\ngo "+goVersion(t)+"\n")
+	work := "go " + goVersion(t) + "\n\nuse (\n\t.\n"
+	for _, m := range workspaceModules(t) {
+		work += "\t" + m + "\n"
 	}
-	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	write(t, filepath.Join(dir, "go.work"), work+")\n")
 	for name, src := range files {
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -57,24 +50,67 @@ func BuildPackages(t testing.TB, files map[string]string, flags ...string) (stri
 	args := append(append([]string{"build"}, flags...), "./...")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	// -mod=mod lets go add the indirect requirements from the module
-	// cache; GOPROXY=off keeps it from reaching for the network.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	// GOPROXY=off keeps go from reaching for the network: everything it
+	// needs is in this checkout and the module cache.
+	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(dir, "go.work"), "GOPROXY=off", "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
-func moduleRoot(t testing.TB) string {
+// workspaceModules returns the absolute directories of this checkout's
+// modules: those its go.work uses, or, without one, the module the test
+// runs in.
+func workspaceModules(t testing.TB) []string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	work := goEnv(t, "GOWORK")
+	if work == "" || work == "off" {
+		gomod := goEnv(t, "GOMOD")
+		if gomod == "" || gomod == os.DevNull {
+			t.Fatal("freshmod: not inside a module")
+		}
+		return []string{filepath.Dir(gomod)}
+	}
+	out, err := exec.Command("go", "work", "edit", "-json", work).Output()
 	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
+		t.Fatalf("freshmod: go work edit -json: %v", err)
 	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		t.Fatal("not inside a module")
+	var w struct{ Use []struct{ DiskPath string } }
+	if err := json.Unmarshal(out, &w); err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Dir(gomod)
+	var dirs []string
+	for _, u := range w.Use {
+		d := u.DiskPath
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(filepath.Dir(work), d)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+// goVersion is the go line of the checkout's root module.
+func goVersion(t testing.TB) string {
+	t.Helper()
+	mods := workspaceModules(t)
+	out, err := exec.Command("go", "mod", "edit", "-json", filepath.Join(mods[0], "go.mod")).Output()
+	if err != nil {
+		t.Fatalf("freshmod: go mod edit -json: %v", err)
+	}
+	var m struct{ Go string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Go
+}
+
+func goEnv(t testing.TB, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("freshmod: go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func write(t testing.TB, path, content string) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/testkit/brokers/rabbitsrv"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/docketq/docket/internal/testkit/rabbitsrv"
 	"github.com/docketq/docket/migrate"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
@@ -20,7 +20,7 @@ import (
 // brokerURL is the RabbitMQ the tests use: $DOCKET_RABBITMQ_URL, else the
 // machine's on 127.0.0.1:5672 (guest/guest) when it answers, else a
 // private node started for the test from the installed rabbitmq-server
-// (internal/testkit/rabbitsrv).
+// (internal/testkit/brokers/rabbitsrv).
 func brokerURL(t *testing.T) string {
 	t.Helper()
 	srv, err := rabbitsrv.Discover()

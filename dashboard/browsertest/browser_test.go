@@ -1,4 +1,4 @@
-package dashboard_test
+package browsertest_test
 
 import (
 	"context"
@@ -280,7 +280,7 @@ func TestBrowserRebinding(t *testing.T) {
 	defer cancel()
 	tab := browser(t, ctx, chromedp.Flag("host-resolver-rules", "MAP rebound.example 127.0.0.1"))
 	b := setup(t, dashboard.Config{})
-	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	_, port, _ := net.SplitHostPort(b.Srv.Listener.Addr().String())
 	rebound := "http://rebound.example:" + port
 
 	do(t, tab, "rebound page", chromedp.Navigate(rebound+"/"), chromedp.WaitReady(css("body")))
@@ -298,12 +298,12 @@ func TestBrowserRebinding(t *testing.T) {
 	if status != 403 {
 		t.Errorf("POST from the rebound page: %d, want 403", status)
 	}
-	if qs, err := b.ops.Queues().Paused(b.ctx, b.pool); err != nil || len(qs) != 0 {
+	if qs, err := b.Ops.Queues().Paused(b.Ctx, b.Pool); err != nil || len(qs) != 0 {
 		t.Errorf("paused queues after the rebound POST: %v %v", qs, err)
 	}
 	do(t, tab, "localhost", chromedp.Navigate("http://localhost:"+port+"/"), chromedp.WaitVisible(css(`tr[data-queue="mail"]`)))
-	if !strings.Contains(b.log.String(), "host=rebound.example:"+port) {
-		t.Errorf("the refusals are not logged with the rebound host:\n%s", b.log)
+	if !strings.Contains(b.Log.String(), "host=rebound.example:"+port) {
+		t.Errorf("the refusals are not logged with the rebound host:\n%s", b.Log)
 	}
 }
 

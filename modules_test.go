@@ -1,0 +1,85 @@
+package docket_test
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// heavyModules are what a service that only enqueues and runs jobs should
+// never get in its module graph from Docket: broker clients, Ent and its
+// schema tooling, a browser driver.
+var heavyModules = regexp.MustCompile(`github\.com/nats-io/|github\.com/rabbitmq/|github\.com/twmb/franz-go|entgo\.io/|ariga\.io/|github\.com/hashicorp/|github\.com/chromedp/`)
+
+// The core module (the root go.mod, without the workspace) requires no
+// broker client, no Ent and no browser driver, and neither the root package
+// nor handlers links one: those live in modules of their own.
+func TestCoreModuleRequiresNoBrokerClient(t *testing.T) {
+	t.Parallel()
+	graph := goOutput(t, "mod", "graph")
+	if len(strings.Fields(graph)) < 10 {
+		t.Fatalf("go mod graph printed almost nothing:\n%s", graph)
+	}
+	for _, line := range strings.Split(graph, "\n") {
+		if heavyModules.MatchString(line) {
+			t.Errorf("the core module's graph has %q", line)
+		}
+	}
+	deps := goOutput(t, "list", "-deps", ".", "./handlers")
+	if !strings.Contains(deps, "github.com/jackc/pgx/v5\n") {
+		t.Fatalf("go list -deps shows no pgx; is it listing the right packages?\n%s", deps)
+	}
+	for _, p := range strings.Split(deps, "\n") {
+		if heavyModules.MatchString(p) {
+			t.Errorf("the root package or handlers links %s", p)
+		}
+	}
+}
+
+// goOutput runs the go command on the core module alone (GOWORK=off, as a
+// user's build sees it) and returns its output.
+func goOutput(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
+}
+
+// README's test command, the one a newcomer runs, is the one CI runs.
+func TestREADMETestCommandIsWhatCIRuns(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?m)^(go test [^#\n]*?)\\s*#").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README's first block has no go test command")
+	}
+	command := string(m[1])
+	script, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLine(string(script), command) {
+		t.Errorf(".ci/run does not run README's test command %q on a line of its own", command)
+	}
+	if !strings.Contains(command, "github.com/docketq/docket/...") {
+		t.Errorf("README's test command %q does not cover every module of the workspace", command)
+	}
+}
+
+func hasLine(text, line string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
