@@ -8,6 +8,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // pickup measures, n times, the time from an enqueue's commit to its
@@ -135,5 +136,58 @@ func TestLastJobOfBurstIsNotLeftToThePoll(t *testing.T) {
 		t.Logf("picked up %s after its commit", at.Sub(announced.Add(debounce*3/2)))
 	case <-time.After(10 * time.Second):
 		t.Fatal("the burst's last job waited for the poll")
+	}
+}
+
+// TestPickupRightAfterOutage: while the database is unreachable the claim
+// loop's retry wait grows to the poll interval. When the listener
+// reconnects, the database is back: the pools claim at once instead of
+// sleeping out that wait, so a job enqueued during the outage starts right
+// after the reconnection, not up to a poll interval later.
+func TestPickupRightAfterOutage(t *testing.T) {
+	t.Parallel()
+	const poll = 4 * time.Second
+	e := setup(t, 8)
+	px, proxied := viaProxy(t)
+	cfg, err := pgxpool.ParseConfig(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	cut := *e
+	cut.pool = db
+	started, _ := startRecorder(&cut, Config{PollInterval: poll})
+	// Claims run through the proxy while it refuses: enqueue (straight to
+	// the database) so that every poll claims and fails, and the retry
+	// wait grows to the poll interval.
+	px.Refuse()
+	e.enqueue(testArgs{}, enqueue.Opts{})
+	waitFor(t, 3*poll, "the claims to fail", func() bool { return e.logs.contains("claim failed; retrying") })
+	time.Sleep(2 * poll) // the retry wait reaches the poll interval
+	px.Restore()
+	restored := time.Now()
+	var back time.Time
+	waitFor(t, 15*time.Second, "the listener to reconnect", func() bool {
+		if e.logs.contains("LISTEN connection is back") {
+			back = time.Now()
+			return true
+		}
+		return false
+	})
+	select {
+	case at := <-started:
+		wait := at.Sub(back)
+		t.Logf("the job started %s after the listener reconnected, %s after the database was reachable", wait, at.Sub(restored))
+		if wait > 500*time.Millisecond {
+			t.Errorf("the job started %s after the listener reconnected: the pool slept out its retry wait (poll %s)", wait, poll)
+		}
+	case <-time.After(2 * poll):
+		t.Fatal("the job enqueued during the outage did not start")
 	}
 }

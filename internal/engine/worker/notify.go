@@ -31,13 +31,14 @@ func newListener(w *Worker, listenURL string) (*listener, error) {
 	}
 	return &listener{w: w, Listener: pgsql.Listener{
 		Conn: conn, Channel: pgsql.NotifyChannel(w.schema),
-		MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		// Reconnecting at least once per poll interval: its return is
+		// what ends the pools' wait after failed claims.
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: max(100*time.Millisecond, min(5*time.Second, w.poll)),
 		Notified: func(payload string) {
 			if w.notifyCheck == nil || !w.notifyCheck.notified(payload) {
 				w.notified(payload)
 			}
 		},
-		// Notifications sent while no LISTEN was in place are lost.
 		Listening: func(back bool) {
 			if back {
 				w.log.Info("LISTEN connection is back")
@@ -46,7 +47,9 @@ func newListener(w *Worker, listenURL string) (*listener, error) {
 			if w.notifyCheck != nil {
 				w.notifyCheck.listening()
 			}
-			w.wakeAll()
+			// Notifications sent while no LISTEN was in place are lost,
+			// and the database answers again: claim now.
+			w.wakeReconnected()
 		},
 		Lost: func(err error, wasListening bool) {
 			if wasListening {

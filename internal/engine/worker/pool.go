@@ -29,6 +29,10 @@ type pool struct {
 	slotTime atomic.Int64  // nanoseconds the slots spent on them
 	wake     chan struct{} // claim now: a notification, a promotion, a reap
 	freed    chan struct{} // a slot became free
+	// reconnected is set with a wake-up when the listener's connection came
+	// back: the database answers again, so a claim that failed need not
+	// wait out its retry backoff.
+	reconnected atomic.Bool
 
 	// limitTimes says when to ask again for the jobs of limits that held
 	// some back or had none ready, and wakes the claim loop then.
@@ -63,6 +67,13 @@ func (p *pool) start() {
 	}
 	p.w.claimWG.Add(1)
 	go p.claimLoop()
+}
+
+// signalReconnected asks the claim loop to claim now, also if a failed
+// claim's retry wait has not run out: the database is reachable again.
+func (p *pool) signalReconnected() {
+	p.reconnected.Store(true)
+	p.signal()
 }
 
 // signal asks the claim loop to claim now.
@@ -217,6 +228,9 @@ func (p *pool) claimLoop() {
 			}
 		case <-p.wake:
 			launch = max(launch, 1)
+			if p.reconnected.Swap(false) {
+				retryAt = time.Time{}
+			}
 			wokeInFlight = wokeInFlight || inFlight > 0
 		case <-poll.C:
 			launch = max(launch, 1)

@@ -581,11 +581,19 @@ func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
 	}
 }
 
-// wakeAll makes every pool claim now (after a reap, or after the listener
-// reconnected and notifications may have been missed).
+// wakeAll makes every pool claim now: jobs may have become claimable
+// everywhere (a reap, a change of limits).
 func (w *Worker) wakeAll() {
 	for _, p := range w.pools {
 		p.signal()
+	}
+}
+
+// wakeReconnected makes every pool claim now, past the wait after a failed
+// claim: the listener's connection came back, so the database did too.
+func (w *Worker) wakeReconnected() {
+	for _, p := range w.pools {
+		p.signalReconnected()
 	}
 }
 
