@@ -2,22 +2,25 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrWorkflowNotFound is returned for a workflow id that does not exist.
-var ErrWorkflowNotFound = errors.New("docket: workflow not found")
+// ErrWorkflowNotFound is returned for a workflow id that does not exist;
+// it is the same error as docket.ErrWorkflowNotFound.
+var ErrWorkflowNotFound = core.ErrWorkflowNotFound
 
 // ErrWorkflowFinished is returned, wrapped with the workflow's id and state,
 // by Workflows.Cancel for a workflow that already finished: every job of it
 // left the jobs table, all completed (succeeded) or some dead-lettered or
-// cancelled (failed). The workflow is left as it is.
-var ErrWorkflowFinished = errors.New("docket: workflow already finished")
+// cancelled (failed). The workflow is left as it is. docket.Client.Signal
+// returns it too, also for a cancelled workflow; it is the same error as
+// docket.ErrWorkflowFinished.
+var ErrWorkflowFinished = core.ErrWorkflowFinished
 
 // Workflow states, as WorkflowState.State and the docket_workflow_status
 // view report them.
