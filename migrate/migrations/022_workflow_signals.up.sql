@@ -84,7 +84,7 @@ BEGIN
     IF w.signal IS NOT NULL THEN
         signalled := EXISTS (SELECT 1 FROM {{schema}}.docket_workflow_signals
                              WHERE workflow_id = NEW.workflow_id AND name = w.signal);
-        hold := NOT signalled AND NOT (w.on_timeout = 'run' AND NEW.wait_until <= now());
+        hold := NOT signalled AND NOT (w.on_timeout = 'run' AND coalesce(NEW.wait_until <= now(), false));
     END IF;
     IF hold THEN
         UPDATE {{schema}}.docket_jobs
