@@ -10,7 +10,9 @@
 --   a signal sent before its step waits is kept here and found when the
 --   step's parents are done.
 -- - docket_jobs.wait_until: while a step waits for its signal, its deadline
---   ('infinity' without a timeout); NULL while its parents still run. A
+--   (9999-12-31 without a timeout: 'infinity' would not scan into Go's
+--   time.Time through database/sql, as Ent reads it); NULL while its
+--   parents still run. A
 --   step released by its signal has it NULL again; one released by its
 --   deadline keeps it, which is how its handler learns it timed out.
 --
@@ -60,7 +62,7 @@ CREATE INDEX IF NOT EXISTS docket_jobs_wait_until_idx
 --   (the deadline sweep): released, wait_until kept as the handler's
 --   "timed out" mark;
 -- - waiting for a signal not sent otherwise: back to 'waiting' with its
---   deadline set (now + timeout, or 'infinity'), if not set yet;
+--   deadline set (now + timeout, or 9999-12-31), if not set yet;
 -- - released with a delay: scheduled at now + delay (or later, at its own
 --   run_at).
 --
@@ -90,7 +92,7 @@ BEGIN
         UPDATE {{schema}}.docket_jobs
         SET state = 'waiting',
             wait_until = coalesce(NEW.wait_until,
-                CASE WHEN w.timeout IS NULL THEN 'infinity'::timestamptz ELSE now() + w.timeout END)
+                CASE WHEN w.timeout IS NULL THEN '9999-12-31 00:00:00+00'::timestamptz ELSE now() + w.timeout END)
         WHERE id = NEW.id;
     ELSIF signalled OR (w.delay IS NOT NULL AND NEW.run_at < now() + w.delay) THEN
         UPDATE {{schema}}.docket_jobs

@@ -113,7 +113,7 @@ var (
 	SELECT r.id, r.id,
 		CASE WHEN r.waiting THEN 'waiting' WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 		r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.payload, r.meta, $2,
-		CASE WHEN r.hold THEN COALESCE(now() + r.timeout_ms * interval '1 millisecond', 'infinity') END
+		CASE WHEN r.hold THEN COALESCE(now() + r.timeout_ms * interval '1 millisecond', '9999-12-31 00:00:00+00') END
 	FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 		run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 		payload jsonb, meta jsonb, waiting boolean, hold boolean, timeout_ms bigint, after_ms bigint)
