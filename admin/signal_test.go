@@ -312,6 +312,15 @@ func TestSignalDeadlineFails(t *testing.T) {
 	if _, err := b.Jobs.Signal(b.Ctx, b.Pool, res.ID, "paid", nil); !errors.Is(err, core.ErrWorkflowFinished) {
 		t.Errorf("a signal after the workflow failed returned %v", err)
 	}
+	// Retried from the dead-letter table, the step runs knowing its
+	// signal never came.
+	if err := b.ops.Jobs().Retry(b.Ctx, b.Pool, ship); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := b.claimOne(t, ship)
+	if err := job.Signal(new(payment)); !errors.Is(err, core.ErrSignalTimedOut) {
+		t.Errorf("a timed-out step retried from the dead-letter table read its signal as %v", err)
+	}
 }
 
 // sweepAtOnce runs n deadline sweeps in n transactions at once and wants

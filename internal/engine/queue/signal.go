@@ -18,11 +18,12 @@ import (
 // claimSignal is the claim's expression for the signal a workflow step
 // waited for, over the claimed row (named docket_jobs): a JSON array
 // [name, timed out, payload], or NULL for a job that waited for none. Jobs
-// outside workflows stop at the CASE and read nothing more. The payload is
-// left out for a step that timed out: a signal sent later for another step
-// is not its.
+// outside workflows stop at the CASE and read nothing more. A step that
+// timed out (wait_until kept) reads no signal: one sent later for another
+// step is not its. One whose signal is not there either timed out before
+// (a dead-lettered step replayed): it too is reported timed out.
 const claimSignal = `CASE WHEN docket_jobs.workflow_id IS NOT NULL THEN (
-		SELECT jsonb_build_array(w.signal, docket_jobs.wait_until IS NOT NULL, s.payload)
+		SELECT jsonb_build_array(w.signal, s.workflow_id IS NULL, s.payload)
 		FROM {{schema}}.docket_workflow_waits w
 		LEFT JOIN {{schema}}.docket_workflow_signals s
 			ON docket_jobs.wait_until IS NULL AND s.workflow_id = w.workflow_id AND s.name = w.signal
