@@ -16,6 +16,7 @@ import (
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // payment is a signal's payload.
@@ -529,5 +530,51 @@ func TestWorkflowWaitValidation(t *testing.T) {
 	}
 	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_workflows")); n != 0 {
 		t.Errorf("%d workflows written by refused enqueues", n)
+	}
+}
+
+// TestSignalSQL sends signals through database/sql: in a caller's *sql.Tx
+// (a refusal leaves it usable), and through a *sql.DB in a transaction of
+// its own.
+func TestSignalSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.Jobs.EnqueueWorkflow(b.Ctx, b.Pool, enqueue.Workflow{Name: "sql", Jobs: []enqueue.WorkflowJob{
+		waitFor("a", "one"), waitFor("b", "two"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(b.Pool)
+	defer db.Close()
+	tx, err := db.BeginTx(b.Ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if sent, err := b.Jobs.SignalSQL(b.Ctx, tx, res.ID, "one", payment{Amount: 3}); err != nil || !slices.Equal(sent.Released, []int64{res.Jobs["a"]}) {
+		t.Fatalf("SignalSQL in a transaction: %+v %v", sent, err)
+	}
+	if _, err := b.Jobs.SignalSQL(b.Ctx, tx, res.ID, "one", nil); !errors.Is(err, enqueue.ErrSignalSent) {
+		t.Fatalf("second SignalSQL: %v, want ErrSignalSent", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("the transaction is not usable after the refusal: %v", err)
+	}
+	if _, err := b.Jobs.SignalSQL(b.Ctx, db, res.ID, "two", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Jobs.SignalSQL(b.Ctx, db, res.ID+1000, "two", nil); !errors.Is(err, core.ErrWorkflowNotFound) {
+		t.Fatalf("SignalSQL to an unknown workflow: %v", err)
+	}
+	jobs := b.Claim(t, uuid.New(), 10, time.Minute)
+	if len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs after both signals, want 2", len(jobs))
+	}
+	for _, j := range jobs {
+		var p payment
+		if err := j.Signal(&p); err != nil || (j.ID == res.Jobs["a"]) != (p.Amount == 3) {
+			t.Errorf("job %d read %+v %v", j.ID, p, err)
+		}
 	}
 }
