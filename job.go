@@ -32,6 +32,12 @@ type Args = core.Args
 //     statement, never reused. Every write about the run (heartbeat,
 //     outcome) is matched against it, so a run that lost its lease changes
 //     nothing after the job was claimed again.
+//   - WaitedFor string, SignalPayload json.RawMessage, SignalTimedOut
+//     bool: for a workflow step that waited for a signal
+//     (WorkflowJob.WaitFor), its name, its payload (nil without one) and
+//     whether the step runs because its WaitTimeout passed instead
+//     (TimeoutRun). Zero for other jobs. Job.Signal decodes the payload
+//     and returns ErrSignalTimedOut or ErrNoSignal.
 type Job = core.Job
 
 // State is where a job is in its life inside the jobs table.

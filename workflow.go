@@ -2,6 +2,7 @@ package docket
 
 import (
 	"context"
+	"time"
 
 	"github.com/docketq/docket/internal/engine/enqueue"
 )
@@ -45,7 +46,41 @@ type WorkflowJob struct {
 	// After lists the jobs this one runs after. Empty: it is ready (or
 	// scheduled, with RunAt or Delay) as soon as the workflow commits.
 	After []Dependency
+	// WaitFor names a signal (Client.Signal) the step waits for once its
+	// parents completed: it stays waiting until the signal was sent (also
+	// when it was sent before), or until WaitTimeout passed. Its handler
+	// reads the signal's payload with Job.Signal. Empty: it waits for no
+	// signal. At most MaxNameLen bytes of valid UTF-8 without NUL.
+	WaitFor string
+	// WaitTimeout is how long the step waits for its signal, counted from
+	// when its parents completed (from the enqueue for a step without
+	// parents). Zero: it waits for ever. Needs WaitFor; at least 1ms.
+	WaitTimeout time.Duration
+	// OnTimeout is what happens when WaitTimeout passed without the
+	// signal: TimeoutFail (the zero value) or TimeoutRun.
+	OnTimeout TimeoutPolicy
+	// Delay holds the step back this long once it is released (its
+	// parents completed and, with WaitFor, its signal came or its
+	// timeout passed): it is scheduled for then, durably, as a retry's
+	// backoff is. Zero: no delay. Opts.Delay and Opts.RunAt, by contrast,
+	// count from the enqueue: a step released after its RunAt runs at
+	// once, one released before it waits for it.
+	Delay time.Duration
 }
+
+// TimeoutPolicy is what becomes of a workflow step whose WaitTimeout
+// passed before its signal came.
+type TimeoutPolicy = enqueue.TimeoutPolicy
+
+const (
+	// TimeoutFail (the default) moves the step to the dead-letter table
+	// with reason "timed_out"; its dependents are cancelled as for any
+	// failed parent (those that RunAnyway run).
+	TimeoutFail = enqueue.TimeoutFail
+	// TimeoutRun runs the step without its signal: its handler's
+	// Job.Signal returns an error wrapping ErrSignalTimedOut.
+	TimeoutRun = enqueue.TimeoutRun
+)
 
 // Dependency is one parent of a workflow job.
 type Dependency struct {
@@ -101,7 +136,8 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, db DB, w Workflow) (Workfl
 		for k, d := range j.After {
 			after[k] = enqueue.Dependency(d)
 		}
-		jobs[i] = enqueue.WorkflowJob{Ref: j.Ref, Args: j.Args, Opts: resolve(j.Args, j.Opts), After: after}
+		jobs[i] = enqueue.WorkflowJob{Ref: j.Ref, Args: j.Args, Opts: resolve(j.Args, j.Opts), After: after,
+			WaitFor: j.WaitFor, WaitTimeout: j.WaitTimeout, OnTimeout: j.OnTimeout, Delay: j.Delay}
 	}
 	res, err := c.jobs.EnqueueWorkflow(ctx, db, enqueue.Workflow{Name: w.Name, Jobs: jobs})
 	return WorkflowEnqueued(res), err

@@ -520,4 +520,5 @@ const (
 	ReasonCancelled    = core.ReasonCancelled    // the handler cancelled the job
 	ReasonUndecodable  = core.ReasonUndecodable  // the payload does not decode into the args type
 	ReasonLeaseExpired = core.ReasonLeaseExpired // the last attempt's worker stopped heartbeating
+	ReasonTimedOut     = core.ReasonTimedOut     // a workflow step's signal did not come before its WaitTimeout
 )

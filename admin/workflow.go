@@ -2,22 +2,25 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
 )
 
-// ErrWorkflowNotFound is returned for a workflow id that does not exist.
-var ErrWorkflowNotFound = errors.New("docket: workflow not found")
+// ErrWorkflowNotFound is returned for a workflow id that does not exist;
+// it is the same error as docket.ErrWorkflowNotFound.
+var ErrWorkflowNotFound = core.ErrWorkflowNotFound
 
 // ErrWorkflowFinished is returned, wrapped with the workflow's id and state,
 // by Workflows.Cancel for a workflow that already finished: every job of it
 // left the jobs table, all completed (succeeded) or some dead-lettered or
-// cancelled (failed). The workflow is left as it is.
-var ErrWorkflowFinished = errors.New("docket: workflow already finished")
+// cancelled (failed). The workflow is left as it is. docket.Client.Signal
+// returns it too, also for a cancelled workflow; it is the same error as
+// docket.ErrWorkflowFinished.
+var ErrWorkflowFinished = core.ErrWorkflowFinished
 
 // Workflow states, as WorkflowState.State and the docket_workflow_status
 // view report them.
@@ -57,6 +60,13 @@ type WorkflowJobState struct {
 	// Reason and LastError are those of a dead job.
 	Reason    string
 	LastError string
+	// WaitFor is the signal a live step waits for (docket.WorkflowJob.WaitFor)
+	// until it is sent; empty once sent, and for other jobs.
+	WaitFor string
+	// WaitUntil is the step's deadline for its signal, set once its
+	// parents completed; zero before, and when it waits without a
+	// timeout (stored as 9999-12-31).
+	WaitUntil time.Time
 }
 
 var (
@@ -90,9 +100,18 @@ SELECT EXISTS (SELECT 1 FROM {{schema}}.docket_workflows WHERE id = $1),
 	sqlWorkflowStatus = pgsql.SQL(`SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
 FROM {{schema}}.docket_workflow_status`)
 
-	sqlWorkflowJobStates = pgsql.SQL(`SELECT id, kind, queue, state, '', '' FROM {{schema}}.docket_jobs WHERE workflow_id = $1
+	// sqlWorkflowJobStates lists a workflow's live and dead jobs; a waiting
+	// step whose signal was not sent yet has its signal's name and
+	// deadline (migration 022; a deadline of 9999-12-31 means none).
+	sqlWorkflowJobStates = pgsql.SQL(`SELECT j.id, j.kind, j.queue, j.state, '', '',
+	CASE WHEN j.state = 'waiting' AND NOT EXISTS (SELECT 1 FROM {{schema}}.docket_workflow_signals s
+		WHERE s.workflow_id = w.workflow_id AND s.name = w.signal) THEN COALESCE(w.signal, '') ELSE '' END,
+	CASE WHEN j.state = 'waiting' AND j.wait_until < '9999-12-31' THEN j.wait_until END
+FROM {{schema}}.docket_jobs j
+LEFT JOIN {{schema}}.docket_workflow_waits w ON w.job_id = j.id
+WHERE j.workflow_id = $1
 UNION ALL
-SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, '') FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
+SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, ''), '', NULL FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
 ORDER BY 1`)
 )
 
@@ -180,7 +199,11 @@ func (h Workflows) Jobs(ctx context.Context, db DB, id int64) ([]WorkflowJobStat
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowJobState, error) {
 		var s WorkflowJobState
-		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError)
+		var until *time.Time
+		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError, &s.WaitFor, &until)
+		if until != nil {
+			s.WaitUntil = *until
+		}
 		return s, err
 	})
 	return list, c.wrapErr(err)

@@ -151,7 +151,8 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 	}
 	wf, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "nightly-report", Jobs: []docket.WorkflowJob{
 		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
-		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: docket.After("extract")},
+		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: docket.After("extract"),
+			WaitFor: "approved", WaitTimeout: time.Hour},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +402,7 @@ func TestJSONJobViewsUseJobKeys(t *testing.T) {
 	t.Parallel()
 	reqJob, optJob := jsonKeys(reflect.TypeFor[jobJSON]())
 	for view, extra := range map[reflect.Type][]string{
-		reflect.TypeFor[workflowJobJSON](): nil,
+		reflect.TypeFor[workflowJobJSON](): {"wait_for", "wait_until"},
 		reflect.TypeFor[stuckJobJSON]():    {"overdue"},
 	} {
 		req, opt := jsonKeys(view)

@@ -506,6 +506,9 @@ type workflowJobJSON struct {
 	Kind      string `json:"kind"`
 	Reason    string `json:"reason"`
 	LastError string `json:"last_error"`
+	// A waiting step's signal and its deadline, once its parents completed.
+	WaitFor   string    `json:"wait_for,omitempty"`
+	WaitUntil time.Time `json:"wait_until,omitzero"`
 }
 
 // workflowDetailJSON is workflows show: the workflow and its jobs still
@@ -532,7 +535,7 @@ func workflowDetailFrom(w admin.WorkflowState, jobs []admin.WorkflowJobState) wo
 	out := workflowDetailJSON{workflowFrom(w), make([]workflowJobJSON, len(jobs))}
 	for i, j := range jobs {
 		out.LiveOrDeadJobs[i] = workflowJobJSON{ID: j.ID, State: j.State, Queue: j.Queue, Kind: j.Kind,
-			Reason: j.Reason, LastError: j.LastError}
+			Reason: j.Reason, LastError: j.LastError, WaitFor: j.WaitFor, WaitUntil: j.WaitUntil}
 	}
 	return out
 }

@@ -89,6 +89,7 @@ var validArgs = map[string]leafArgs{
 	"workflows list":    {},
 	"workflows show":    {pos: []string{"7"}},
 	"workflows cancel":  {pos: []string{"7"}},
+	"workflows signal":  {pos: []string{"7", "paid"}},
 	"limits set":        {pos: []string{"mail"}, flags: []string{"--max-running", "5"}},
 	"limits list":       {},
 	"limits rm":         {pos: []string{"mail"}},
@@ -129,6 +130,7 @@ var malformedText = map[string][]string{
 	"limits set --kind":  {"bad name"},
 	"id":                 {"relay\x01one", strings.Repeat("r", relay.MaxIDLen+1)}, // a control character; too long
 	"allowed-hosts":      {"dash.internal:8443"},                                  // a host, not host:port
+	"payload":            {"{bad", "not json"},
 }
 
 // freeText are text flags any value of which is well-formed: filters,
@@ -185,6 +187,11 @@ func misuses(t *testing.T, l leaf, base []string) []misuse {
 		if args == "ID" {
 			out = append(out, misuse{args: line([]string{"7", "8"})})
 		}
+	case args == "ID NAME":
+		for _, bad := range []string{"x", "0", "1.5"} {
+			out = append(out, misuse{args: line([]string{bad, "paid"})})
+		}
+		out = append(out, misuse{args: line([]string{"7", "paid", "extra"})})
 	case args == "NAME" || args == "QUEUE":
 		// A name is looked up: one nobody could have made is unknown (exit 1).
 		out = append(out, misuse{args: line([]string{"a", "b"})})

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +24,7 @@ once cancelled. A finished workflow cannot be cancelled. See docs/workflows.md.`
 		verbs: []*command{
 			{name: "list", summary: "list the newest workflows with their state", flags: workflowsList},
 			{name: "show", summary: "show one workflow and its live and dead jobs", args: "ID", flags: workflowsShow},
+			{name: "signal", summary: "send a signal to a workflow: its steps waiting for it run", args: "ID NAME", flags: workflowsSignal},
 			{name: "cancel", summary: "cancel a running workflow: its jobs that are not running go to the dead-letter table", args: "ID", flags: workflowsCancel},
 		},
 	}
@@ -95,12 +98,63 @@ func workflowsShow(fs *flag.FlagSet) action {
 			}
 			fmt.Fprintln(out, "\nlive and dead jobs:")
 			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tREASON\tERROR")
+			fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tWAITS FOR\tREASON\tERROR")
 			for _, j := range jobs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(j.Reason), dash(oneLine(j.LastError, 60)))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(waitsFor(j)), dash(j.Reason), dash(oneLine(j.LastError, 60)))
 			}
 			return tw.Flush()
 		})
+	}
+}
+
+// waitsFor says what a waiting step waits for: its signal, and until when.
+func waitsFor(j admin.WorkflowJobState) string {
+	switch {
+	case j.WaitFor == "":
+		return ""
+	case j.WaitUntil.IsZero():
+		return "signal " + j.WaitFor
+	}
+	return fmt.Sprintf("signal %s until %s", j.WaitFor, fmtTime(j.WaitUntil))
+}
+
+func workflowsSignal(fs *flag.FlagSet) action {
+	var db dbFlags
+	db.register(fs)
+	payload := fs.String("payload", "", "the signal's payload, a JSON value; none when empty")
+	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
+		if err := wantArgs(pos, 2, "a workflow id and a signal name"); err != nil {
+			return err
+		}
+		id, err := positiveID("workflow", pos[0])
+		if err != nil {
+			return err
+		}
+		var body any
+		if *payload != "" {
+			if !json.Valid([]byte(*payload)) {
+				return fmt.Errorf("%w: --payload is not valid JSON", errUsage)
+			}
+			body = json.RawMessage(*payload)
+		}
+		_, pool, err := db.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		client, err := docket.NewClient(pool, docket.Config{Schema: db.schema})
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		sent, err := client.Signal(ctx, pool, id, pos[1], body)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "signal %s sent to workflow %d: %s released now, %s when %s\n", pos[1], id,
+			plural.Count(int64(len(sent.Released)), "step", "steps"),
+			plural.Count(int64(len(sent.Waiting)-len(sent.Released)), "step", "steps"),
+			"their parents complete")
+		return nil
 	}
 }
 

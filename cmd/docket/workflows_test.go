@@ -58,6 +58,42 @@ func TestWorkflowsCommand(t *testing.T) {
 	if detail["state"] != "running" || detail["remaining"] != float64(2) || len(detail["live_or_dead_jobs"].([]any)) != 2 {
 		t.Errorf("show --json: %v", detail)
 	}
+	// A step waiting for a signal: what it waits for, its deadline, and
+	// the signal sent from the shell.
+	gate, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "gate", Jobs: []docket.WorkflowJob{
+		{Ref: "approve", Args: mailArgs{}, Opts: docket.Opts{Queue: "gate"}, WaitFor: "approved", WaitTimeout: time.Hour},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid := itoa(gate.ID)
+	if out := run("workflows", "show", gid); !strings.Contains(out, itoa(gate.Jobs["approve"])+" waiting gate mail signal approved until ") {
+		t.Errorf("show of a step waiting for a signal:\n%s", out)
+	}
+	var gd struct {
+		Jobs []struct {
+			WaitFor   string    `json:"wait_for"`
+			WaitUntil time.Time `json:"wait_until"`
+		} `json:"live_or_dead_jobs"`
+	}
+	if err := json.Unmarshal([]byte(run("workflows", "show", gid, "--json")), &gd); err != nil {
+		t.Fatal(err)
+	}
+	if len(gd.Jobs) != 1 || gd.Jobs[0].WaitFor != "approved" || time.Until(gd.Jobs[0].WaitUntil) < 59*time.Minute || time.Until(gd.Jobs[0].WaitUntil) > time.Hour {
+		t.Errorf("show --json of a step waiting for a signal: %+v", gd)
+	}
+	if code, _, errOut := runDocket(t, append([]string{"workflows", "signal", gid, "approved", "--payload", "{bad"}, db...)...); code == 0 || !strings.Contains(errOut, "not valid JSON") {
+		t.Errorf("signal with a bad payload: %d %s", code, errOut)
+	}
+	if out := run("workflows", "signal", gid, "approved", "--payload", `{"by":"ops"}`); !strings.Contains(out, "signal approved sent to workflow "+gid+": 1 step released now") {
+		t.Errorf("signal:\n%s", out)
+	}
+	if out := run("workflows", "show", gid); !strings.Contains(out, itoa(gate.Jobs["approve"])+" ready gate mail -") {
+		t.Errorf("show after the signal:\n%s", out)
+	}
+	if code, _, errOut := runDocket(t, append([]string{"workflows", "signal", gid, "approved"}, db...)...); code != exitFailure || !strings.Contains(errOut, "already sent") {
+		t.Errorf("second signal: %d %s", code, errOut)
+	}
 	if out := run("workflows", "cancel", id); !strings.Contains(out, "2 jobs moved to the dead-letter table") {
 		t.Errorf("cancel:\n%s", out)
 	}

@@ -61,7 +61,9 @@ type Job struct {
 	// The claim that last took the job; outcomes of a run are matched against it.
 	ClaimID *int64 `json:"claim_id,omitempty"`
 	// Place in its serial key's line, taken when the job first became ready.
-	SerialSeq    *int64 `json:"serial_seq,omitempty"`
+	SerialSeq *int64 `json:"serial_seq,omitempty"`
+	// A workflow step's deadline while it waits for its signal (9999-12-31 without a timeout); kept after a timeout released it.
+	WaitUntil    *time.Time `json:"wait_until,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -78,7 +80,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
 			values[i] = new(sql.NullString)
-		case job.FieldCreatedAt, job.FieldRunAt, job.FieldLockedAt, job.FieldLeaseUntil:
+		case job.FieldCreatedAt, job.FieldRunAt, job.FieldLockedAt, job.FieldLeaseUntil, job.FieldWaitUntil:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -240,6 +242,13 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.SerialSeq = new(int64)
 				*_m.SerialSeq = value.Int64
 			}
+		case job.FieldWaitUntil:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field wait_until", values[i])
+			} else if value.Valid {
+				_m.WaitUntil = new(time.Time)
+				*_m.WaitUntil = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -355,6 +364,11 @@ func (_m *Job) String() string {
 	if v := _m.SerialSeq; v != nil {
 		builder.WriteString("serial_seq=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.WaitUntil; v != nil {
+		builder.WriteString("wait_until=")
+		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')
 	return builder.String()

@@ -260,6 +260,20 @@ func (_c *JobCreate) SetNillableSerialSeq(v *int64) *JobCreate {
 	return _c
 }
 
+// SetWaitUntil sets the "wait_until" field.
+func (_c *JobCreate) SetWaitUntil(v time.Time) *JobCreate {
+	_c.mutation.SetWaitUntil(v)
+	return _c
+}
+
+// SetNillableWaitUntil sets the "wait_until" field if the given value is not nil.
+func (_c *JobCreate) SetNillableWaitUntil(v *time.Time) *JobCreate {
+	if v != nil {
+		_c.SetWaitUntil(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v int64) *JobCreate {
 	_c.mutation.SetID(v)
@@ -478,6 +492,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.SerialSeq(); ok {
 		_spec.SetField(job.FieldSerialSeq, field.TypeInt64, value)
 		_node.SerialSeq = &value
+	}
+	if value, ok := _c.mutation.WaitUntil(); ok {
+		_spec.SetField(job.FieldWaitUntil, field.TypeTime, value)
+		_node.WaitUntil = &value
 	}
 	return _node, _spec
 }

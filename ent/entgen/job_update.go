@@ -410,6 +410,26 @@ func (_u *JobUpdate) ClearSerialSeq() *JobUpdate {
 	return _u
 }
 
+// SetWaitUntil sets the "wait_until" field.
+func (_u *JobUpdate) SetWaitUntil(v time.Time) *JobUpdate {
+	_u.mutation.SetWaitUntil(v)
+	return _u
+}
+
+// SetNillableWaitUntil sets the "wait_until" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableWaitUntil(v *time.Time) *JobUpdate {
+	if v != nil {
+		_u.SetWaitUntil(*v)
+	}
+	return _u
+}
+
+// ClearWaitUntil clears the value of the "wait_until" field.
+func (_u *JobUpdate) ClearWaitUntil() *JobUpdate {
+	_u.mutation.ClearWaitUntil()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -579,6 +599,12 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.SerialSeqCleared() {
 		_spec.ClearField(job.FieldSerialSeq, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.WaitUntil(); ok {
+		_spec.SetField(job.FieldWaitUntil, field.TypeTime, value)
+	}
+	if _u.mutation.WaitUntilCleared() {
+		_spec.ClearField(job.FieldWaitUntil, field.TypeTime)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -979,6 +1005,26 @@ func (_u *JobUpdateOne) ClearSerialSeq() *JobUpdateOne {
 	return _u
 }
 
+// SetWaitUntil sets the "wait_until" field.
+func (_u *JobUpdateOne) SetWaitUntil(v time.Time) *JobUpdateOne {
+	_u.mutation.SetWaitUntil(v)
+	return _u
+}
+
+// SetNillableWaitUntil sets the "wait_until" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableWaitUntil(v *time.Time) *JobUpdateOne {
+	if v != nil {
+		_u.SetWaitUntil(*v)
+	}
+	return _u
+}
+
+// ClearWaitUntil clears the value of the "wait_until" field.
+func (_u *JobUpdateOne) ClearWaitUntil() *JobUpdateOne {
+	_u.mutation.ClearWaitUntil()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -1178,6 +1224,12 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.SerialSeqCleared() {
 		_spec.ClearField(job.FieldSerialSeq, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.WaitUntil(); ok {
+		_spec.SetField(job.FieldWaitUntil, field.TypeTime, value)
+	}
+	if _u.mutation.WaitUntilCleared() {
+		_spec.ClearField(job.FieldWaitUntil, field.TypeTime)
 	}
 	_node = &Job{config: _u.config}
 	_spec.Assign = _node.assignValues

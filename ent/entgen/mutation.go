@@ -2800,6 +2800,7 @@ type JobMutation struct {
 	addclaim_id     *int64
 	serial_seq      *int64
 	addserial_seq   *int64
+	wait_until      *time.Time
 	clearedFields   map[string]struct{}
 	done            bool
 	oldValue        func(context.Context) (*Job, error)
@@ -3954,6 +3955,55 @@ func (m *JobMutation) ResetSerialSeq() {
 	delete(m.clearedFields, job.FieldSerialSeq)
 }
 
+// SetWaitUntil sets the "wait_until" field.
+func (m *JobMutation) SetWaitUntil(t time.Time) {
+	m.wait_until = &t
+}
+
+// WaitUntil returns the value of the "wait_until" field in the mutation.
+func (m *JobMutation) WaitUntil() (r time.Time, exists bool) {
+	v := m.wait_until
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWaitUntil returns the old "wait_until" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldWaitUntil(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWaitUntil is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWaitUntil requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWaitUntil: %w", err)
+	}
+	return oldValue.WaitUntil, nil
+}
+
+// ClearWaitUntil clears the value of the "wait_until" field.
+func (m *JobMutation) ClearWaitUntil() {
+	m.wait_until = nil
+	m.clearedFields[job.FieldWaitUntil] = struct{}{}
+}
+
+// WaitUntilCleared returns if the "wait_until" field was cleared in this mutation.
+func (m *JobMutation) WaitUntilCleared() bool {
+	_, ok := m.clearedFields[job.FieldWaitUntil]
+	return ok
+}
+
+// ResetWaitUntil resets all changes to the "wait_until" field.
+func (m *JobMutation) ResetWaitUntil() {
+	m.wait_until = nil
+	delete(m.clearedFields, job.FieldWaitUntil)
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -3988,7 +4038,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 21)
+	fields := make([]string, 0, 22)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -4052,6 +4102,9 @@ func (m *JobMutation) Fields() []string {
 	if m.serial_seq != nil {
 		fields = append(fields, job.FieldSerialSeq)
 	}
+	if m.wait_until != nil {
+		fields = append(fields, job.FieldWaitUntil)
+	}
 	return fields
 }
 
@@ -4102,6 +4155,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.ClaimID()
 	case job.FieldSerialSeq:
 		return m.SerialSeq()
+	case job.FieldWaitUntil:
+		return m.WaitUntil()
 	}
 	return nil, false
 }
@@ -4153,6 +4208,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldClaimID(ctx)
 	case job.FieldSerialSeq:
 		return m.OldSerialSeq(ctx)
+	case job.FieldWaitUntil:
+		return m.OldWaitUntil(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -4309,6 +4366,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSerialSeq(v)
 		return nil
+	case job.FieldWaitUntil:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWaitUntil(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -4456,6 +4520,9 @@ func (m *JobMutation) ClearedFields() []string {
 	if m.FieldCleared(job.FieldSerialSeq) {
 		fields = append(fields, job.FieldSerialSeq)
 	}
+	if m.FieldCleared(job.FieldWaitUntil) {
+		fields = append(fields, job.FieldWaitUntil)
+	}
 	return fields
 }
 
@@ -4499,6 +4566,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldSerialSeq:
 		m.ClearSerialSeq()
+		return nil
+	case job.FieldWaitUntil:
+		m.ClearWaitUntil()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -4570,6 +4640,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldSerialSeq:
 		m.ResetSerialSeq()
+		return nil
+	case job.FieldWaitUntil:
+		m.ResetWaitUntil()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

@@ -39,6 +39,8 @@ func (Job) Fields() []ent.Field {
 			Comment("The claim that last took the job; outcomes of a run are matched against it."),
 		field.Int64("serial_seq").Optional().Nillable().
 			Comment("Place in its serial key's line, taken when the job first became ready."),
+		field.Time("wait_until").Optional().Nillable().
+			Comment("A workflow step's deadline while it waits for its signal (9999-12-31 without a timeout); kept after a timeout released it."),
 	}
 }
 
@@ -75,6 +77,9 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("id").
 			Annotations(entsql.IndexWhere("(state = 'waiting'::text) AND (workflow_id IS NOT NULL)")).
 			StorageKey("docket_jobs_workflow_waiting_idx"),
+		index.Fields("wait_until").
+			Annotations(entsql.IndexWhere("(state = 'waiting'::text) AND (wait_until IS NOT NULL)")).
+			StorageKey("docket_jobs_wait_until_idx"),
 	}
 }
 

@@ -48,3 +48,28 @@ type Load struct {
 }
 
 func (Load) Kind() string { return "load" }
+
+type ReserveStock struct {
+	Order int64 `json:"order"`
+}
+
+func (ReserveStock) Kind() string { return "reserve_stock" }
+
+type ShipOrder struct {
+	Order int64 `json:"order"`
+}
+
+func (ShipOrder) Kind() string { return "ship_order" }
+
+type AskForReview struct {
+	Order int64 `json:"order"`
+}
+
+func (AskForReview) Kind() string { return "ask_for_review" }
+
+type Payment struct {
+	Amount int64  `json:"amount"`
+	Ref    string `json:"ref"`
+}
+
+var workflowID int64

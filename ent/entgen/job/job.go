@@ -55,6 +55,8 @@ const (
 	FieldClaimID = "claim_id"
 	// FieldSerialSeq holds the string denoting the serial_seq field in the database.
 	FieldSerialSeq = "serial_seq"
+	// FieldWaitUntil holds the string denoting the wait_until field in the database.
+	FieldWaitUntil = "wait_until"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -83,6 +85,7 @@ var Columns = []string{
 	FieldLastError,
 	FieldClaimID,
 	FieldSerialSeq,
+	FieldWaitUntil,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -235,4 +238,9 @@ func ByClaimID(opts ...sql.OrderTermOption) OrderOption {
 // BySerialSeq orders the results by the serial_seq field.
 func BySerialSeq(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSerialSeq, opts...).ToFunc()
+}
+
+// ByWaitUntil orders the results by the wait_until field.
+func ByWaitUntil(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWaitUntil, opts...).ToFunc()
 }

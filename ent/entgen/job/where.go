@@ -145,6 +145,11 @@ func SerialSeq(v int64) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldSerialSeq, v))
 }
 
+// WaitUntil applies equality check predicate on the "wait_until" field. It's identical to WaitUntilEQ.
+func WaitUntil(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldWaitUntil, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldQueue, v))
@@ -1133,6 +1138,56 @@ func SerialSeqIsNil() predicate.Job {
 // SerialSeqNotNil applies the NotNil predicate on the "serial_seq" field.
 func SerialSeqNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldSerialSeq))
+}
+
+// WaitUntilEQ applies the EQ predicate on the "wait_until" field.
+func WaitUntilEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldWaitUntil, v))
+}
+
+// WaitUntilNEQ applies the NEQ predicate on the "wait_until" field.
+func WaitUntilNEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldWaitUntil, v))
+}
+
+// WaitUntilIn applies the In predicate on the "wait_until" field.
+func WaitUntilIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldWaitUntil, vs...))
+}
+
+// WaitUntilNotIn applies the NotIn predicate on the "wait_until" field.
+func WaitUntilNotIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldWaitUntil, vs...))
+}
+
+// WaitUntilGT applies the GT predicate on the "wait_until" field.
+func WaitUntilGT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldWaitUntil, v))
+}
+
+// WaitUntilGTE applies the GTE predicate on the "wait_until" field.
+func WaitUntilGTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldWaitUntil, v))
+}
+
+// WaitUntilLT applies the LT predicate on the "wait_until" field.
+func WaitUntilLT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldWaitUntil, v))
+}
+
+// WaitUntilLTE applies the LTE predicate on the "wait_until" field.
+func WaitUntilLTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldWaitUntil, v))
+}
+
+// WaitUntilIsNil applies the IsNil predicate on the "wait_until" field.
+func WaitUntilIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldWaitUntil))
+}
+
+// WaitUntilNotNil applies the NotNil predicate on the "wait_until" field.
+func WaitUntilNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldWaitUntil))
 }
 
 // And groups predicates with the AND operator between them.

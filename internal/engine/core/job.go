@@ -69,6 +69,16 @@ type Job struct {
 	// nothing after the job was claimed again. Zero for a job that no
 	// worker claimed.
 	ClaimID int64
+	// WaitedFor is the name of the signal this workflow step waited for
+	// (docket.WorkflowJob.WaitFor); empty for every other job. Read the
+	// signal with Signal.
+	WaitedFor string
+	// SignalPayload is the JSON payload of that signal; nil when the
+	// signal had none, when the step timed out, and for other jobs.
+	SignalPayload json.RawMessage
+	// SignalTimedOut reports a step released by its WaitTimeout (policy
+	// docket.TimeoutRun) because its signal did not come in time.
+	SignalTimedOut bool
 }
 
 // The range of job priorities; package outbox exports them and the claim

@@ -52,7 +52,23 @@ type WorkflowJob struct {
 	// After lists the jobs this one runs after. Empty: it is ready (or
 	// scheduled, with RunAt or Delay) as soon as the workflow commits.
 	After []Dependency
+	// WaitFor, WaitTimeout, OnTimeout and Delay are docket.WorkflowJob's:
+	// see there.
+	WaitFor     string
+	WaitTimeout time.Duration
+	OnTimeout   TimeoutPolicy
+	Delay       time.Duration
 }
+
+// TimeoutPolicy is what becomes of a step whose WaitTimeout passed before
+// its signal came; docket.TimeoutPolicy documents the values.
+type TimeoutPolicy uint8
+
+// The timeout policies.
+const (
+	TimeoutFail TimeoutPolicy = iota
+	TimeoutRun
+)
 
 // Dependency is one parent of a workflow job.
 type Dependency struct {
@@ -92,17 +108,26 @@ var (
 	// statement. It returns the queues that received ready jobs.
 	sqlWorkflowJobs = pgsql.SQL(`WITH ins AS (
 	INSERT INTO {{schema}}.docket_jobs
-		(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, payload, meta, workflow_id)
+		(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, payload, meta, workflow_id,
+		 wait_until)
 	SELECT r.id, r.id,
 		CASE WHEN r.waiting THEN 'waiting' WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
-		r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.payload, r.meta, $2
+		r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.payload, r.meta, $2,
+		CASE WHEN r.hold THEN COALESCE(now() + r.timeout_ms * interval '1 millisecond', '9999-12-31 00:00:00+00') END
 	FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 		run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
-		payload jsonb, meta jsonb, waiting boolean)
-	CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
+		payload jsonb, meta jsonb, waiting boolean, hold boolean, timeout_ms bigint, after_ms bigint)
+	CROSS JOIN LATERAL (SELECT greatest(COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond'),
+		now() + COALESCE(r.after_ms, 0) * interval '1 millisecond') AS at) t
 	RETURNING queue, state
 )
 SELECT DISTINCT queue FROM ins WHERE state = 'ready'`)
+
+	// sqlWorkflowWaits records the waits of the steps that have a signal
+	// or a delay (migration 022).
+	sqlWorkflowWaits = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflow_waits (job_id, workflow_id, signal, timeout, on_timeout, delay)
+SELECT w.id, $1, w.signal, w.timeout_ms * interval '1 millisecond', w.policy, w.after_ms * interval '1 millisecond'
+FROM jsonb_to_recordset($2::jsonb) AS w(id bigint, signal text, timeout_ms bigint, policy text, after_ms bigint)`)
 
 	sqlWorkflowDeps = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflow_deps (workflow_id, parent_id, child_id, run_anyway)
 SELECT $1, d.p, d.c, d.a FROM jsonb_to_recordset($2::jsonb) AS d(p bigint, c bigint, a boolean)`)
@@ -116,6 +141,7 @@ type workflowPlan struct {
 	jobs    []job
 	parents [][]int
 	anyway  [][]bool
+	waits   []WorkflowJob // each job's WaitFor, WaitTimeout, OnTimeout, Delay
 }
 
 // planWorkflow validates w without touching a database.
@@ -127,7 +153,7 @@ func (c *Client) planWorkflow(ctx context.Context, w Workflow) (*workflowPlan, e
 		return nil, fmt.Errorf("%w %q: no jobs", ErrInvalidWorkflow, w.Name)
 	}
 	p := &workflowPlan{name: w.Name, refs: make([]string, len(w.Jobs)), jobs: make([]job, len(w.Jobs)),
-		parents: make([][]int, len(w.Jobs)), anyway: make([][]bool, len(w.Jobs))}
+		parents: make([][]int, len(w.Jobs)), anyway: make([][]bool, len(w.Jobs)), waits: w.Jobs}
 	index := make(map[string]int, len(w.Jobs))
 	for i, wj := range w.Jobs {
 		if wj.Ref == "" || len(wj.Ref) > MaxNameLen || core.BadText(wj.Ref) != "" {
@@ -157,6 +183,9 @@ func (c *Client) planWorkflow(ctx context.Context, w Workflow) (*workflowPlan, e
 			}
 			keys[j.uniqueKey] = wj.Ref
 		}
+		if err := checkWait(wj); err != nil {
+			return nil, fmt.Errorf("%w %q: job %q: %w", ErrInvalidWorkflow, w.Name, wj.Ref, err)
+		}
 		p.jobs[i] = j
 		seen := map[int]bool{}
 		for _, d := range wj.After {
@@ -180,6 +209,24 @@ func (c *Client) planWorkflow(ctx context.Context, w Workflow) (*workflowPlan, e
 		return nil, fmt.Errorf("%w %q: cycle %s", ErrInvalidWorkflow, w.Name, strings.Join(names, " -> "))
 	}
 	return p, nil
+}
+
+// checkWait validates a step's wait: a signal name like a queue name, no
+// negative durations, a timeout and its policy only with a signal.
+func checkWait(wj WorkflowJob) error {
+	switch {
+	case wj.WaitFor != "" && (len(wj.WaitFor) > MaxNameLen || core.BadText(wj.WaitFor) != ""):
+		return fmt.Errorf("signal name %q: want at most %d bytes of valid UTF-8 without NUL", wj.WaitFor, MaxNameLen)
+	case wj.WaitTimeout < 0 || wj.Delay < 0:
+		return fmt.Errorf("negative WaitTimeout or Delay (%s, %s)", wj.WaitTimeout, wj.Delay)
+	case wj.WaitFor == "" && (wj.WaitTimeout != 0 || wj.OnTimeout != TimeoutFail):
+		return errors.New("WaitTimeout and OnTimeout need WaitFor")
+	case wj.OnTimeout > TimeoutRun:
+		return fmt.Errorf("unknown OnTimeout %d", wj.OnTimeout)
+	case wj.WaitTimeout != 0 && wj.WaitTimeout < time.Millisecond:
+		return fmt.Errorf("WaitTimeout %s: want 0 (none) or at least 1ms", wj.WaitTimeout)
+	}
+	return nil
 }
 
 // findCycle returns the nodes of a cycle in the graph given by each node's
@@ -303,12 +350,40 @@ func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowP
 		A bool  `json:"a"`
 	}
 	var deps []dep
+	var waits []map[string]any
 	for i, j := range p.jobs {
 		out.Jobs[p.refs[i]] = ids[i]
+		wj := p.waits[i]
 		row := map[string]any{"id": ids[i], "queue": j.queue, "kind": j.kind, "priority": j.priority,
 			"delay_ms": j.delayMS, "max_attempts": j.maxAttempts, "tenant": j.tenant,
 			"unique_key": pgsql.NullString(j.uniqueKey), "payload": json.RawMessage(j.payload), "meta": pgsql.RawJSON(j.meta),
-			"waiting": len(p.parents[i]) > 0}
+			"waiting": len(p.parents[i]) > 0 || wj.WaitFor != ""}
+		if wj.WaitFor != "" || wj.Delay > 0 {
+			w := map[string]any{"id": ids[i], "policy": "fail"}
+			if wj.OnTimeout == TimeoutRun {
+				w["policy"] = "run"
+			}
+			if wj.WaitFor != "" {
+				w["signal"] = wj.WaitFor
+			}
+			if wj.WaitTimeout > 0 {
+				w["timeout_ms"] = wj.WaitTimeout.Milliseconds()
+			}
+			if wj.Delay > 0 {
+				w["after_ms"] = wj.Delay.Milliseconds()
+			}
+			waits = append(waits, w)
+			if len(p.parents[i]) == 0 {
+				// Nothing to wait for first: the step waits for its
+				// signal from now on, or is delayed from now on.
+				if wj.WaitFor != "" {
+					row["hold"] = true
+					row["timeout_ms"] = w["timeout_ms"]
+				} else {
+					row["after_ms"] = w["after_ms"]
+				}
+			}
+		}
 		if j.runAt != nil {
 			row["run_at"] = j.runAt.Format(time.RFC3339Nano)
 		}
@@ -331,6 +406,15 @@ func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowP
 			return WorkflowEnqueued{}, fmt.Errorf("%w: workflow %q: a unique key was taken while it was written: %w", ErrWorkflowKeyTaken, p.name, err)
 		}
 		return WorkflowEnqueued{}, err
+	}
+	if len(waits) > 0 {
+		doc, err := json.Marshal(waits)
+		if err != nil {
+			return WorkflowEnqueued{}, err
+		}
+		if _, err := cn.Exec(ctx, sqlWorkflowWaits.For(c.schema), out.ID, string(doc)); err != nil {
+			return WorkflowEnqueued{}, err
+		}
 	}
 	if len(deps) > 0 {
 		doc, err := json.Marshal(deps)

@@ -28,7 +28,7 @@ const claimUpdate = `, k AS (
 		lease_until = now() + $5::bigint * interval '1 millisecond', claim_id = k.next_claim
 	FROM k
 	WHERE id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColumns + `, ready_seq
+	RETURNING ` + jobColumns + `, ready_seq, ` + claimSignal + `
 )
 SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
@@ -208,10 +208,16 @@ func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 		var payload, meta []byte
 		var priority int16
 		var seq int64
+		var signal []byte
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq); err != nil {
+			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &signal); err != nil {
 			return nil, nil, err
+		}
+		if signal != nil {
+			if err := scanSignal(j, signal); err != nil {
+				return nil, nil, err
+			}
 		}
 		j.Priority, j.Payload = int(priority), payload
 		if meta != nil {

@@ -154,6 +154,7 @@ func TestHotPathPlans(t *testing.T) {
 			assertIndexPlan(t, "capped claim's untenanted jobs, "+what, capped, "docket_jobs_claim_idx")
 			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, sqlPromote.For(c.schema), 100), "docket_jobs_scheduled_idx")
 			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, sqlReap.For(c.schema), 100, "x"), "docket_jobs_running_idx")
+			assertIndexPlan(t, "deadline sweep, "+what, explain(t, ctx, pool, mode, sqlSweepDeadlines.For(c.schema), 100), "docket_jobs_wait_until_idx")
 			for name, plan := range map[string]planNode{
 				"heartbeat": explain(t, ctx, pool, mode, sqlHeartbeat.For(c.schema), ids, w, lease, claims),
 				"complete":  explain(t, ctx, pool, mode, sqlCompleteHistory.For(c.schema), ids, w, claims, noTime),

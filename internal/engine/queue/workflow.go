@@ -20,7 +20,9 @@ import (
 // with no parent left in the jobs table (made ready, or scheduled when
 // their run_at is ahead). It returns the queues of the jobs it made ready,
 // one entry per job. Jobs locked by another transaction are skipped: that
-// transaction is the one deciding about them.
+// transaction is the one deciding about them. Steps held for a signal
+// (wait_until set, migration 022) have no parent left by definition and
+// are left to Signal and SweepDeadlines.
 var sqlSweepWorkflows = pgsql.SQL(`WITH w AS (
 	SELECT j.id, f.stopped, f.failed_parent
 	FROM {{schema}}.docket_jobs j
@@ -32,7 +34,7 @@ var sqlSweepWorkflows = pgsql.SQL(`WITH w AS (
 			 WHERE d.child_id = j.id AND NOT d.run_anyway
 			 LIMIT 1) AS failed_parent
 	) f
-	WHERE j.state = 'waiting' AND j.workflow_id IS NOT NULL
+	WHERE j.state = 'waiting' AND j.workflow_id IS NOT NULL AND j.wait_until IS NULL
 		AND (f.stopped OR f.failed_parent IS NOT NULL
 			OR (SELECT p.parent_id FROM {{schema}}.docket_workflow_deps p
 				JOIN {{schema}}.docket_jobs pj ON pj.id = p.parent_id

@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -81,6 +83,28 @@ func registerProcessKinds(reg *handlers.Registry, pool *pgxpool.Pool, schema str
 	}, handlers.KindOpts{})
 }
 
+// signalArgs is a workflow step that records the signal it read: effect
+// kind "signal:<payload>" or "timed_out".
+type signalArgs struct{}
+
+func (signalArgs) Kind() string { return "proc_signal" }
+
+// registerSignalKind registers proc_signal's handler.
+func registerSignalKind(reg *handlers.Registry, pool *pgxpool.Pool, schema string, me *string) {
+	effect := fmt.Sprintf(sqlEffect, schema)
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[signalArgs]) error {
+		kind := "signal:" + string(j.SignalPayload)
+		var out any
+		if err := j.Signal(&out); errors.Is(err, core.ErrSignalTimedOut) {
+			kind = "timed_out"
+		} else if err != nil {
+			return err
+		}
+		_, err := pool.Exec(ctx, effect, j.ID, j.Attempt, kind, *me)
+		return err
+	}, handlers.KindOpts{})
+}
+
 // workerProcess is the main function of a re-executed worker process. It
 // runs until SIGTERM or SIGINT, then stops gracefully.
 func workerProcess() int {
@@ -115,6 +139,7 @@ func workerProcess() int {
 	me := id.String()
 	reg := handlers.NewRegistry()
 	registerProcessKinds(reg, pool, schema, &me, time.Duration(envInt(envSleep, 0))*time.Millisecond)
+	registerSignalKind(reg, pool, schema, &me)
 	effects := pool
 	if u := os.Getenv(envEffects); u != "" {
 		ecfg, err := pgxpool.ParseConfig(u)

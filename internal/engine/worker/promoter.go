@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,8 @@ type promoter struct {
 	errs      errStreak
 	sweepErrs errStreak
 	flowErrs  errStreak
+	// deadlineErrs: the sweep of workflow steps past their signal's deadline.
+	deadlineErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -118,8 +121,8 @@ func (p *promoter) rounds(ctx context.Context) {
 }
 
 // promote makes due scheduled jobs ready and, with sweep, the heads of
-// serial-key lines left without a holder and the workflow jobs whose
-// parents are gone; wakes the pools of their queues;
+// serial-key lines left without a holder, the workflow jobs whose
+// parents are gone and the workflow steps past their signal's deadline; wakes the pools of their queues;
 // and returns the next run_at still scheduled (zero if none or unknown).
 func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	up := p.up
@@ -149,7 +152,8 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	if sweep {
 		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
 		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
-		for _, q := range append(serial, flows...) {
+		deadlines := p.sweep(bg, "workflow deadlines", &p.deadlineErrs, up.q.SweepDeadlines)
+		for _, q := range slices.Concat(serial, flows, deadlines) {
 			if !seen[q] {
 				seen[q] = true
 				queues = append(queues, q)
