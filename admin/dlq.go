@@ -520,4 +520,5 @@ const (
 	ReasonCancelled    = core.ReasonCancelled    // the handler cancelled the job
 	ReasonUndecodable  = core.ReasonUndecodable  // the payload does not decode into the args type
 	ReasonLeaseExpired = core.ReasonLeaseExpired // the last attempt's worker stopped heartbeating
+	ReasonChildFailed  = core.ReasonChildFailed  // the child workflow the job waited for failed or was cancelled
 )

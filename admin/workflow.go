@@ -44,6 +44,14 @@ type WorkflowState struct {
 	Failed int
 	// State is one of the Workflow* constants.
 	State string
+	// ParentJobID is the job that waits for this workflow when it is a
+	// child workflow (docket.Client.EnqueueChildWorkflow), 0 otherwise;
+	// ParentWorkflowID is that job's workflow, 0 when the job is in none.
+	ParentJobID      int64
+	ParentWorkflowID int64
+	// Depth is 0 for a workflow no job waits for, else its parent job's
+	// workflow's depth + 1 (a parent outside workflows counts as 0).
+	Depth int
 }
 
 // WorkflowJobState is a job of a workflow that is still live or dead.
@@ -57,6 +65,9 @@ type WorkflowJobState struct {
 	// Reason and LastError are those of a dead job.
 	Reason    string
 	LastError string
+	// ChildWorkflowID is the child workflow the job started (waiting:
+	// waits for), 0 when it started none.
+	ChildWorkflowID int64
 }
 
 var (
@@ -87,12 +98,21 @@ SELECT EXISTS (SELECT 1 FROM {{schema}}.docket_workflows WHERE id = $1),
 	EXISTS (SELECT 1 FROM wf), (SELECT count(*) FROM dead),
 	EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1)`)
 
-	sqlWorkflowStatus = pgsql.SQL(`SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
-FROM {{schema}}.docket_workflow_status`)
+	// sqlWorkflowStatus reads the status view, with the parent job of a
+	// child workflow (migration 023) from the workflow's row.
+	sqlWorkflowStatus = pgsql.SQL(`SELECT id, s.name, s.created_at, s.cancelled_at, s.jobs, s.remaining, s.failed, s.state,
+	COALESCE(w.parent_job_id, 0), COALESCE(w.parent_workflow_id, 0), w.depth
+FROM {{schema}}.docket_workflow_status s JOIN {{schema}}.docket_workflows w USING (id)`)
 
-	sqlWorkflowJobStates = pgsql.SQL(`SELECT id, kind, queue, state, '', '' FROM {{schema}}.docket_jobs WHERE workflow_id = $1
-UNION ALL
-SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, '') FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
+	// sqlWorkflowJobStates lists a workflow's live and dead jobs, each
+	// with the child workflow it started, if any (the newest: a job
+	// replayed after its child failed may have started another).
+	sqlWorkflowJobStates = pgsql.SQL(`SELECT j.*, COALESCE((SELECT max(c.id) FROM {{schema}}.docket_workflows c WHERE c.parent_job_id = j.id), 0)
+FROM (
+	SELECT id, kind, queue, state, '' AS reason, '' AS last_error FROM {{schema}}.docket_jobs WHERE workflow_id = $1
+	UNION ALL
+	SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, '') FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
+) j
 ORDER BY 1`)
 )
 
@@ -160,7 +180,8 @@ func (c *Client) workflows(ctx context.Context, db DB, tail string, args ...any)
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowState, error) {
 		var s WorkflowState
 		var cancelled *time.Time
-		err := row.Scan(&s.ID, &s.Name, &s.CreatedAt, &cancelled, &s.Jobs, &s.Remaining, &s.Failed, &s.State)
+		err := row.Scan(&s.ID, &s.Name, &s.CreatedAt, &cancelled, &s.Jobs, &s.Remaining, &s.Failed, &s.State,
+			&s.ParentJobID, &s.ParentWorkflowID, &s.Depth)
 		if cancelled != nil {
 			s.CancelledAt = *cancelled
 		}
@@ -180,7 +201,7 @@ func (h Workflows) Jobs(ctx context.Context, db DB, id int64) ([]WorkflowJobStat
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowJobState, error) {
 		var s WorkflowJobState
-		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError)
+		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError, &s.ChildWorkflowID)
 		return s, err
 	})
 	return list, c.wrapErr(err)

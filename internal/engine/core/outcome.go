@@ -85,4 +85,5 @@ const (
 	ReasonCancelled    = "cancelled"     // the handler cancelled the job
 	ReasonUndecodable  = "undecodable"   // the payload does not decode into the args type
 	ReasonLeaseExpired = "lease_expired" // the last attempt's worker stopped heartbeating
+	ReasonChildFailed  = "child_failed"  // the child workflow the job waited for failed or was cancelled
 )

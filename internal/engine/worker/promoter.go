@@ -34,6 +34,7 @@ type promoter struct {
 	errs      errStreak
 	sweepErrs errStreak
 	flowErrs  errStreak
+	childErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -149,6 +150,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	if sweep {
 		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
 		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
+		p.sweep(bg, "steps waiting for child workflows", &p.childErrs, up.q.SweepChildWorkflows)
 		for _, q := range append(serial, flows...) {
 			if !seen[q] {
 				seen[q] = true
