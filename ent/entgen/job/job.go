@@ -55,6 +55,10 @@ const (
 	FieldClaimID = "claim_id"
 	// FieldSerialSeq holds the string denoting the serial_seq field in the database.
 	FieldSerialSeq = "serial_seq"
+	// FieldChildWorkflowID holds the string denoting the child_workflow_id field in the database.
+	FieldChildWorkflowID = "child_workflow_id"
+	// FieldParentStepID holds the string denoting the parent_step_id field in the database.
+	FieldParentStepID = "parent_step_id"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -83,6 +87,8 @@ var Columns = []string{
 	FieldLastError,
 	FieldClaimID,
 	FieldSerialSeq,
+	FieldChildWorkflowID,
+	FieldParentStepID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -235,4 +241,14 @@ func ByClaimID(opts ...sql.OrderTermOption) OrderOption {
 // BySerialSeq orders the results by the serial_seq field.
 func BySerialSeq(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSerialSeq, opts...).ToFunc()
+}
+
+// ByChildWorkflowID orders the results by the child_workflow_id field.
+func ByChildWorkflowID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldChildWorkflowID, opts...).ToFunc()
+}
+
+// ByParentStepID orders the results by the parent_step_id field.
+func ByParentStepID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldParentStepID, opts...).ToFunc()
 }
