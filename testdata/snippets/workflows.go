@@ -48,3 +48,23 @@ type Load struct {
 }
 
 func (Load) Kind() string { return "load" }
+
+type PackOrder struct {
+	Order string   `json:"order"`
+	Items []string `json:"items"`
+}
+
+func (PackOrder) Kind() string { return "pack_order" }
+
+type PackItem struct {
+	Order string `json:"order"`
+	Item  string `json:"item"`
+}
+
+func (PackItem) Kind() string { return "pack_item" }
+
+type ShipOrder struct {
+	Order string `json:"order"`
+}
+
+func (ShipOrder) Kind() string { return "ship_order" }
