@@ -53,7 +53,7 @@ RETURNING j.id`)
 )
 SELECT id FROM dead
 UNION ALL
-SELECT s.id FROM s WHERE NOT s.stopped AND {{schema}}.docket_child_settle(s.child_workflow_id)`)
+SELECT s.id FROM s WHERE CASE WHEN s.stopped THEN false ELSE {{schema}}.docket_child_settle(s.child_workflow_id) END`)
 )
 
 // Park makes the worker's run wait for child workflow child instead of

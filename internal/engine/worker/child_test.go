@@ -585,3 +585,36 @@ func TestChildWorkflowSettledInSameTransaction(t *testing.T) {
 		t.Fatal("the step did not complete in the transaction that removed its child's last job")
 	}
 }
+
+type noHistoryParentArgs struct{}
+
+func (noHistoryParentArgs) Kind() string { return "child_no_history" }
+
+// TestChildWorkflowHistoryOff: a step enqueued by a client without history
+// is deleted when its child succeeds, as the worker deletes completions.
+func TestChildWorkflowHistoryOff(t *testing.T) {
+	var r *childRig
+	r = childWorker(t, 0, func(reg *handlers.Registry) {
+		handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[noHistoryParentArgs]) error {
+			c, err := enqueue.New(enqueue.Config{Schema: r.schema, DisableHistory: true})
+			if err != nil {
+				return err
+			}
+			res, err := c.EnqueueChildWorkflow(ctx, tx, j.Job, enqueue.Workflow{Name: "child", Jobs: []enqueue.WorkflowJob{step("h1")}})
+			if err == nil {
+				r.mu.Lock()
+				r.children[j.ID] = res.ID
+				r.mu.Unlock()
+			}
+			return err
+		}, handlers.KindOpts{})
+	})
+	parent := r.enqueue(noHistoryParentArgs{}, enqueue.Opts{})
+	waitFor(t, 20*time.Second, "the step to leave", func() bool { return r.child(parent) != 0 && r.where(parent) == "" })
+	if st := r.waitWorkflow(r.child(parent), time.Second); st.State != admin.WorkflowSucceeded {
+		t.Fatalf("child workflow %+v", st)
+	}
+	if len(r.s.get("h1")) != 1 {
+		t.Error("the child's job did not run once")
+	}
+}
