@@ -158,7 +158,8 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if cfg.Registry != nil {
 		kindsReg = cfg.Registry
 	}
-	jobs, err := enqueue.New(enqueue.Config{Schema: cfg.Schema, NotifyDebounce: cfg.NotifyDebounce, Kinds: kindsReg, Propagator: cfg.Propagator})
+	jobs, err := enqueue.New(enqueue.Config{Schema: cfg.Schema, NotifyDebounce: cfg.NotifyDebounce, Kinds: kindsReg,
+		Propagator: cfg.Propagator, DisableHistory: cfg.DisableHistory})
 	if err != nil {
 		return nil, err
 	}

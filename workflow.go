@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/jackc/pgx/v5"
 )
 
 // ErrInvalidWorkflow wraps every validation failure of EnqueueWorkflow that
@@ -130,6 +131,12 @@ type WorkflowEnqueued struct {
 // held by a job in flight refuses the whole workflow with
 // ErrWorkflowKeyTaken, having written nothing.
 func (c *Client) EnqueueWorkflow(ctx context.Context, db DB, w Workflow) (WorkflowEnqueued, error) {
+	res, err := c.jobs.EnqueueWorkflow(ctx, db, c.workflow(w))
+	return WorkflowEnqueued(res), err
+}
+
+// workflow is w as the engine takes it, each job's options resolved.
+func (c *Client) workflow(w Workflow) enqueue.Workflow {
 	jobs := make([]enqueue.WorkflowJob, len(w.Jobs))
 	for i, j := range w.Jobs {
 		after := make([]enqueue.Dependency, len(j.After))
@@ -139,6 +146,48 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, db DB, w Workflow) (Workfl
 		jobs[i] = enqueue.WorkflowJob{Ref: j.Ref, Args: j.Args, Opts: resolve(j.Args, j.Opts), After: after,
 			WaitFor: j.WaitFor, WaitTimeout: j.WaitTimeout, OnTimeout: j.OnTimeout, Delay: j.Delay}
 	}
-	res, err := c.jobs.EnqueueWorkflow(ctx, db, enqueue.Workflow{Name: w.Name, Jobs: jobs})
+	return enqueue.Workflow{Name: w.Name, Jobs: jobs}
+}
+
+// MaxWorkflowDepth is the deepest a child workflow may be nested: a
+// workflow that no job waits for has depth 0, a child workflow its parent
+// job's workflow's depth + 1, where a job outside workflows counts as depth
+// 0 (its child has depth 1). EnqueueChildWorkflow refuses a deeper one with
+// ErrWorkflowTooDeep.
+const MaxWorkflowDepth = enqueue.MaxWorkflowDepth
+
+// ErrChildWorkflow wraps every refusal of EnqueueChildWorkflow that is about
+// where it was called from: not from a transactional handler's run
+// (handlers.RegisterTx) with the context that run was given, a transaction
+// other than the handler's own (a savepoint of it included), a job other
+// than the one the handler runs, a run that lost its claim, a second child
+// workflow in one run, a job with a serial key. Nothing is written.
+var ErrChildWorkflow = enqueue.ErrChildWorkflow
+
+// ErrWorkflowTooDeep is returned, wrapped with the depths, when a child
+// workflow would be nested deeper than MaxWorkflowDepth. Nothing is
+// written.
+var ErrWorkflowTooDeep = enqueue.ErrWorkflowTooDeep
+
+// EnqueueChildWorkflow writes w as a child workflow of step, the job whose
+// transactional handler (handlers.RegisterTx) is running: pass the
+// handler's ctx, its tx and its job (job.Job for a *handlers.Job[T]). The
+// workflow commits with the handler's transaction, or not at all: a
+// handler that fails after the call rolls it back.
+//
+// When the handler returns nil, step does not complete: it stays in the
+// jobs table, state waiting, until w finishes. Every job of w completed:
+// step completes (to history, its dependents released). A job of w
+// dead-lettered or was cancelled, or w was cancelled: step moves to the
+// dead-letter table with reason child_failed and an error naming w and the
+// failed job (its dependents are cancelled). Cancelling step's own
+// workflow, or cancelling or deleting step, cancels w. step may be a job
+// outside workflows; it then waits the same way.
+//
+// Refusals, with nothing written: ErrChildWorkflow, ErrWorkflowTooDeep,
+// and what EnqueueWorkflow refuses. See docs/workflows.md, "Child
+// workflows".
+func (c *Client) EnqueueChildWorkflow(ctx context.Context, tx pgx.Tx, step *Job, w Workflow) (WorkflowEnqueued, error) {
+	res, err := c.jobs.EnqueueChildWorkflow(ctx, tx, step, c.workflow(w))
 	return WorkflowEnqueued(res), err
 }

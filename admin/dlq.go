@@ -521,4 +521,5 @@ const (
 	ReasonUndecodable  = core.ReasonUndecodable  // the payload does not decode into the args type
 	ReasonLeaseExpired = core.ReasonLeaseExpired // the last attempt's worker stopped heartbeating
 	ReasonTimedOut     = core.ReasonTimedOut     // a workflow step's signal did not come before its WaitTimeout
+	ReasonChildFailed  = core.ReasonChildFailed  // the child workflow the job waited for failed or was cancelled
 )

@@ -47,6 +47,14 @@ type WorkflowState struct {
 	Failed int
 	// State is one of the Workflow* constants.
 	State string
+	// ParentJobID is the job that waits for this workflow when it is a
+	// child workflow (docket.Client.EnqueueChildWorkflow), 0 otherwise;
+	// ParentWorkflowID is that job's workflow, 0 when the job is in none.
+	ParentJobID      int64
+	ParentWorkflowID int64
+	// Depth is 0 for a workflow no job waits for, else its parent job's
+	// workflow's depth + 1 (a parent outside workflows counts as 0).
+	Depth int
 }
 
 // WorkflowJobState is a job of a workflow that is still live or dead.
@@ -67,6 +75,9 @@ type WorkflowJobState struct {
 	// parents completed; zero before, and when it waits without a
 	// timeout (stored as 9999-12-31).
 	WaitUntil time.Time
+	// ChildWorkflowID is the child workflow the job started (waiting:
+	// waits for), 0 when it started none.
+	ChildWorkflowID int64
 }
 
 var (
@@ -97,21 +108,29 @@ SELECT EXISTS (SELECT 1 FROM {{schema}}.docket_workflows WHERE id = $1),
 	EXISTS (SELECT 1 FROM wf), (SELECT count(*) FROM dead),
 	EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1)`)
 
-	sqlWorkflowStatus = pgsql.SQL(`SELECT id, name, created_at, cancelled_at, jobs, remaining, failed, state
-FROM {{schema}}.docket_workflow_status`)
+	// sqlWorkflowStatus reads the status view, with the parent job of a
+	// child workflow (migration 023) from the workflow's row.
+	sqlWorkflowStatus = pgsql.SQL(`SELECT id, s.name, s.created_at, s.cancelled_at, s.jobs, s.remaining, s.failed, s.state,
+	COALESCE(w.parent_job_id, 0), COALESCE(w.parent_workflow_id, 0), w.depth
+FROM {{schema}}.docket_workflow_status s JOIN {{schema}}.docket_workflows w USING (id)`)
 
-	// sqlWorkflowJobStates lists a workflow's live and dead jobs; a waiting
+	// sqlWorkflowJobStates lists a workflow's live and dead jobs. A waiting
 	// step whose signal was not sent yet has its signal's name and
-	// deadline (migration 022; a deadline of 9999-12-31 means none).
+	// deadline (migration 022; a deadline of 9999-12-31 means none); each
+	// job has the child workflow it started, if any (the newest: a job
+	// replayed after its child failed may have started another).
 	sqlWorkflowJobStates = pgsql.SQL(`SELECT j.id, j.kind, j.queue, j.state, '', '',
 	CASE WHEN j.state = 'waiting' AND NOT EXISTS (SELECT 1 FROM {{schema}}.docket_workflow_signals s
 		WHERE s.workflow_id = w.workflow_id AND s.name = w.signal) THEN COALESCE(w.signal, '') ELSE '' END,
-	CASE WHEN j.state = 'waiting' AND j.wait_until < '9999-12-31' THEN j.wait_until END
+	CASE WHEN j.state = 'waiting' AND j.wait_until < '9999-12-31' THEN j.wait_until END,
+	COALESCE((SELECT max(c.id) FROM {{schema}}.docket_workflows c WHERE c.parent_job_id = j.id), 0)
 FROM {{schema}}.docket_jobs j
 LEFT JOIN {{schema}}.docket_workflow_waits w ON w.job_id = j.id
 WHERE j.workflow_id = $1
 UNION ALL
-SELECT id, kind, queue, 'dead', reason, COALESCE(last_error, ''), '', NULL FROM {{schema}}.docket_jobs_dead WHERE workflow_id = $1
+SELECT d.id, d.kind, d.queue, 'dead', d.reason, COALESCE(d.last_error, ''), '', NULL,
+	COALESCE((SELECT max(c.id) FROM {{schema}}.docket_workflows c WHERE c.parent_job_id = d.id), 0)
+FROM {{schema}}.docket_jobs_dead d WHERE d.workflow_id = $1
 ORDER BY 1`)
 )
 
@@ -179,7 +198,8 @@ func (c *Client) workflows(ctx context.Context, db DB, tail string, args ...any)
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowState, error) {
 		var s WorkflowState
 		var cancelled *time.Time
-		err := row.Scan(&s.ID, &s.Name, &s.CreatedAt, &cancelled, &s.Jobs, &s.Remaining, &s.Failed, &s.State)
+		err := row.Scan(&s.ID, &s.Name, &s.CreatedAt, &cancelled, &s.Jobs, &s.Remaining, &s.Failed, &s.State,
+			&s.ParentJobID, &s.ParentWorkflowID, &s.Depth)
 		if cancelled != nil {
 			s.CancelledAt = *cancelled
 		}
@@ -200,7 +220,7 @@ func (h Workflows) Jobs(ctx context.Context, db DB, id int64) ([]WorkflowJobStat
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowJobState, error) {
 		var s WorkflowJobState
 		var until *time.Time
-		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError, &s.WaitFor, &until)
+		err := row.Scan(&s.ID, &s.Kind, &s.Queue, &s.State, &s.Reason, &s.LastError, &s.WaitFor, &until, &s.ChildWorkflowID)
 		if until != nil {
 			s.WaitUntil = *until
 		}

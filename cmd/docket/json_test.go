@@ -157,6 +157,18 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A child workflow of the first job, as EnqueueChildWorkflow writes it
+	// from that job's handler (no handler runs here).
+	child, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "nightly-report part", Jobs: []docket.WorkflowJob{
+		{Ref: "part", Args: mailArgs{To: "secret@example.com"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_workflows SET parent_job_id = $2, parent_workflow_id = $3, depth = 1
+		WHERE id = $1`, child.ID, wf.Jobs["extract"], wf.ID); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Admin().Limits().Set(ctx, pool, admin.Limit{Name: "stuck-cap", Queue: "stuck", MaxRunning: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +414,7 @@ func TestJSONJobViewsUseJobKeys(t *testing.T) {
 	t.Parallel()
 	reqJob, optJob := jsonKeys(reflect.TypeFor[jobJSON]())
 	for view, extra := range map[reflect.Type][]string{
-		reflect.TypeFor[workflowJobJSON](): {"wait_for", "wait_until"},
+		reflect.TypeFor[workflowJobJSON](): {"wait_for", "wait_until", "child_workflow_id"},
 		reflect.TypeFor[stuckJobJSON]():    {"overdue"},
 	} {
 		req, opt := jsonKeys(view)

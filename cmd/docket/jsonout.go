@@ -495,6 +495,11 @@ type workflowJSON struct {
 	Failed      int       `json:"failed"`
 	CreatedAt   time.Time `json:"created_at"`
 	CancelledAt time.Time `json:"cancelled_at,omitzero"` // once cancelled
+	// A child workflow: the job waiting for it, that job's workflow (none
+	// for a job outside workflows) and its depth.
+	ParentJobID      int64 `json:"parent_job_id,omitempty"`
+	ParentWorkflowID int64 `json:"parent_workflow_id,omitempty"`
+	Depth            int   `json:"depth,omitempty"`
 }
 
 // workflowJobJSON is a workflow's live or dead job in short form: the
@@ -509,6 +514,8 @@ type workflowJobJSON struct {
 	// A waiting step's signal and its deadline, once its parents completed.
 	WaitFor   string    `json:"wait_for,omitempty"`
 	WaitUntil time.Time `json:"wait_until,omitzero"`
+	// The child workflow the job started (waiting: waits for), if any.
+	ChildWorkflowID int64 `json:"child_workflow_id,omitempty"`
 }
 
 // workflowDetailJSON is workflows show: the workflow and its jobs still
@@ -520,7 +527,8 @@ type workflowDetailJSON struct {
 
 func workflowFrom(w admin.WorkflowState) workflowJSON {
 	return workflowJSON{ID: w.ID, Name: w.Name, State: w.State, Jobs: w.Jobs, Remaining: w.Remaining,
-		Failed: w.Failed, CreatedAt: w.CreatedAt, CancelledAt: w.CancelledAt}
+		Failed: w.Failed, CreatedAt: w.CreatedAt, CancelledAt: w.CancelledAt,
+		ParentJobID: w.ParentJobID, ParentWorkflowID: w.ParentWorkflowID, Depth: w.Depth}
 }
 
 func workflowsFrom(list []admin.WorkflowState) []workflowJSON {
@@ -535,7 +543,7 @@ func workflowDetailFrom(w admin.WorkflowState, jobs []admin.WorkflowJobState) wo
 	out := workflowDetailJSON{workflowFrom(w), make([]workflowJobJSON, len(jobs))}
 	for i, j := range jobs {
 		out.LiveOrDeadJobs[i] = workflowJobJSON{ID: j.ID, State: j.State, Queue: j.Queue, Kind: j.Kind,
-			Reason: j.Reason, LastError: j.LastError, WaitFor: j.WaitFor, WaitUntil: j.WaitUntil}
+			Reason: j.Reason, LastError: j.LastError, WaitFor: j.WaitFor, WaitUntil: j.WaitUntil, ChildWorkflowID: j.ChildWorkflowID}
 	}
 	return out
 }

@@ -89,6 +89,13 @@ func workflowsShow(fs *flag.FlagSet) action {
 			if !st.CancelledAt.IsZero() {
 				fmt.Fprintf(tw, "cancelled\t%s\n", fmtTime(st.CancelledAt))
 			}
+			if st.ParentJobID != 0 {
+				parent := fmt.Sprintf("job %d", st.ParentJobID)
+				if st.ParentWorkflowID != 0 {
+					parent += fmt.Sprintf(" of workflow %d", st.ParentWorkflowID)
+				}
+				fmt.Fprintf(tw, "child of\t%s (depth %d)\n", parent, st.Depth)
+			}
 			fmt.Fprintf(tw, "jobs\t%d (%d remaining, %d failed, %d completed)\n", st.Jobs, st.Remaining, st.Failed, st.Jobs-st.Remaining-st.Failed)
 			if err := tw.Flush(); err != nil {
 				return err
@@ -98,9 +105,13 @@ func workflowsShow(fs *flag.FlagSet) action {
 			}
 			fmt.Fprintln(out, "\nlive and dead jobs:")
 			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tWAITS FOR\tREASON\tERROR")
+			fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tWAITS FOR\tCHILD\tREASON\tERROR")
 			for _, j := range jobs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(waitsFor(j)), dash(j.Reason), dash(oneLine(j.LastError, 60)))
+				child := "-"
+				if j.ChildWorkflowID != 0 {
+					child = fmt.Sprintf("workflow %d", j.ChildWorkflowID)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, dash(waitsFor(j)), child, dash(j.Reason), dash(oneLine(j.LastError, 60)))
 			}
 			return tw.Flush()
 		})

@@ -131,3 +131,47 @@ func TestWorkflowsCommand(t *testing.T) {
 		t.Errorf("bad id: %d %s", code, errOut)
 	}
 }
+
+// workflows show names a child workflow's parent job and a job's child
+// workflow.
+func TestWorkflowsShowChild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, schema := pgtest.URL(t), pgtest.Schema(t)
+	if code, _, errOut := runDocket(t, "migrate", "up", "--database-url", url, "--schema", schema); code != 0 {
+		t.Fatalf("migrate: %s", errOut)
+	}
+	pool := pgtest.Pool(t)
+	c := enqueueClient(t, pool, schema)
+	parent, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "order", Jobs: []docket.WorkflowJob{
+		{Ref: "pack", Args: mailArgs{To: "secret@example.com"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "pack items", Jobs: []docket.WorkflowJob{
+		{Ref: "item", Args: mailArgs{To: "secret@example.com"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As EnqueueChildWorkflow links them from the pack job's handler.
+	if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_workflows SET parent_job_id = $2, parent_workflow_id = $3, depth = 1
+		WHERE id = $1`, child.ID, parent.Jobs["pack"], parent.ID); err != nil {
+		t.Fatal(err)
+	}
+	show := func(id int64) string {
+		t.Helper()
+		code, out, errOut := runDocket(t, "workflows", "show", itoa(id), "--database-url", url, "--schema", schema)
+		if code != 0 {
+			t.Fatalf("show %d: %s", id, errOut)
+		}
+		return strings.Join(strings.Fields(out), " ")
+	}
+	if out, want := show(child.ID), "child of job "+itoa(parent.Jobs["pack"])+" of workflow "+itoa(parent.ID)+" (depth 1)"; !strings.Contains(out, want) {
+		t.Errorf("child's show lacks %q:\n%s", want, out)
+	}
+	if out, want := show(parent.ID), itoa(parent.Jobs["pack"])+" ready default mail workflow "+itoa(child.ID); !strings.Contains(out, want) {
+		t.Errorf("parent's show lacks %q:\n%s", want, out)
+	}
+}

@@ -46,7 +46,7 @@ type Job struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// The workflow the job belongs to, if any (docket_workflows).
 	WorkflowID *int64 `json:"workflow_id,omitempty"`
-	// scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, or for its workflow parents).
+	// scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, for its workflow parents, or for its child workflow).
 	State job.State `json:"state,omitempty"`
 	// Claim order inside a priority; drawn each time the job becomes ready.
 	ReadySeq int64 `json:"ready_seq,omitempty"`
@@ -63,7 +63,11 @@ type Job struct {
 	// Place in its serial key's line, taken when the job first became ready.
 	SerialSeq *int64 `json:"serial_seq,omitempty"`
 	// A workflow step's deadline while it waits for its signal (9999-12-31 without a timeout); kept after a timeout released it.
-	WaitUntil    *time.Time `json:"wait_until,omitempty"`
+	WaitUntil *time.Time `json:"wait_until,omitempty"`
+	// The child workflow a waiting job waits for (docket_workflows), if any.
+	ChildWorkflowID *int64 `json:"child_workflow_id,omitempty"`
+	// On a job of a child workflow: the job that waits for that workflow.
+	ParentStepID *int64 `json:"parent_step_id,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -76,7 +80,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
 		case job.FieldPayload, job.FieldMeta:
 			values[i] = new([]byte)
-		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldWorkflowID, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq:
+		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldWorkflowID, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq, job.FieldChildWorkflowID, job.FieldParentStepID:
 			values[i] = new(sql.NullInt64)
 		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -249,6 +253,20 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.WaitUntil = new(time.Time)
 				*_m.WaitUntil = value.Time
 			}
+		case job.FieldChildWorkflowID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field child_workflow_id", values[i])
+			} else if value.Valid {
+				_m.ChildWorkflowID = new(int64)
+				*_m.ChildWorkflowID = value.Int64
+			}
+		case job.FieldParentStepID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field parent_step_id", values[i])
+			} else if value.Valid {
+				_m.ParentStepID = new(int64)
+				*_m.ParentStepID = value.Int64
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -369,6 +387,16 @@ func (_m *Job) String() string {
 	if v := _m.WaitUntil; v != nil {
 		builder.WriteString("wait_until=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ChildWorkflowID; v != nil {
+		builder.WriteString("child_workflow_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.ParentStepID; v != nil {
+		builder.WriteString("parent_step_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteByte(')')
 	return builder.String()

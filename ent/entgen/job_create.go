@@ -274,6 +274,34 @@ func (_c *JobCreate) SetNillableWaitUntil(v *time.Time) *JobCreate {
 	return _c
 }
 
+// SetChildWorkflowID sets the "child_workflow_id" field.
+func (_c *JobCreate) SetChildWorkflowID(v int64) *JobCreate {
+	_c.mutation.SetChildWorkflowID(v)
+	return _c
+}
+
+// SetNillableChildWorkflowID sets the "child_workflow_id" field if the given value is not nil.
+func (_c *JobCreate) SetNillableChildWorkflowID(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetChildWorkflowID(*v)
+	}
+	return _c
+}
+
+// SetParentStepID sets the "parent_step_id" field.
+func (_c *JobCreate) SetParentStepID(v int64) *JobCreate {
+	_c.mutation.SetParentStepID(v)
+	return _c
+}
+
+// SetNillableParentStepID sets the "parent_step_id" field if the given value is not nil.
+func (_c *JobCreate) SetNillableParentStepID(v *int64) *JobCreate {
+	if v != nil {
+		_c.SetParentStepID(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v int64) *JobCreate {
 	_c.mutation.SetID(v)
@@ -496,6 +524,14 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.WaitUntil(); ok {
 		_spec.SetField(job.FieldWaitUntil, field.TypeTime, value)
 		_node.WaitUntil = &value
+	}
+	if value, ok := _c.mutation.ChildWorkflowID(); ok {
+		_spec.SetField(job.FieldChildWorkflowID, field.TypeInt64, value)
+		_node.ChildWorkflowID = &value
+	}
+	if value, ok := _c.mutation.ParentStepID(); ok {
+		_spec.SetField(job.FieldParentStepID, field.TypeInt64, value)
+		_node.ParentStepID = &value
 	}
 	return _node, _spec
 }

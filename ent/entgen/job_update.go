@@ -430,6 +430,60 @@ func (_u *JobUpdate) ClearWaitUntil() *JobUpdate {
 	return _u
 }
 
+// SetChildWorkflowID sets the "child_workflow_id" field.
+func (_u *JobUpdate) SetChildWorkflowID(v int64) *JobUpdate {
+	_u.mutation.ResetChildWorkflowID()
+	_u.mutation.SetChildWorkflowID(v)
+	return _u
+}
+
+// SetNillableChildWorkflowID sets the "child_workflow_id" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableChildWorkflowID(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetChildWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddChildWorkflowID adds value to the "child_workflow_id" field.
+func (_u *JobUpdate) AddChildWorkflowID(v int64) *JobUpdate {
+	_u.mutation.AddChildWorkflowID(v)
+	return _u
+}
+
+// ClearChildWorkflowID clears the value of the "child_workflow_id" field.
+func (_u *JobUpdate) ClearChildWorkflowID() *JobUpdate {
+	_u.mutation.ClearChildWorkflowID()
+	return _u
+}
+
+// SetParentStepID sets the "parent_step_id" field.
+func (_u *JobUpdate) SetParentStepID(v int64) *JobUpdate {
+	_u.mutation.ResetParentStepID()
+	_u.mutation.SetParentStepID(v)
+	return _u
+}
+
+// SetNillableParentStepID sets the "parent_step_id" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableParentStepID(v *int64) *JobUpdate {
+	if v != nil {
+		_u.SetParentStepID(*v)
+	}
+	return _u
+}
+
+// AddParentStepID adds value to the "parent_step_id" field.
+func (_u *JobUpdate) AddParentStepID(v int64) *JobUpdate {
+	_u.mutation.AddParentStepID(v)
+	return _u
+}
+
+// ClearParentStepID clears the value of the "parent_step_id" field.
+func (_u *JobUpdate) ClearParentStepID() *JobUpdate {
+	_u.mutation.ClearParentStepID()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -605,6 +659,24 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.WaitUntilCleared() {
 		_spec.ClearField(job.FieldWaitUntil, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ChildWorkflowID(); ok {
+		_spec.SetField(job.FieldChildWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedChildWorkflowID(); ok {
+		_spec.AddField(job.FieldChildWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.ChildWorkflowIDCleared() {
+		_spec.ClearField(job.FieldChildWorkflowID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.ParentStepID(); ok {
+		_spec.SetField(job.FieldParentStepID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedParentStepID(); ok {
+		_spec.AddField(job.FieldParentStepID, field.TypeInt64, value)
+	}
+	if _u.mutation.ParentStepIDCleared() {
+		_spec.ClearField(job.FieldParentStepID, field.TypeInt64)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -1025,6 +1097,60 @@ func (_u *JobUpdateOne) ClearWaitUntil() *JobUpdateOne {
 	return _u
 }
 
+// SetChildWorkflowID sets the "child_workflow_id" field.
+func (_u *JobUpdateOne) SetChildWorkflowID(v int64) *JobUpdateOne {
+	_u.mutation.ResetChildWorkflowID()
+	_u.mutation.SetChildWorkflowID(v)
+	return _u
+}
+
+// SetNillableChildWorkflowID sets the "child_workflow_id" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableChildWorkflowID(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetChildWorkflowID(*v)
+	}
+	return _u
+}
+
+// AddChildWorkflowID adds value to the "child_workflow_id" field.
+func (_u *JobUpdateOne) AddChildWorkflowID(v int64) *JobUpdateOne {
+	_u.mutation.AddChildWorkflowID(v)
+	return _u
+}
+
+// ClearChildWorkflowID clears the value of the "child_workflow_id" field.
+func (_u *JobUpdateOne) ClearChildWorkflowID() *JobUpdateOne {
+	_u.mutation.ClearChildWorkflowID()
+	return _u
+}
+
+// SetParentStepID sets the "parent_step_id" field.
+func (_u *JobUpdateOne) SetParentStepID(v int64) *JobUpdateOne {
+	_u.mutation.ResetParentStepID()
+	_u.mutation.SetParentStepID(v)
+	return _u
+}
+
+// SetNillableParentStepID sets the "parent_step_id" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableParentStepID(v *int64) *JobUpdateOne {
+	if v != nil {
+		_u.SetParentStepID(*v)
+	}
+	return _u
+}
+
+// AddParentStepID adds value to the "parent_step_id" field.
+func (_u *JobUpdateOne) AddParentStepID(v int64) *JobUpdateOne {
+	_u.mutation.AddParentStepID(v)
+	return _u
+}
+
+// ClearParentStepID clears the value of the "parent_step_id" field.
+func (_u *JobUpdateOne) ClearParentStepID() *JobUpdateOne {
+	_u.mutation.ClearParentStepID()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -1230,6 +1356,24 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.WaitUntilCleared() {
 		_spec.ClearField(job.FieldWaitUntil, field.TypeTime)
+	}
+	if value, ok := _u.mutation.ChildWorkflowID(); ok {
+		_spec.SetField(job.FieldChildWorkflowID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedChildWorkflowID(); ok {
+		_spec.AddField(job.FieldChildWorkflowID, field.TypeInt64, value)
+	}
+	if _u.mutation.ChildWorkflowIDCleared() {
+		_spec.ClearField(job.FieldChildWorkflowID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.ParentStepID(); ok {
+		_spec.SetField(job.FieldParentStepID, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.AddedParentStepID(); ok {
+		_spec.AddField(job.FieldParentStepID, field.TypeInt64, value)
+	}
+	if _u.mutation.ParentStepIDCleared() {
+		_spec.ClearField(job.FieldParentStepID, field.TypeInt64)
 	}
 	_node = &Job{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -2768,43 +2768,47 @@ func (m *DoneJobMutation) ResetEdge(name string) error {
 // JobMutation represents an operation that mutates the Job nodes in the graph.
 type JobMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *int64
-	queue           *string
-	kind            *string
-	priority        *int
-	addpriority     *int
-	tenant          *string
-	serial_key      *string
-	unique_key      *string
-	attempts        *int
-	addattempts     *int
-	max_attempts    *int
-	addmax_attempts *int
-	created_at      *time.Time
-	run_at          *time.Time
-	payload         *json.RawMessage
-	appendpayload   json.RawMessage
-	meta            *map[string]string
-	workflow_id     *int64
-	addworkflow_id  *int64
-	state           *job.State
-	ready_seq       *int64
-	addready_seq    *int64
-	locked_by       *uuid.UUID
-	locked_at       *time.Time
-	lease_until     *time.Time
-	last_error      *string
-	claim_id        *int64
-	addclaim_id     *int64
-	serial_seq      *int64
-	addserial_seq   *int64
-	wait_until      *time.Time
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*Job, error)
-	predicates      []predicate.Job
+	op                   Op
+	typ                  string
+	id                   *int64
+	queue                *string
+	kind                 *string
+	priority             *int
+	addpriority          *int
+	tenant               *string
+	serial_key           *string
+	unique_key           *string
+	attempts             *int
+	addattempts          *int
+	max_attempts         *int
+	addmax_attempts      *int
+	created_at           *time.Time
+	run_at               *time.Time
+	payload              *json.RawMessage
+	appendpayload        json.RawMessage
+	meta                 *map[string]string
+	workflow_id          *int64
+	addworkflow_id       *int64
+	state                *job.State
+	ready_seq            *int64
+	addready_seq         *int64
+	locked_by            *uuid.UUID
+	locked_at            *time.Time
+	lease_until          *time.Time
+	last_error           *string
+	claim_id             *int64
+	addclaim_id          *int64
+	serial_seq           *int64
+	addserial_seq        *int64
+	wait_until           *time.Time
+	child_workflow_id    *int64
+	addchild_workflow_id *int64
+	parent_step_id       *int64
+	addparent_step_id    *int64
+	clearedFields        map[string]struct{}
+	done                 bool
+	oldValue             func(context.Context) (*Job, error)
+	predicates           []predicate.Job
 }
 
 var _ ent.Mutation = (*JobMutation)(nil)
@@ -4004,6 +4008,146 @@ func (m *JobMutation) ResetWaitUntil() {
 	delete(m.clearedFields, job.FieldWaitUntil)
 }
 
+// SetChildWorkflowID sets the "child_workflow_id" field.
+func (m *JobMutation) SetChildWorkflowID(i int64) {
+	m.child_workflow_id = &i
+	m.addchild_workflow_id = nil
+}
+
+// ChildWorkflowID returns the value of the "child_workflow_id" field in the mutation.
+func (m *JobMutation) ChildWorkflowID() (r int64, exists bool) {
+	v := m.child_workflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChildWorkflowID returns the old "child_workflow_id" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldChildWorkflowID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChildWorkflowID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChildWorkflowID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChildWorkflowID: %w", err)
+	}
+	return oldValue.ChildWorkflowID, nil
+}
+
+// AddChildWorkflowID adds i to the "child_workflow_id" field.
+func (m *JobMutation) AddChildWorkflowID(i int64) {
+	if m.addchild_workflow_id != nil {
+		*m.addchild_workflow_id += i
+	} else {
+		m.addchild_workflow_id = &i
+	}
+}
+
+// AddedChildWorkflowID returns the value that was added to the "child_workflow_id" field in this mutation.
+func (m *JobMutation) AddedChildWorkflowID() (r int64, exists bool) {
+	v := m.addchild_workflow_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearChildWorkflowID clears the value of the "child_workflow_id" field.
+func (m *JobMutation) ClearChildWorkflowID() {
+	m.child_workflow_id = nil
+	m.addchild_workflow_id = nil
+	m.clearedFields[job.FieldChildWorkflowID] = struct{}{}
+}
+
+// ChildWorkflowIDCleared returns if the "child_workflow_id" field was cleared in this mutation.
+func (m *JobMutation) ChildWorkflowIDCleared() bool {
+	_, ok := m.clearedFields[job.FieldChildWorkflowID]
+	return ok
+}
+
+// ResetChildWorkflowID resets all changes to the "child_workflow_id" field.
+func (m *JobMutation) ResetChildWorkflowID() {
+	m.child_workflow_id = nil
+	m.addchild_workflow_id = nil
+	delete(m.clearedFields, job.FieldChildWorkflowID)
+}
+
+// SetParentStepID sets the "parent_step_id" field.
+func (m *JobMutation) SetParentStepID(i int64) {
+	m.parent_step_id = &i
+	m.addparent_step_id = nil
+}
+
+// ParentStepID returns the value of the "parent_step_id" field in the mutation.
+func (m *JobMutation) ParentStepID() (r int64, exists bool) {
+	v := m.parent_step_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldParentStepID returns the old "parent_step_id" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldParentStepID(ctx context.Context) (v *int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldParentStepID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldParentStepID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldParentStepID: %w", err)
+	}
+	return oldValue.ParentStepID, nil
+}
+
+// AddParentStepID adds i to the "parent_step_id" field.
+func (m *JobMutation) AddParentStepID(i int64) {
+	if m.addparent_step_id != nil {
+		*m.addparent_step_id += i
+	} else {
+		m.addparent_step_id = &i
+	}
+}
+
+// AddedParentStepID returns the value that was added to the "parent_step_id" field in this mutation.
+func (m *JobMutation) AddedParentStepID() (r int64, exists bool) {
+	v := m.addparent_step_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearParentStepID clears the value of the "parent_step_id" field.
+func (m *JobMutation) ClearParentStepID() {
+	m.parent_step_id = nil
+	m.addparent_step_id = nil
+	m.clearedFields[job.FieldParentStepID] = struct{}{}
+}
+
+// ParentStepIDCleared returns if the "parent_step_id" field was cleared in this mutation.
+func (m *JobMutation) ParentStepIDCleared() bool {
+	_, ok := m.clearedFields[job.FieldParentStepID]
+	return ok
+}
+
+// ResetParentStepID resets all changes to the "parent_step_id" field.
+func (m *JobMutation) ResetParentStepID() {
+	m.parent_step_id = nil
+	m.addparent_step_id = nil
+	delete(m.clearedFields, job.FieldParentStepID)
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -4038,7 +4182,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 22)
+	fields := make([]string, 0, 24)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -4105,6 +4249,12 @@ func (m *JobMutation) Fields() []string {
 	if m.wait_until != nil {
 		fields = append(fields, job.FieldWaitUntil)
 	}
+	if m.child_workflow_id != nil {
+		fields = append(fields, job.FieldChildWorkflowID)
+	}
+	if m.parent_step_id != nil {
+		fields = append(fields, job.FieldParentStepID)
+	}
 	return fields
 }
 
@@ -4157,6 +4307,10 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.SerialSeq()
 	case job.FieldWaitUntil:
 		return m.WaitUntil()
+	case job.FieldChildWorkflowID:
+		return m.ChildWorkflowID()
+	case job.FieldParentStepID:
+		return m.ParentStepID()
 	}
 	return nil, false
 }
@@ -4210,6 +4364,10 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldSerialSeq(ctx)
 	case job.FieldWaitUntil:
 		return m.OldWaitUntil(ctx)
+	case job.FieldChildWorkflowID:
+		return m.OldChildWorkflowID(ctx)
+	case job.FieldParentStepID:
+		return m.OldParentStepID(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -4373,6 +4531,20 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetWaitUntil(v)
 		return nil
+	case job.FieldChildWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChildWorkflowID(v)
+		return nil
+	case job.FieldParentStepID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetParentStepID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -4402,6 +4574,12 @@ func (m *JobMutation) AddedFields() []string {
 	if m.addserial_seq != nil {
 		fields = append(fields, job.FieldSerialSeq)
 	}
+	if m.addchild_workflow_id != nil {
+		fields = append(fields, job.FieldChildWorkflowID)
+	}
+	if m.addparent_step_id != nil {
+		fields = append(fields, job.FieldParentStepID)
+	}
 	return fields
 }
 
@@ -4424,6 +4602,10 @@ func (m *JobMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedClaimID()
 	case job.FieldSerialSeq:
 		return m.AddedSerialSeq()
+	case job.FieldChildWorkflowID:
+		return m.AddedChildWorkflowID()
+	case job.FieldParentStepID:
+		return m.AddedParentStepID()
 	}
 	return nil, false
 }
@@ -4482,6 +4664,20 @@ func (m *JobMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddSerialSeq(v)
 		return nil
+	case job.FieldChildWorkflowID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddChildWorkflowID(v)
+		return nil
+	case job.FieldParentStepID:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddParentStepID(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job numeric field %s", name)
 }
@@ -4522,6 +4718,12 @@ func (m *JobMutation) ClearedFields() []string {
 	}
 	if m.FieldCleared(job.FieldWaitUntil) {
 		fields = append(fields, job.FieldWaitUntil)
+	}
+	if m.FieldCleared(job.FieldChildWorkflowID) {
+		fields = append(fields, job.FieldChildWorkflowID)
+	}
+	if m.FieldCleared(job.FieldParentStepID) {
+		fields = append(fields, job.FieldParentStepID)
 	}
 	return fields
 }
@@ -4569,6 +4771,12 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldWaitUntil:
 		m.ClearWaitUntil()
+		return nil
+	case job.FieldChildWorkflowID:
+		m.ClearChildWorkflowID()
+		return nil
+	case job.FieldParentStepID:
+		m.ClearParentStepID()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -4643,6 +4851,12 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldWaitUntil:
 		m.ResetWaitUntil()
+		return nil
+	case job.FieldChildWorkflowID:
+		m.ResetChildWorkflowID()
+		return nil
+	case job.FieldParentStepID:
+		m.ResetParentStepID()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

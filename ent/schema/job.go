@@ -11,7 +11,7 @@ import (
 )
 
 // Job is docket_jobs, the hot table of live jobs: scheduled, ready,
-// waiting (in a serial key's line, or for its workflow parents) and running. Read it with Ent; write it through Docket (docket.Client, or this
+// waiting (in a serial key's line, for its workflow parents, or for its child workflow) and running. Read it with Ent; write it through Docket (docket.Client, or this
 // module's ent.Enqueue) so that validation, NOTIFY and unique keys apply.
 type Job struct {
 	ent.Schema
@@ -24,7 +24,7 @@ func (Job) Mixin() []ent.Mixin { return []ent.Mixin{JobMixin{}} }
 func (Job) Fields() []ent.Field {
 	return []ent.Field{
 		field.Enum("state").Values("scheduled", "ready", "running", "waiting").Default("ready").SchemaType(text).
-			Comment("scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, or for its workflow parents)."),
+			Comment("scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, for its workflow parents, or for its child workflow)."),
 		field.Int64("ready_seq").
 			Comment("Claim order inside a priority; drawn each time the job becomes ready."),
 		field.UUID("locked_by", uuid.UUID{}).Optional().Nillable().
@@ -41,6 +41,10 @@ func (Job) Fields() []ent.Field {
 			Comment("Place in its serial key's line, taken when the job first became ready."),
 		field.Time("wait_until").Optional().Nillable().
 			Comment("A workflow step's deadline while it waits for its signal (9999-12-31 without a timeout); kept after a timeout released it."),
+		field.Int64("child_workflow_id").Optional().Nillable().
+			Comment("The child workflow a waiting job waits for (docket_workflows), if any."),
+		field.Int64("parent_step_id").Optional().Nillable().
+			Comment("On a job of a child workflow: the job that waits for that workflow."),
 	}
 }
 
@@ -80,6 +84,9 @@ func (Job) Indexes() []ent.Index {
 		index.Fields("wait_until").
 			Annotations(entsql.IndexWhere("(state = 'waiting'::text) AND (wait_until IS NOT NULL)")).
 			StorageKey("docket_jobs_wait_until_idx"),
+		index.Fields("id").
+			Annotations(entsql.IndexWhere("(state = 'waiting'::text) AND (child_workflow_id IS NOT NULL)")).
+			StorageKey("docket_jobs_child_waiting_idx"),
 	}
 }
 

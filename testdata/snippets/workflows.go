@@ -73,3 +73,17 @@ type Payment struct {
 }
 
 var workflowID int64
+
+type PackOrder struct {
+	Order string   `json:"order"`
+	Items []string `json:"items"`
+}
+
+func (PackOrder) Kind() string { return "pack_order" }
+
+type PackItem struct {
+	Order string `json:"order"`
+	Item  string `json:"item"`
+}
+
+func (PackItem) Kind() string { return "pack_item" }

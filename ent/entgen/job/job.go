@@ -57,6 +57,10 @@ const (
 	FieldSerialSeq = "serial_seq"
 	// FieldWaitUntil holds the string denoting the wait_until field in the database.
 	FieldWaitUntil = "wait_until"
+	// FieldChildWorkflowID holds the string denoting the child_workflow_id field in the database.
+	FieldChildWorkflowID = "child_workflow_id"
+	// FieldParentStepID holds the string denoting the parent_step_id field in the database.
+	FieldParentStepID = "parent_step_id"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -86,6 +90,8 @@ var Columns = []string{
 	FieldClaimID,
 	FieldSerialSeq,
 	FieldWaitUntil,
+	FieldChildWorkflowID,
+	FieldParentStepID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -243,4 +249,14 @@ func BySerialSeq(opts ...sql.OrderTermOption) OrderOption {
 // ByWaitUntil orders the results by the wait_until field.
 func ByWaitUntil(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldWaitUntil, opts...).ToFunc()
+}
+
+// ByChildWorkflowID orders the results by the child_workflow_id field.
+func ByChildWorkflowID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldChildWorkflowID, opts...).ToFunc()
+}
+
+// ByParentStepID orders the results by the parent_step_id field.
+func ByParentStepID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldParentStepID, opts...).ToFunc()
 }

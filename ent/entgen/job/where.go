@@ -150,6 +150,16 @@ func WaitUntil(v time.Time) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldWaitUntil, v))
 }
 
+// ChildWorkflowID applies equality check predicate on the "child_workflow_id" field. It's identical to ChildWorkflowIDEQ.
+func ChildWorkflowID(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldChildWorkflowID, v))
+}
+
+// ParentStepID applies equality check predicate on the "parent_step_id" field. It's identical to ParentStepIDEQ.
+func ParentStepID(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldParentStepID, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldQueue, v))
@@ -1188,6 +1198,106 @@ func WaitUntilIsNil() predicate.Job {
 // WaitUntilNotNil applies the NotNil predicate on the "wait_until" field.
 func WaitUntilNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldWaitUntil))
+}
+
+// ChildWorkflowIDEQ applies the EQ predicate on the "child_workflow_id" field.
+func ChildWorkflowIDEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDNEQ applies the NEQ predicate on the "child_workflow_id" field.
+func ChildWorkflowIDNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDIn applies the In predicate on the "child_workflow_id" field.
+func ChildWorkflowIDIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldChildWorkflowID, vs...))
+}
+
+// ChildWorkflowIDNotIn applies the NotIn predicate on the "child_workflow_id" field.
+func ChildWorkflowIDNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldChildWorkflowID, vs...))
+}
+
+// ChildWorkflowIDGT applies the GT predicate on the "child_workflow_id" field.
+func ChildWorkflowIDGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDGTE applies the GTE predicate on the "child_workflow_id" field.
+func ChildWorkflowIDGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDLT applies the LT predicate on the "child_workflow_id" field.
+func ChildWorkflowIDLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDLTE applies the LTE predicate on the "child_workflow_id" field.
+func ChildWorkflowIDLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldChildWorkflowID, v))
+}
+
+// ChildWorkflowIDIsNil applies the IsNil predicate on the "child_workflow_id" field.
+func ChildWorkflowIDIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldChildWorkflowID))
+}
+
+// ChildWorkflowIDNotNil applies the NotNil predicate on the "child_workflow_id" field.
+func ChildWorkflowIDNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldChildWorkflowID))
+}
+
+// ParentStepIDEQ applies the EQ predicate on the "parent_step_id" field.
+func ParentStepIDEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldParentStepID, v))
+}
+
+// ParentStepIDNEQ applies the NEQ predicate on the "parent_step_id" field.
+func ParentStepIDNEQ(v int64) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldParentStepID, v))
+}
+
+// ParentStepIDIn applies the In predicate on the "parent_step_id" field.
+func ParentStepIDIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldParentStepID, vs...))
+}
+
+// ParentStepIDNotIn applies the NotIn predicate on the "parent_step_id" field.
+func ParentStepIDNotIn(vs ...int64) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldParentStepID, vs...))
+}
+
+// ParentStepIDGT applies the GT predicate on the "parent_step_id" field.
+func ParentStepIDGT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldParentStepID, v))
+}
+
+// ParentStepIDGTE applies the GTE predicate on the "parent_step_id" field.
+func ParentStepIDGTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldParentStepID, v))
+}
+
+// ParentStepIDLT applies the LT predicate on the "parent_step_id" field.
+func ParentStepIDLT(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldParentStepID, v))
+}
+
+// ParentStepIDLTE applies the LTE predicate on the "parent_step_id" field.
+func ParentStepIDLTE(v int64) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldParentStepID, v))
+}
+
+// ParentStepIDIsNil applies the IsNil predicate on the "parent_step_id" field.
+func ParentStepIDIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldParentStepID))
+}
+
+// ParentStepIDNotNil applies the NotNil predicate on the "parent_step_id" field.
+func ParentStepIDNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldParentStepID))
 }
 
 // And groups predicates with the AND operator between them.

@@ -86,4 +86,5 @@ const (
 	ReasonUndecodable  = "undecodable"   // the payload does not decode into the args type
 	ReasonLeaseExpired = "lease_expired" // the last attempt's worker stopped heartbeating
 	ReasonTimedOut     = "timed_out"     // a workflow step's signal did not come before its WaitTimeout
+	ReasonChildFailed  = "child_failed"  // the child workflow the job waited for failed or was cancelled
 )

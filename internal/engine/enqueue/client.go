@@ -22,6 +22,10 @@ type Config struct {
 	// Propagator writes an enqueue's trace context into the job's meta;
 	// nil means W3C Trace Context.
 	Propagator propagation.TextMapPropagator
+	// DisableHistory: a step waiting for a child workflow is deleted when
+	// it completes, instead of moved to history (as the worker does with
+	// its completions).
+	DisableHistory bool
 }
 
 // Client writes jobs into the tables of one schema: the one place a job's
@@ -33,6 +37,7 @@ type Client struct {
 	debounce time.Duration
 	kinds    Kinds // nil: any kind, built-in defaults
 	prop     propagation.TextMapPropagator
+	history  bool
 
 	notified pgsql.Debounce // the queues announced, by NOTIFY
 
@@ -56,7 +61,7 @@ func New(cfg Config) (*Client, error) {
 	if prop == nil {
 		prop = propagation.TraceContext{}
 	}
-	return &Client{schema: schema, debounce: debounce, kinds: cfg.Kinds, prop: prop, notified: pgsql.Debounce{Window: debounce}}, nil
+	return &Client{schema: schema, debounce: debounce, kinds: cfg.Kinds, prop: prop, history: !cfg.DisableHistory, notified: pgsql.Debounce{Window: debounce}}, nil
 }
 
 // Schema returns the schema that holds the client's tables.

@@ -100,7 +100,11 @@ type WorkflowEnqueued struct {
 }
 
 var (
-	sqlInsertWorkflow = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflows (name, jobs) VALUES ($1, $2) RETURNING id`)
+	// sqlInsertWorkflow writes a workflow's row; $3 to $6 describe the
+	// step that waits for it (NULL, and depth 0, for a top-level one).
+	sqlInsertWorkflow = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflows
+	(name, jobs, parent_job_id, parent_workflow_id, depth, parent_to_history)
+VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`)
 
 	// sqlWorkflowJobs inserts a workflow's jobs (a JSON array, preallocated
 	// ids; see pgsql.JSONRows): those with parents waiting, the others ready
@@ -109,11 +113,12 @@ var (
 	sqlWorkflowJobs = pgsql.SQL(`WITH ins AS (
 	INSERT INTO {{schema}}.docket_jobs
 		(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, payload, meta, workflow_id,
-		 wait_until)
+		 wait_until, parent_step_id)
 	SELECT r.id, r.id,
 		CASE WHEN r.waiting THEN 'waiting' WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
 		r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.payload, r.meta, $2,
-		CASE WHEN r.hold THEN COALESCE(now() + r.timeout_ms * interval '1 millisecond', '9999-12-31 00:00:00+00') END
+		CASE WHEN r.hold THEN COALESCE(now() + r.timeout_ms * interval '1 millisecond', '9999-12-31 00:00:00+00') END,
+		$3::bigint
 	FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 		run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 		payload jsonb, meta jsonb, waiting boolean, hold boolean, timeout_ms bigint, after_ms bigint)
@@ -313,7 +318,7 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, db pgsql.DB, w Workflow) (
 	var out WorkflowEnqueued
 	err = pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
 		var err error
-		out, err = c.insertWorkflow(ctx, pgsql.OnPgx(tx), p)
+		out, err = c.insertWorkflow(ctx, pgsql.OnPgx(tx), p, nil)
 		return err
 	})
 	if err != nil {
@@ -322,12 +327,20 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, db pgsql.DB, w Workflow) (
 	return out, nil
 }
 
-func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowPlan) (WorkflowEnqueued, error) {
+// insertWorkflow writes p; parent is the step that waits for it, nil for a
+// top-level workflow.
+func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowPlan, parent *parentStep) (WorkflowEnqueued, error) {
 	if err := c.checkWorkflowKeys(ctx, cn, p); err != nil {
 		return WorkflowEnqueued{}, err
 	}
 	out := WorkflowEnqueued{Jobs: make(map[string]int64, len(p.jobs))}
-	err := cn.Query(ctx, sqlInsertWorkflow.For(c.schema), []any{p.name, len(p.jobs)}, func(scan func(...any) error) error {
+	args := []any{p.name, len(p.jobs), nil, nil, 0, nil}
+	var step any
+	if parent != nil {
+		args[2], args[3], args[4], args[5] = parent.jobID, parent.workflowID, parent.depth+1, c.history
+		step = parent.jobID
+	}
+	err := cn.Query(ctx, sqlInsertWorkflow.For(c.schema), args, func(scan func(...any) error) error {
 		return scan(&out.ID)
 	})
 	if err != nil {
@@ -394,7 +407,7 @@ func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowP
 	}
 	ready := map[string]bool{}
 	err = pgsql.JSONRows(rows, func(doc string) error {
-		return cn.Query(ctx, sqlWorkflowJobs.For(c.schema), []any{doc, out.ID}, func(scan func(...any) error) error {
+		return cn.Query(ctx, sqlWorkflowJobs.For(c.schema), []any{doc, out.ID, step}, func(scan func(...any) error) error {
 			var q string
 			err := scan(&q)
 			ready[q] = true

@@ -35,6 +35,7 @@ var sqlSweepWorkflows = pgsql.SQL(`WITH w AS (
 			 LIMIT 1) AS failed_parent
 	) f
 	WHERE j.state = 'waiting' AND j.workflow_id IS NOT NULL AND j.wait_until IS NULL
+		AND j.child_workflow_id IS NULL -- a step waiting for its child: see child.go
 		AND (f.stopped OR f.failed_parent IS NOT NULL
 			OR (SELECT p.parent_id FROM {{schema}}.docket_workflow_deps p
 				JOIN {{schema}}.docket_jobs pj ON pj.id = p.parent_id

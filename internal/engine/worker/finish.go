@@ -417,9 +417,13 @@ func (c *finisher) logDead(tasks []*task, dead []int64) {
 type finals struct {
 	tasks    []*task
 	complete []queue.Run
-	fails    []queue.Failure
-	failed   []*task // the tasks of fails, in order
-	deads    []queue.Dead
+	// park is a transactional run that waits for the child workflow its
+	// handler enqueued (child), instead of completing.
+	park   *queue.Run
+	child  int64
+	fails  []queue.Failure
+	failed []*task // the tasks of fails, in order
+	deads  []queue.Dead
 }
 
 // finalsWritten is what commitFinals wrote, or learnt when it failed.
@@ -466,6 +470,12 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 	byID := make(map[int64]*task, len(fin.tasks))
 	for _, t := range fin.tasks {
 		byID[t.job.ID] = t
+	}
+	var parked []int64
+	if fin.park != nil {
+		if parked, err = w.q.Park(ctx, tx, w.id, *fin.park, fin.child); err != nil {
+			return res, err
+		}
 	}
 	done, err := w.q.Complete(ctx, tx, w.id, fin.complete, c.finishTime())
 	if err != nil {
@@ -514,7 +524,7 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 			return res, &hookError{kind: k.name, err: err}
 		}
 	}
-	written := append(append(done, dead...), failed.Retried...)
+	written := append(append(append(done, dead...), failed.Retried...), parked...)
 	if len(written) == 0 {
 		rollback()
 		return res, nil
@@ -579,11 +589,20 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 // completeInTx completes the run of a transactional handler that succeeded,
 // in the handler's transaction tx and with its kind's outcome hook, and
 // commits: the handler's writes and the completion commit together, or
-// neither does. The task's state must already be stFinishing; tx is
-// committed or rolled back when it returns.
-func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task) {
+// neither does. When the handler enqueued a child workflow (child > 0), the
+// run parks instead: the job waits for the child, and the outcome hook is
+// not called (the job has not completed). The task's state must already be
+// stFinishing; tx is committed or rolled back when it returns.
+func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task, child int64) {
 	w := c.w
-	res, err := c.commitFinals(ctx, tx, &finals{tasks: []*task{t}, complete: []queue.Run{queue.RunOf(t.job)}})
+	fin := &finals{tasks: []*task{t}}
+	if child > 0 {
+		run := queue.RunOf(t.job)
+		fin.park, fin.child = &run, child
+	} else {
+		fin.complete = []queue.Run{queue.RunOf(t.job)}
+	}
+	res, err := c.commitFinals(ctx, tx, fin)
 	var he *hookError
 	switch {
 	case errors.As(err, &he):
@@ -596,6 +615,9 @@ func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task) {
 		t.state.Store(stLost)
 		w.inflight.remove(t)
 		w.dropped(t)
+	case child > 0:
+		w.met.outcome(t.job.Kind, "parked")
+		w.inflight.remove(t)
 	default:
 		w.met.outcome(t.job.Kind, "completed")
 		w.inflight.remove(t)

@@ -37,6 +37,8 @@ type promoter struct {
 	flowErrs  errStreak
 	// deadlineErrs: the sweep of workflow steps past their signal's deadline.
 	deadlineErrs errStreak
+	// childErrs: the sweep of jobs waiting for their child workflows.
+	childErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -153,6 +155,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
 		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
 		deadlines := p.sweep(bg, "workflow deadlines", &p.deadlineErrs, up.q.SweepDeadlines)
+		p.sweep(bg, "steps waiting for child workflows", &p.childErrs, up.q.SweepChildWorkflows)
 		for _, q := range slices.Concat(serial, flows, deadlines) {
 			if !seen[q] {
 				seen[q] = true

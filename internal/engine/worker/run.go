@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
-	"github.com/jackc/pgx/v5"
 )
 
 // maxErrorLen bounds the error text recorded on a job.
@@ -64,16 +63,17 @@ func (w *Worker) run(t *task) {
 }
 
 // call runs the kind's middleware chain and handler with the kind's timeout,
-// turning panics into *core.PanicError.
-func (w *Worker) call(t *task, tx pgx.Tx) (timedOut bool, err error) {
+// turning panics into *core.PanicError. run is a transactional handler's
+// run (its transaction), nil for others.
+func (w *Worker) call(t *task, run *core.TxRun) (timedOut bool, err error) {
 	ctx := withSpan(t.ctx, t)
 	if d := t.kind.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, core.ErrTimeout)
 		defer cancel()
 	}
-	if tx != nil {
-		ctx = context.WithValue(ctx, txKey{}, tx)
+	if run != nil {
+		ctx = core.WithTxRun(ctx, run)
 	}
 	start := time.Now()
 	defer func() {
@@ -113,14 +113,17 @@ func (w *Worker) runInTx(t *task) {
 		_ = tx.Rollback(ctx) // a broken connection is discarded by the pool
 	}
 	defer rollback()
-	timedOut, err := w.call(t, tx)
+	run := &core.TxRun{Tx: tx, JobID: t.job.ID, ClaimID: t.job.ClaimID}
+	timedOut, err := w.call(t, run)
 	if err != nil {
-		rollback() // the handler's writes
+		rollback() // the handler's writes, a child workflow among them
 		w.finish(t, err, timedOut)
 		return
 	}
 	// A transactional handler succeeded: complete the job in its
-	// transaction. From here on the heartbeat leaves the job alone.
+	// transaction, or park it there to wait for the child workflow the
+	// handler enqueued in it. From here on the heartbeat leaves the job
+	// alone.
 	if !t.state.CompareAndSwap(stRunning, stFinishing) {
 		rollback()
 		w.dropped(t)
@@ -128,11 +131,15 @@ func (w *Worker) runInTx(t *task) {
 	}
 	// Recorded before the completion commits: should it fail, the job's
 	// next run has a span of its own.
-	traceOutcome(t, "completed", nil)
+	if run.Child() > 0 {
+		traceOutcome(t, "parked", nil)
+	} else {
+		traceOutcome(t, "completed", nil)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), w.lease)
 	defer cancel()
 	done = true // completeInTx commits or rolls back
-	w.fin.completeInTx(ctx, tx, t)
+	w.fin.completeInTx(ctx, tx, t, run.Child())
 }
 
 // finish turns a handler's result into an outcome and queues it, unless

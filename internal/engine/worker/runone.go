@@ -76,7 +76,11 @@ func RunOne(ctx context.Context, r OneRun) (OneResult, error) {
 		}
 		defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after Commit
 	}
-	timedOut, err := w.call(t, tx)
+	var run *core.TxRun
+	if tx != nil {
+		run = &core.TxRun{Tx: tx, JobID: r.Job.ID, ClaimID: r.Job.ClaimID}
+	}
+	timedOut, err := w.call(t, run)
 	if err == nil && tx != nil {
 		if cerr := tx.Commit(t.ctx); cerr != nil {
 			err = fmt.Errorf("commit: %w", cerr) // the worker retries a failed commit too

@@ -139,9 +139,6 @@ type kindRun struct {
 	spanName string // of its runs' spans, built once
 }
 
-// txKey carries a transactional handler's tx through middleware.
-type txKey struct{}
-
 // Worker claims jobs and runs their handlers in one process. Create it with
 // New, then Start and Stop it. Its methods are safe for concurrent use.
 type Worker struct {
@@ -342,8 +339,8 @@ func New(cfg Config) (*Worker, error) {
 }
 
 // newKindRun binds a kind's handler to cfg's middleware. A transactional
-// handler finds its transaction in the context (txKey), where the run puts
-// it, since middleware passes only ctx and the job along.
+// handler finds its transaction in the context (core.TxRun), where the run
+// puts it, since middleware passes only ctx and the job along.
 func newKindRun(cfg Config, name string, opts core.KindOpts) *kindRun {
 	kr := &kindRun{name: name, opts: opts, tx: cfg.Handlers.Transactional(name), hook: cfg.Hooks[name], spanName: runSpanName(name)}
 	if opts.Backoff == nil {
@@ -351,7 +348,10 @@ func newKindRun(cfg Config, name string, opts core.KindOpts) *kindRun {
 	}
 	h := cfg.Handlers
 	kr.work = core.Chain(cfg.Middleware, func(ctx context.Context, job *core.Job) error {
-		tx, _ := ctx.Value(txKey{}).(pgx.Tx)
+		var tx pgx.Tx
+		if r := core.TxRunFrom(ctx); r != nil {
+			tx, _ = r.Tx.(pgx.Tx)
+		}
 		return h.Handle(ctx, tx, job)
 	})
 	return kr
