@@ -69,6 +69,10 @@ type Job struct {
 	// nothing after the job was claimed again. Zero for a job that no
 	// worker claimed.
 	ClaimID int64
+
+	// result is what the handler recorded (see SetResult); inputs what a
+	// workflow job's claim read of its workflow (see SetInputs).
+	result, inputs json.RawMessage
 }
 
 // The range of job priorities; package outbox exports them and the claim

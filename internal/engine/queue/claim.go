@@ -18,6 +18,28 @@ const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max
 	COALESCE(unique_key, '') AS unique_key, tenant, COALESCE(serial_key, '') AS serial_key,
 	payload, meta, locked_at, lease_until, COALESCE(last_error, '') AS last_error, claim_id`
 
+// claimInputs is what a claim reads of a workflow job's workflow: its
+// parents by ref, each with its result when it completed with one (see
+// core.SetInputs), NULL for a job without parents. The CASE keeps the
+// subquery from running for jobs outside workflows: they never touch the
+// dependency and result tables (TestClaimReadsNoInputsOutsideWorkflows).
+// Parents past the first 1,000 with results (by id) are listed as
+// {"omitted": true}: 1,000 results of at most 64 KiB stay well inside what
+// one jsonb value may hold (256 MiB), so no fan-in can make the claim fail.
+const claimInputs = `CASE WHEN workflow_id IS NOT NULL THEN (
+		SELECT jsonb_build_object('parents', jsonb_object_agg(p.parent_ref,
+			CASE WHEN p.result IS NULL THEN '{}'::jsonb
+				WHEN p.n <= 1000 THEN jsonb_build_object('result', p.result)
+				ELSE '{"omitted": true}'::jsonb END))
+		FROM (
+			SELECT d.parent_ref, r.result, count(r.result) OVER (ORDER BY d.parent_id) AS n
+			FROM {{schema}}.docket_workflow_deps d
+			LEFT JOIN {{schema}}.docket_workflow_results r ON r.job_id = d.parent_id
+			WHERE d.child_id = docket_jobs.id AND d.parent_ref IS NOT NULL
+		) p
+		HAVING count(*) > 0)
+	END AS inputs`
+
 // claimUpdate marks the rows of CTE "c" running under one new claim id
 // and returns them in claim order.
 const claimUpdate = `, k AS (
@@ -28,7 +50,7 @@ const claimUpdate = `, k AS (
 		lease_until = now() + $5::bigint * interval '1 millisecond', claim_id = k.next_claim
 	FROM k
 	WHERE id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColumns + `, ready_seq
+	RETURNING ` + jobColumns + `, ready_seq, ` + claimInputs + `
 )
 SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
@@ -205,15 +227,18 @@ func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.
 		// A claim sets locked_at and lease_until, so they are never null here.
-		var payload, meta []byte
+		var payload, meta, inputs []byte
 		var priority int16
 		var seq int64
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq); err != nil {
+			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &inputs); err != nil {
 			return nil, nil, err
 		}
 		j.Priority, j.Payload = int(priority), payload
+		if inputs != nil {
+			core.SetInputs(j, inputs)
+		}
 		if meta != nil {
 			if err := json.Unmarshal(meta, &j.Meta); err != nil {
 				return nil, nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)

@@ -16,9 +16,10 @@ import (
 // which grants each key of the limit what its budget allows, and then read
 // the hint it leaves when a budget held jobs back, in the same implicit
 // transaction.
-var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq
+// The function's rows are named docket_jobs for claimInputs.
+var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimInputs + `
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[])`)
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[]) AS docket_jobs`)
 
 const (
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true)`

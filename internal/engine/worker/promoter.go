@@ -34,6 +34,8 @@ type promoter struct {
 	errs      errStreak
 	sweepErrs errStreak
 	flowErrs  errStreak
+	// resultErrs: removing the kept results of finished workflows.
+	resultErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -119,7 +121,8 @@ func (p *promoter) rounds(ctx context.Context) {
 
 // promote makes due scheduled jobs ready and, with sweep, the heads of
 // serial-key lines left without a holder and the workflow jobs whose
-// parents are gone; wakes the pools of their queues;
+// parents are gone (and removes the kept results of finished workflows);
+// wakes the pools of their queues;
 // and returns the next run_at still scheduled (zero if none or unknown).
 func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	up := p.up
@@ -149,6 +152,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	if sweep {
 		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
 		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
+		p.sweep(bg, "workflow results", &p.resultErrs, up.q.SweepWorkflowResults)
 		for _, q := range append(serial, flows...) {
 			if !seen[q] {
 				seen[q] = true
