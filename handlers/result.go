@@ -85,7 +85,8 @@ func (j *Job[T]) SetResult(v any) error {
 // core.SetInputs.
 type inputs struct {
 	Parents map[string]struct {
-		Result json.RawMessage `json:"result"`
+		Result  json.RawMessage `json:"result"`
+		Omitted bool            `json:"omitted"`
 	} `json:"parents"`
 }
 
@@ -94,7 +95,8 @@ type inputs struct {
 // results of all its parents come with the job's claim, in the same
 // statement, so reading them costs no round trip. It returns an error
 // wrapping [ErrNotParent] when ref names no parent of the job, and one
-// wrapping [ErrNoResult] when the parent recorded none, and an error
+// wrapping [ErrNoResult] when the parent recorded none (or is past the
+// first 1,000 parents with results, by id: a claim reads no more), and an error
 // saying what did not decode (without quoting the result) when it does not
 // decode into out.
 func (j *Job[T]) ParentResult(ref string, out any) error {
@@ -108,6 +110,9 @@ func (j *Job[T]) ParentResult(ref string, out any) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: job %d kind %s: %q", ErrNotParent, j.ID, j.Kind, ref)
+	case p.Omitted:
+		return fmt.Errorf("%w: job %d kind %s: parent %q: a claim reads the results of the first 1000 parents (by id) only",
+			ErrNoResult, j.ID, j.Kind, ref)
 	case p.Result == nil:
 		return fmt.Errorf("%w: job %d kind %s: parent %q", ErrNoResult, j.ID, j.Kind, ref)
 	}
@@ -116,4 +121,3 @@ func (j *Job[T]) ParentResult(ref string, out any) error {
 	}
 	return nil
 }
-

@@ -162,7 +162,10 @@ func TestHotPathPlans(t *testing.T) {
 				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
 				assertNoJoin(t, name+", "+what, plan)
 			}
-			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
+			// Its nested loops join the completed rows to the workflow tables.
+			assertIndexPlan(t, "complete with results, "+what, explain(t, ctx, pool, mode, sqlCompleteHistoryResults.For(c.schema),
+				ids, w, claims, noTime, `{"1": {"n": 1}}`), "docket_jobs_pkey")
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil), "docket_jobs_pkey")
 		}
 	}
 }
