@@ -23,6 +23,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
+	{bench.ScenarioWorkflows, "--jobs workflows (default 10,000; 2,000 under all) of a 3-step chain, each step recording a result its child reads; steps/s against as many no-op jobs"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
