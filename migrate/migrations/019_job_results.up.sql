@@ -52,3 +52,38 @@ CREATE TRIGGER docket_jobs_workflow_results
     FOR EACH ROW
     WHEN (OLD.workflow_id IS NOT NULL)
     EXECUTE FUNCTION {{schema}}.docket_workflow_results_drop();
+
+-- docket_workflow_inputs is what a claim reads of a workflow job's
+-- workflow (the claim calls it for workflow jobs only): its parents by the
+-- refs the workflow gave them, each with its result when it completed with
+-- one, as one JSON object, NULL for a job without parents:
+--
+--   {"parents": {"extract": {"result": {"rows": 3}}, "audit": {}}}
+--
+-- Other inputs of a step can take their own member beside "parents".
+-- Parents past the first 1,000 with results (by id) are listed as
+-- {"omitted": true}: 1,000 results of at most 64 KiB stay well inside what
+-- one jsonb value may hold (256 MiB), so no fan-in can make a claim fail.
+-- PL/pgSQL, so that the planner cannot inline it into the claim: inlined,
+-- its subquery would open the dependency and result tables on every claim,
+-- also of jobs outside workflows, which never call it.
+CREATE OR REPLACE FUNCTION {{schema}}.docket_workflow_inputs(job bigint)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+AS $$
+BEGIN
+    RETURN (
+        SELECT jsonb_build_object('parents', jsonb_object_agg(p.parent_ref,
+            CASE WHEN p.result IS NULL THEN '{}'::jsonb
+                WHEN p.n <= 1000 THEN jsonb_build_object('result', p.result)
+                ELSE '{"omitted": true}'::jsonb END))
+        FROM (
+            SELECT d.parent_ref, r.result, count(r.result) OVER (ORDER BY d.parent_id) AS n
+            FROM {{schema}}.docket_workflow_deps d
+            LEFT JOIN {{schema}}.docket_workflow_results r ON r.job_id = d.parent_id
+            WHERE d.child_id = job AND d.parent_ref IS NOT NULL
+        ) p
+        HAVING count(*) > 0);
+END
+$$;

@@ -20,25 +20,12 @@ const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max
 
 // claimInputs is what a claim reads of a workflow job's workflow: its
 // parents by ref, each with its result when it completed with one (see
-// core.SetInputs), NULL for a job without parents. The CASE keeps the
-// subquery from running for jobs outside workflows: they never touch the
-// dependency and result tables (TestClaimReadsNoInputsOutsideWorkflows).
-// Parents past the first 1,000 with results (by id) are listed as
-// {"omitted": true}: 1,000 results of at most 64 KiB stay well inside what
-// one jsonb value may hold (256 MiB), so no fan-in can make the claim fail.
-const claimInputs = `CASE WHEN workflow_id IS NOT NULL THEN (
-		SELECT jsonb_build_object('parents', jsonb_object_agg(p.parent_ref,
-			CASE WHEN p.result IS NULL THEN '{}'::jsonb
-				WHEN p.n <= 1000 THEN jsonb_build_object('result', p.result)
-				ELSE '{"omitted": true}'::jsonb END))
-		FROM (
-			SELECT d.parent_ref, r.result, count(r.result) OVER (ORDER BY d.parent_id) AS n
-			FROM {{schema}}.docket_workflow_deps d
-			LEFT JOIN {{schema}}.docket_workflow_results r ON r.job_id = d.parent_id
-			WHERE d.child_id = docket_jobs.id AND d.parent_ref IS NOT NULL
-		) p
-		HAVING count(*) > 0)
-	END AS inputs`
+// core.SetInputs and docket_workflow_inputs, migration 019), NULL for a job
+// without parents. Jobs outside workflows never call the function: the
+// claim opens neither the dependency nor the result table for them
+// (TestClaimReadsNoInputsOutsideWorkflows).
+const claimInputs = `CASE WHEN docket_jobs.workflow_id IS NOT NULL
+		THEN {{schema}}.docket_workflow_inputs(docket_jobs.id) END AS inputs`
 
 // claimUpdate marks the rows of CTE "c" running under one new claim id
 // and returns them in claim order.
