@@ -58,7 +58,7 @@ cluster it starts and removes.`
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
 	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+" or "+bench.ScenarioFlowControl+" (required)")
-	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
+	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain); workflows to run (workflows: default 10,000, at most 2,000 under all)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
 	handlerMin := fs.Duration("handler-min", bench.DefaultHandlerMin, "handlers: shortest handler sleep")
@@ -86,6 +86,11 @@ func benchFlags(fs *flag.FlagSet) action {
 	return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
+		}
+		jobsSet := false
+		fs.Visit(func(f *flag.Flag) { jobsSet = jobsSet || f.Name == "jobs" })
+		if !jobsSet && *scenario == bench.ScenarioWorkflows {
+			*jobs = bench.DefaultWorkflows
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
 			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,
