@@ -75,13 +75,13 @@ ORDER BY j.id DESC
 LIMIT $7`
 
 	// sqlJobByID finds a job where it is now: live first, then dead, then
-	// in history. $2 says whether to fetch the payload.
+	// in history. $2 says whether to fetch the payload and the result.
 	sqlJobByID = pgsql.SQL(`SELECT b.*, w.host, w.pid FROM (
-	(` + sqlJobColsLive + `, 1 AS place, CASE WHEN $2 THEN j.payload END FROM {{schema}}.docket_jobs j WHERE j.id = $1)
+	(` + sqlJobColsLive + `, 1 AS place, CASE WHEN $2 THEN j.payload END, NULL::jsonb FROM {{schema}}.docket_jobs j WHERE j.id = $1)
 	UNION ALL
-	(` + sqlJobColsDead + `, 2, CASE WHEN $2 THEN j.payload END FROM {{schema}}.docket_jobs_dead j WHERE j.id = $1)
+	(` + sqlJobColsDead + `, 2, CASE WHEN $2 THEN j.payload END, CASE WHEN $2 THEN j.result END FROM {{schema}}.docket_jobs_dead j WHERE j.id = $1)
 	UNION ALL
-	(` + sqlJobColsDone + `, 3, CASE WHEN $2 THEN j.payload END FROM {{schema}}.docket_jobs_done j WHERE j.id = $1)
+	(` + sqlJobColsDone + `, 3, CASE WHEN $2 THEN j.payload END, CASE WHEN $2 THEN j.result END FROM {{schema}}.docket_jobs_done j WHERE j.id = $1)
 ) b LEFT JOIN {{schema}}.docket_workers w ON w.id = b.locked_by
 ORDER BY b.place
 LIMIT 1`)
@@ -171,6 +171,11 @@ type JobInfo struct {
 	Meta      map[string]string
 	// Payload is nil unless Jobs.Get was asked for it.
 	Payload json.RawMessage
+	// Result is what the job's handler recorded with Job.SetResult (JSON):
+	// for a completed job, its run's; for a dead one, its last attempt's.
+	// Nil when it recorded none, for a live job, and unless Jobs.Get was
+	// asked for the payload: a result may hold personal data too.
+	Result json.RawMessage `json:",omitempty"`
 }
 
 // JobPage is one page of Jobs.List.
@@ -243,14 +248,14 @@ func (h Jobs) List(ctx context.Context, db DB, f JobFilter) (JobPage, error) {
 }
 
 // Get returns one job wherever it is (live, dead or in history), with
-// its payload only when withPayload is set, or ErrJobNotFound.
+// its payload and result only when withPayload is set, or ErrJobNotFound.
 func (h Jobs) Get(ctx context.Context, db DB, id int64, withPayload bool) (JobInfo, error) {
 	c := h.c
 	var place int
-	var payload []byte
+	var payload, result []byte
 	var host *string
 	var pid *int32
-	j, err := scanJob(db.QueryRow(ctx, sqlJobByID.For(c.schema), id, withPayload).Scan, &place, &payload, &host, &pid)
+	j, err := scanJob(db.QueryRow(ctx, sqlJobByID.For(c.schema), id, withPayload).Scan, &place, &payload, &result, &host, &pid)
 	if isNoRows(err) {
 		return JobInfo{}, fmt.Errorf("%w: no job %d", ErrJobNotFound, id)
 	}
@@ -259,6 +264,9 @@ func (h Jobs) Get(ctx context.Context, db DB, id int64, withPayload bool) (JobIn
 	}
 	if payload != nil {
 		j.Payload = json.RawMessage(payload)
+	}
+	if result != nil {
+		j.Result = json.RawMessage(result)
 	}
 	j.WorkerHost = str(host)
 	if pid != nil {

@@ -25,8 +25,9 @@ type Config struct {
 	// ReadOnly hides every action and refuses every state-changing request
 	// (403): the pages only show.
 	ReadOnly bool
-	// ShowPayloads shows job payloads (args) on the job page. They may hold
-	// personal data: off by default, and never logged either way.
+	// ShowPayloads shows job payloads (args), and the results their
+	// handlers recorded, on the job page. Both may hold personal data: off
+	// by default, and never logged either way.
 	ShowPayloads bool
 	// Token, when set, is required on every request: as a bearer token
 	// (Authorization: Bearer, the scheme's name in any case), or once as

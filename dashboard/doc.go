@@ -33,8 +33,8 @@
 // optional Config.Token is required on every request; the
 // Content-Security-Policy allows only the dashboard's own scripts and
 // styles. Refused requests and every action are logged with the remote
-// address, actions with who acted. Payloads are shown only with
-// Config.ShowPayloads and never logged. Bad input gets an error page with
+// address, actions with who acted. Payloads and job results are shown
+// only with Config.ShowPayloads and never logged. Bad input gets an error page with
 // its status, never a stack trace. A running job is never cancelled or
 // deleted under its worker, and replays are rate-limited.
 package dashboard

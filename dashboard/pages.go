@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -129,7 +130,10 @@ type jobData struct {
 	Job         admin.JobInfo
 	ShowPayload bool
 	Payload     string // indented JSON when shown
-	Self        string
+	// Result is the job's result, indented, when payloads are shown and
+	// the job has one: a result may hold personal data too.
+	Result string
+	Self   string
 }
 
 func (d *dash) job(w http.ResponseWriter, r *http.Request) {
@@ -153,6 +157,12 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 		if json.Unmarshal(j.Payload, &v) == nil {
 			b, _ := json.MarshalIndent(v, "", "  ")
 			data.Payload = string(b)
+		}
+		// Indented as stored: no re-encoding, so no \u003c for "<" (the
+		// template escapes it once, for HTML).
+		var res bytes.Buffer
+		if j.Result != nil && json.Indent(&res, j.Result, "", "  ") == nil {
+			data.Result = res.String()
 		}
 	}
 	d.render(w, r, "job", view{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Data: data})

@@ -46,6 +46,9 @@ func TestPages(t *testing.T) {
 		if strings.Contains(body, secret) {
 			t.Errorf("GET %s shows the payload", path)
 		}
+		if strings.Contains(body, "tried 2 relays") {
+			t.Errorf("GET %s shows a job's result, which may hold personal data like a payload", path)
+		}
 		if strings.Contains(body, "<script>") || strings.Contains(body, " style=") || strings.Contains(body, " onclick=") {
 			t.Errorf("GET %s has inline script or style", path)
 		}
@@ -57,6 +60,14 @@ func TestPayloadShownOnlyWhenEnabled(t *testing.T) {
 	b := setup(t, dashboard.Config{ShowPayloads: true})
 	if _, body, _ := get(t, client(t), fmt.Sprintf("%s/jobs/%d", b.Srv.URL, b.Ready)); !strings.Contains(body, secret) {
 		t.Errorf("ShowPayloads: the job page hides the payload:\n%s", body)
+	}
+	// The result its handler recorded: indented, HTML-escaped once by the
+	// template (no \u003c from a JSON encoder).
+	want := `<pre id="result">{
+  &#34;note&#34;: &#34;&lt;b&gt;tried 2 relays&lt;/b&gt;&#34;
+}</pre>`
+	if _, body, _ := get(t, client(t), fmt.Sprintf("%s/jobs/%d", b.Srv.URL, b.Dead)); !strings.Contains(body, want) {
+		t.Errorf("ShowPayloads: the job page does not show the result as %s:\n%s", want, body)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/internal/engine/worker"
 )
@@ -53,6 +54,10 @@ type Result struct {
 	Err error
 	// TimedOut reports that KindOpts.Timeout cut the run short.
 	TimedOut bool
+	// Recorded is the result the handler recorded with Job.SetResult (the
+	// last call's JSON), nil when none. A worker stores it when the job
+	// completes or dead-letters.
+	Recorded json.RawMessage
 }
 
 // WorkOpts describe the run. The zero value (or nil) runs a first attempt
@@ -75,6 +80,11 @@ type WorkOpts struct {
 	Job *docket.Job
 	// Middleware wraps the run as docket.WorkerConfig.Middleware does.
 	Middleware []handlers.Middleware
+	// ParentResults, for a workflow step, are its parents' results as
+	// Job.ParentResult reads them, by ref: each value is encoded to JSON;
+	// a nil value is a parent that recorded no result. Nil means the job
+	// has no parents.
+	ParentResults map[string]any
 	// DB gives a transactional handler (handlers.RegisterTx) its
 	// transaction, committed when the run completes and rolled back
 	// otherwise, as a worker does. [DB.Pool] will do. Nil is enough for
@@ -146,16 +156,44 @@ func WorkJSON(t T, reg *handlers.Registry, kind string, payload json.RawMessage,
 	if reg == nil {
 		t.Fatalf("dockettest: no registry")
 	}
+	if o.ParentResults != nil {
+		core.SetInputs(job, parentInputs(t, o.ParentResults))
+	}
 	res, err := worker.RunOne(context.Background(), worker.OneRun{Handlers: reg, Middleware: o.Middleware, DB: o.DB, Job: job})
 	if err != nil {
 		t.Fatalf("dockettest: %v", err)
 	}
 	r := Result{Outcome: Outcome(res.Outcome), Delay: res.Delay, Reason: res.Reason,
-		Error: res.Error, Err: res.Err, TimedOut: res.TimedOut}
+		Error: res.Error, Err: res.Err, TimedOut: res.TimedOut, Recorded: core.Result(job)}
 	if r.Outcome == Dead && r.Reason == admin.ReasonCancelled {
 		r.Outcome = Cancelled
 	}
 	return r
+}
+
+// parentInputs encodes parents' results as a worker's claim gives them to
+// a workflow step (see core.SetInputs).
+func parentInputs(t T, parents map[string]any) json.RawMessage {
+	t.Helper()
+	type parent struct {
+		Result json.RawMessage `json:"result,omitempty"`
+	}
+	in := struct {
+		Parents map[string]parent `json:"parents"`
+	}{Parents: map[string]parent{}}
+	for ref, v := range parents {
+		var p parent
+		if v != nil {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatalf("dockettest: result of parent %q does not marshal: %v", ref, err)
+			}
+			p.Result = b
+		}
+		in.Parents[ref] = p
+	}
+	b, _ := json.Marshal(in) // encoded results and strings always marshal
+	return b
 }
 
 func kindDefaults(reg *handlers.Registry, kind string) (handlers.KindOpts, bool) {

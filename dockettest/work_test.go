@@ -3,6 +3,7 @@ package dockettest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,5 +114,29 @@ func TestWorkMiddlewareAndJob(t *testing.T) {
 	}
 	if seen != "acme/ada@example.com" {
 		t.Fatalf("handler saw %q", seen)
+	}
+}
+
+// A workflow step is run with its parents' results, and what it records is
+// returned.
+func TestWorkParentResultsAndRecorded(t *testing.T) {
+	t.Parallel()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(_ context.Context, j *handlers.Job[EmailArgs]) error {
+		var n int
+		if err := j.ParentResult("count", &n); err != nil {
+			return err
+		}
+		if err := j.ParentResult("silent", &n); !errors.Is(err, handlers.ErrNoResult) {
+			return fmt.Errorf("silent: %v", err)
+		}
+		return j.SetResult(map[string]int{"sent": n})
+	}, handlers.KindOpts{})
+	res := dockettest.Work(t, reg, EmailArgs{}, &dockettest.WorkOpts{ParentResults: map[string]any{"count": 3, "silent": nil}})
+	if res.Outcome != dockettest.Completed || string(res.Recorded) != `{"sent":3}` {
+		t.Errorf("got %s, recorded %s", res, res.Recorded)
+	}
+	if res := dockettest.Work(t, reg, EmailArgs{}, nil); res.Outcome != dockettest.Retried || !errors.Is(res.Err, handlers.ErrNotParent) || res.Recorded != nil {
+		t.Errorf("without parents: %s, recorded %s", res, res.Recorded)
 	}
 }

@@ -33,7 +33,7 @@
 // What a handler returns decides what happens to its job:
 //
 //   - nil: the job is complete (moved to history, or deleted when history
-//     is off).
+//     is off), with the result it recorded, if any (see Results).
 //   - [Snooze](d): run again after d; the attempt is not counted.
 //   - [RetryAfter](d, err): a failed attempt, retried after d.
 //   - [Cancel](err): dead-lettered now, whatever attempts are left.
@@ -52,6 +52,24 @@
 // lease (cause [ErrLeaseLost]: the job may run again elsewhere, and this
 // run's outcome is dropped) and when shutdown's deadline passes (cause
 // [ErrShutdown]: the job goes back to ready without spending the attempt).
+//
+// # Results
+//
+// A handler may record what its run produced with [Job.SetResult]: a value
+// encoded as JSON, at most [MaxResultBytes] (64 KiB), the last call of the
+// run winning. It is stored with the job's history row when the job
+// completes, and with its dead letter when it dead-letters (the last
+// attempt's); retried and snoozed runs' results are dropped. A value that
+// cannot be stored is refused at the call ([ErrInvalidResult], saying why).
+// Operators read results with admin's Jobs().Get and admin.JobResult,
+// `docket jobs show --payload` and the dashboard (when it shows payloads:
+// a result may hold personal data too).
+//
+// A workflow step reads what its parents recorded with [Job.ParentResult],
+// by the refs the workflow gave them ([ErrNotParent], [ErrNoResult]). The
+// results come with the step's claim, in the claim statement; they are
+// kept, with history on or off, until the workflow finishes
+// (docs/workflows.md, "Results").
 //
 // # Transactional handlers
 //

@@ -23,6 +23,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
+	{bench.ScenarioWorkflows, "--jobs workflows (default 10,000; 2,000 under all) of a 3-step chain, each step recording a result its child reads; steps/s against as many no-op jobs"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
@@ -57,7 +58,7 @@ cluster it starts and removes.`
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
 	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+" or "+bench.ScenarioFlowControl+" (required)")
-	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain)")
+	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain); workflows to run (workflows: default 10,000, at most 2,000 under all)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
 	handlerMin := fs.Duration("handler-min", bench.DefaultHandlerMin, "handlers: shortest handler sleep")
@@ -85,6 +86,11 @@ func benchFlags(fs *flag.FlagSet) action {
 	return func(ctx context.Context, pos []string, out, errOut io.Writer) error {
 		if err := wantArgs(pos, 0, ""); err != nil {
 			return err
+		}
+		jobsSet := false
+		fs.Visit(func(f *flag.Flag) { jobsSet = jobsSet || f.Name == "jobs" })
+		if !jobsSet && *scenario == bench.ScenarioWorkflows {
+			*jobs = bench.DefaultWorkflows
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
 			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,

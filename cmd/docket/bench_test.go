@@ -33,6 +33,8 @@ func TestBenchAll(t *testing.T) {
 		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms",
 			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"idle": {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+		"workflows": {"workflows", "steps", "workers", "seconds", "steps_per_sec", "plain_jobs_per_sec", "fraction_of_plain",
+			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 	}
 	seen := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -65,6 +67,11 @@ func TestBenchAll(t *testing.T) {
 	num := func(s, f string) float64 {
 		v, _ := seen[s][f].(float64)
 		return v
+	}
+	// Under all, the workflows scenario runs at most 2,000 chains of 3.
+	if w := seen["workflows"]; w != nil && (num("workflows", "workflows") != 2000 || num("workflows", "steps") != 6000 ||
+		num("workflows", "steps_per_sec") <= 0 || num("workflows", "plain_jobs_per_sec") <= 0) {
+		t.Errorf("workflows: %v", w)
 	}
 	for _, s := range []string{"insert", "drain"} {
 		if seen[s] == nil {
@@ -115,8 +122,8 @@ func TestBenchAll(t *testing.T) {
 
 	// Every scenario named its schema on stderr, and none is left.
 	named := regexp.MustCompile(`schema (docket_bench_[0-9a-f]+)`).FindAllStringSubmatch(errOut.String(), -1)
-	if len(named) != 7 {
-		t.Errorf("stderr names %d bench schemas, want 7 (insert measures two limits and drain one, in schemas of their own):\n%s", len(named), errOut.String())
+	if len(named) != 9 {
+		t.Errorf("stderr names %d bench schemas, want 9 (insert measures two limits and drain one, workflows its plain jobs, in schemas of their own):\n%s", len(named), errOut.String())
 	}
 	// Only this run's schemas: TestBenchHeldXmin may hold one of its own
 	// at this moment.

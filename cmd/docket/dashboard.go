@@ -42,7 +42,7 @@ func dashboardServe(fs *flag.FlagSet) action {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	token := fs.String("token", "", "token required on every request (default $DOCKET_DASHBOARD_TOKEN)")
 	readOnly := fs.Bool("read-only", false, "show only: hide and refuse every action")
-	payloads := fs.Bool("show-payloads", false, "show job payloads (they may hold personal data)")
+	payloads := fs.Bool("show-payloads", false, "show job payloads and results (they may hold personal data)")
 	allowed := fs.String("allowed-hosts", "", "comma-separated host names or IPs (no port) the dashboard answers to besides loopback")
 	trustProxy := fs.Bool("trust-proxy", false, "a reverse proxy in front sets X-Forwarded-Proto and X-Forwarded-For: trust them")
 	maxAge := fs.Duration("token-max-age", 0, "how long ?token= keeps a browser signed in (default 12h)")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +22,7 @@ func jobsCommand() *command {
 		summary: "list, show, cancel or retry jobs",
 		verbs: []*command{
 			{name: "list", summary: "list jobs newest first, one page at a time (--after continues)", flags: jobsList},
-			{name: "show", summary: "show one job wherever it is; the payload only with --payload", args: "ID", flags: jobsShow},
+			{name: "show", summary: "show one job wherever it is; the payload and result only with --payload", args: "ID", flags: jobsShow},
 			{name: "cancel", summary: "move a job that is not running to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
 			{name: "retry", summary: "run a dead job again (replayed) or a scheduled one now", args: "ID", flags: jobsRetry},
 		},
@@ -131,7 +133,7 @@ func jobsShow(fs *flag.FlagSet) action {
 	var db dbFlags
 	db.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	payload := fs.Bool("payload", false, "include the payload (it may hold personal data)")
+	payload := fs.Bool("payload", false, "include the payload and the result (they may hold personal data)")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
 		return onJob(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
 			j, err := client.Jobs().Get(ctx, pool, id, *payload)
@@ -189,8 +191,16 @@ func printJob(out io.Writer, j admin.JobInfo, payload bool) {
 	}
 	if payload {
 		fmt.Fprintf(out, "payload:\n%s\n", j.Payload)
+		if j.Result != nil {
+			var pretty bytes.Buffer
+			if json.Indent(&pretty, j.Result, "", "  ") != nil {
+				pretty.Reset()
+				pretty.Write(j.Result)
+			}
+			fmt.Fprintf(out, "result:\n%s\n", pretty.String())
+		}
 	} else {
-		fmt.Fprintln(out, "payload: hidden (--payload shows it)")
+		fmt.Fprintln(out, "payload: hidden (--payload shows it and the result)")
 	}
 }
 

@@ -37,10 +37,13 @@ func TestJobsListAndShow(t *testing.T) {
 		t.Errorf("empty list:\n%s", out)
 	}
 	out = run("jobs", "show", itoa(dead[0]))
-	if !strings.Contains(out, "state     dead") || !strings.Contains(out, "payload: hidden") || strings.Contains(out, "secret@example.com") {
+	if !strings.Contains(out, "state     dead") || !strings.Contains(out, "payload: hidden") || strings.Contains(out, "secret@example.com") ||
+		strings.Contains(out, "relays") {
 		t.Errorf("jobs show:\n%s", out)
 	}
-	if out := run("jobs", "show", itoa(dead[0]), "--payload"); !strings.Contains(out, "secret@example.com") {
+	// The result its last attempt recorded, indented, with < as it is.
+	wantResult := "result:\n{\n  \"note\": \"<tried 3 relays>\",\n  \"relays\": [\n    \"a\",\n    \"b\"\n  ]\n}\n"
+	if out := run("jobs", "show", itoa(dead[0]), "--payload"); !strings.Contains(out, "secret@example.com") || !strings.Contains(out, wantResult) {
 		t.Errorf("jobs show --payload:\n%s", out)
 	}
 	if code, _, errOut := runDocket(t, append([]string{"jobs", "show", "99999999"}, db...)...); code != exitFailure || !strings.Contains(errOut, "no job 99999999") {

@@ -210,6 +210,8 @@ type jobJSON struct {
 type jobDetailJSON struct {
 	jobJSON
 	Payload json.RawMessage `json:"payload,omitzero"`
+	// Result is what the handler recorded (jobs show --payload).
+	Result json.RawMessage `json:"result,omitzero"`
 }
 
 // jobPageJSON is jobs list: a page of jobs, and the --after of the next
@@ -226,7 +228,7 @@ func jobFromInfo(j admin.JobInfo) jobDetailJSON {
 		CreatedAt: j.CreatedAt, RunAt: j.RunAt, StartedAt: j.StartedAt, LeaseUntil: j.LeaseUntil, FinishedAt: j.FinishedAt,
 		Reason: j.Reason, LastError: j.LastError, Meta: j.Meta,
 		LockedBy: j.LockedBy, WorkerHost: j.WorkerHost, WorkerPID: j.WorkerPID,
-	}, j.Payload}
+	}, j.Payload, j.Result}
 }
 
 func jobFromDead(d admin.DeadJob) jobDetailJSON {
@@ -235,7 +237,7 @@ func jobFromDead(d admin.DeadJob) jobDetailJSON {
 		SerialKey: d.SerialKey, UniqueKey: d.UniqueKey, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
 		CreatedAt: d.CreatedAt, RunAt: d.RunAt, FinishedAt: d.DeadAt,
 		Reason: d.Reason, LastError: d.LastError, Meta: d.Meta,
-	}, d.Payload}
+	}, d.Payload, nil}
 }
 
 func jobPageFrom(p admin.JobPage) jobPageJSON {

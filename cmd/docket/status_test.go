@@ -51,8 +51,13 @@ func opsSetup(t *testing.T) (url, schema string, dead []int64) {
 		t.Fatalf("claim %d %v", len(jobs), err)
 	}
 	var d []queue.Dead
-	for _, j := range jobs {
-		d = append(d, queue.Dead{Run: queue.RunOf(j), Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
+	for i, j := range jobs {
+		run := queue.RunOf(j)
+		if i == 0 {
+			// What the handler recorded before its last attempt failed.
+			run.Result = json.RawMessage(`{"note": "<tried 3 relays>", "relays": ["a", "b"]}`)
+		}
+		d = append(d, queue.Dead{Run: run, Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"})
 		dead = append(dead, j.ID)
 	}
 	if _, err := q.DeadLetter(ctx, pool, w, d); err != nil {

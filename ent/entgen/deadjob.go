@@ -50,7 +50,9 @@ type DeadJob struct {
 	// Why: exhausted, cancelled, undecodable, ...
 	Reason string `json:"reason,omitempty"`
 	// Error of the last attempt, if any.
-	LastError    *string `json:"last_error,omitempty"`
+	LastError *string `json:"last_error,omitempty"`
+	// What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data.
+	Result       json.RawMessage `json:"result,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -59,7 +61,7 @@ func (*DeadJob) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case deadjob.FieldPayload, deadjob.FieldMeta:
+		case deadjob.FieldPayload, deadjob.FieldMeta, deadjob.FieldResult:
 			values[i] = new([]byte)
 		case deadjob.FieldID, deadjob.FieldPriority, deadjob.FieldAttempts, deadjob.FieldMaxAttempts, deadjob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
@@ -192,6 +194,14 @@ func (_m *DeadJob) assignValues(columns []string, values []any) error {
 				_m.LastError = new(string)
 				*_m.LastError = value.String
 			}
+		case deadjob.FieldResult:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field result", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Result); err != nil {
+					return fmt.Errorf("unmarshal field result: %w", err)
+				}
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -283,6 +293,9 @@ func (_m *DeadJob) String() string {
 		builder.WriteString("last_error=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("result=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Result))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -181,6 +181,12 @@ func (_c *DeadJobCreate) SetNillableLastError(v *string) *DeadJobCreate {
 	return _c
 }
 
+// SetResult sets the "result" field.
+func (_c *DeadJobCreate) SetResult(v json.RawMessage) *DeadJobCreate {
+	_c.mutation.SetResult(v)
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *DeadJobCreate) SetID(v int64) *DeadJobCreate {
 	_c.mutation.SetID(v)
@@ -370,6 +376,10 @@ func (_c *DeadJobCreate) createSpec() (*DeadJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LastError(); ok {
 		_spec.SetField(deadjob.FieldLastError, field.TypeString, value)
 		_node.LastError = &value
+	}
+	if value, ok := _c.mutation.Result(); ok {
+		_spec.SetField(deadjob.FieldResult, field.TypeJSON, value)
+		_node.Result = value
 	}
 	return _node, _spec
 }

@@ -288,6 +288,24 @@ func (_u *DeadJobUpdate) ClearLastError() *DeadJobUpdate {
 	return _u
 }
 
+// SetResult sets the "result" field.
+func (_u *DeadJobUpdate) SetResult(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.SetResult(v)
+	return _u
+}
+
+// AppendResult appends value to the "result" field.
+func (_u *DeadJobUpdate) AppendResult(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.AppendResult(v)
+	return _u
+}
+
+// ClearResult clears the value of the "result" field.
+func (_u *DeadJobUpdate) ClearResult() *DeadJobUpdate {
+	_u.mutation.ClearResult()
+	return _u
+}
+
 // Mutation returns the DeadJobMutation object of the builder.
 func (_u *DeadJobUpdate) Mutation() *DeadJobMutation {
 	return _u.mutation
@@ -405,6 +423,17 @@ func (_u *DeadJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.LastErrorCleared() {
 		_spec.ClearField(deadjob.FieldLastError, field.TypeString)
+	}
+	if value, ok := _u.mutation.Result(); ok {
+		_spec.SetField(deadjob.FieldResult, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedResult(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldResult, value)
+		})
+	}
+	if _u.mutation.ResultCleared() {
+		_spec.ClearField(deadjob.FieldResult, field.TypeJSON)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -684,6 +713,24 @@ func (_u *DeadJobUpdateOne) ClearLastError() *DeadJobUpdateOne {
 	return _u
 }
 
+// SetResult sets the "result" field.
+func (_u *DeadJobUpdateOne) SetResult(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.SetResult(v)
+	return _u
+}
+
+// AppendResult appends value to the "result" field.
+func (_u *DeadJobUpdateOne) AppendResult(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.AppendResult(v)
+	return _u
+}
+
+// ClearResult clears the value of the "result" field.
+func (_u *DeadJobUpdateOne) ClearResult() *DeadJobUpdateOne {
+	_u.mutation.ClearResult()
+	return _u
+}
+
 // Mutation returns the DeadJobMutation object of the builder.
 func (_u *DeadJobUpdateOne) Mutation() *DeadJobMutation {
 	return _u.mutation
@@ -831,6 +878,17 @@ func (_u *DeadJobUpdateOne) sqlSave(ctx context.Context) (_node *DeadJob, err er
 	}
 	if _u.mutation.LastErrorCleared() {
 		_spec.ClearField(deadjob.FieldLastError, field.TypeString)
+	}
+	if value, ok := _u.mutation.Result(); ok {
+		_spec.SetField(deadjob.FieldResult, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedResult(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldResult, value)
+		})
+	}
+	if _u.mutation.ResultCleared() {
+		_spec.ClearField(deadjob.FieldResult, field.TypeJSON)
 	}
 	_node = &DeadJob{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -48,7 +48,9 @@ type DoneJob struct {
 	// When the last run was claimed.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// When the job completed; the partition key.
-	FinishedAt   time.Time `json:"finished_at,omitempty"`
+	FinishedAt time.Time `json:"finished_at,omitempty"`
+	// What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data.
+	Result       json.RawMessage `json:"result,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -57,7 +59,7 @@ func (*DoneJob) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case donejob.FieldPayload, donejob.FieldMeta:
+		case donejob.FieldPayload, donejob.FieldMeta, donejob.FieldResult:
 			values[i] = new([]byte)
 		case donejob.FieldID, donejob.FieldPriority, donejob.FieldAttempts, donejob.FieldMaxAttempts, donejob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
@@ -184,6 +186,14 @@ func (_m *DoneJob) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.FinishedAt = value.Time
 			}
+		case donejob.FieldResult:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field result", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Result); err != nil {
+					return fmt.Errorf("unmarshal field result: %w", err)
+				}
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -272,6 +282,9 @@ func (_m *DoneJob) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("finished_at=")
 	builder.WriteString(_m.FinishedAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("result=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Result))
 	builder.WriteByte(')')
 	return builder.String()
 }

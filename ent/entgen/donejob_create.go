@@ -175,6 +175,12 @@ func (_c *DoneJobCreate) SetFinishedAt(v time.Time) *DoneJobCreate {
 	return _c
 }
 
+// SetResult sets the "result" field.
+func (_c *DoneJobCreate) SetResult(v json.RawMessage) *DoneJobCreate {
+	_c.mutation.SetResult(v)
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *DoneJobCreate) SetID(v int64) *DoneJobCreate {
 	_c.mutation.SetID(v)
@@ -357,6 +363,10 @@ func (_c *DoneJobCreate) createSpec() (*DoneJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.FinishedAt(); ok {
 		_spec.SetField(donejob.FieldFinishedAt, field.TypeTime, value)
 		_node.FinishedAt = value
+	}
+	if value, ok := _c.mutation.Result(); ok {
+		_spec.SetField(donejob.FieldResult, field.TypeJSON, value)
+		_node.Result = value
 	}
 	return _node, _spec
 }

@@ -274,6 +274,24 @@ func (_u *DoneJobUpdate) SetNillableFinishedAt(v *time.Time) *DoneJobUpdate {
 	return _u
 }
 
+// SetResult sets the "result" field.
+func (_u *DoneJobUpdate) SetResult(v json.RawMessage) *DoneJobUpdate {
+	_u.mutation.SetResult(v)
+	return _u
+}
+
+// AppendResult appends value to the "result" field.
+func (_u *DoneJobUpdate) AppendResult(v json.RawMessage) *DoneJobUpdate {
+	_u.mutation.AppendResult(v)
+	return _u
+}
+
+// ClearResult clears the value of the "result" field.
+func (_u *DoneJobUpdate) ClearResult() *DoneJobUpdate {
+	_u.mutation.ClearResult()
+	return _u
+}
+
 // Mutation returns the DoneJobMutation object of the builder.
 func (_u *DoneJobUpdate) Mutation() *DoneJobMutation {
 	return _u.mutation
@@ -388,6 +406,17 @@ func (_u *DoneJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(donejob.FieldFinishedAt, field.TypeTime, value)
+	}
+	if value, ok := _u.mutation.Result(); ok {
+		_spec.SetField(donejob.FieldResult, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedResult(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, donejob.FieldResult, value)
+		})
+	}
+	if _u.mutation.ResultCleared() {
+		_spec.ClearField(donejob.FieldResult, field.TypeJSON)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -653,6 +682,24 @@ func (_u *DoneJobUpdateOne) SetNillableFinishedAt(v *time.Time) *DoneJobUpdateOn
 	return _u
 }
 
+// SetResult sets the "result" field.
+func (_u *DoneJobUpdateOne) SetResult(v json.RawMessage) *DoneJobUpdateOne {
+	_u.mutation.SetResult(v)
+	return _u
+}
+
+// AppendResult appends value to the "result" field.
+func (_u *DoneJobUpdateOne) AppendResult(v json.RawMessage) *DoneJobUpdateOne {
+	_u.mutation.AppendResult(v)
+	return _u
+}
+
+// ClearResult clears the value of the "result" field.
+func (_u *DoneJobUpdateOne) ClearResult() *DoneJobUpdateOne {
+	_u.mutation.ClearResult()
+	return _u
+}
+
 // Mutation returns the DoneJobMutation object of the builder.
 func (_u *DoneJobUpdateOne) Mutation() *DoneJobMutation {
 	return _u.mutation
@@ -797,6 +844,17 @@ func (_u *DoneJobUpdateOne) sqlSave(ctx context.Context) (_node *DoneJob, err er
 	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(donejob.FieldFinishedAt, field.TypeTime, value)
+	}
+	if value, ok := _u.mutation.Result(); ok {
+		_spec.SetField(donejob.FieldResult, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedResult(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, donejob.FieldResult, value)
+		})
+	}
+	if _u.mutation.ResultCleared() {
+		_spec.ClearField(donejob.FieldResult, field.TypeJSON)
 	}
 	_node = &DoneJob{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -62,6 +62,8 @@ type DeadJobMutation struct {
 	dead_at         *time.Time
 	reason          *string
 	last_error      *string
+	result          *json.RawMessage
+	appendresult    json.RawMessage
 	clearedFields   map[string]struct{}
 	done            bool
 	oldValue        func(context.Context) (*DeadJob, error)
@@ -909,6 +911,71 @@ func (m *DeadJobMutation) ResetLastError() {
 	delete(m.clearedFields, deadjob.FieldLastError)
 }
 
+// SetResult sets the "result" field.
+func (m *DeadJobMutation) SetResult(jm json.RawMessage) {
+	m.result = &jm
+	m.appendresult = nil
+}
+
+// Result returns the value of the "result" field in the mutation.
+func (m *DeadJobMutation) Result() (r json.RawMessage, exists bool) {
+	v := m.result
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResult returns the old "result" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldResult(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResult is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResult requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResult: %w", err)
+	}
+	return oldValue.Result, nil
+}
+
+// AppendResult adds jm to the "result" field.
+func (m *DeadJobMutation) AppendResult(jm json.RawMessage) {
+	m.appendresult = append(m.appendresult, jm...)
+}
+
+// AppendedResult returns the list of values that were appended to the "result" field in this mutation.
+func (m *DeadJobMutation) AppendedResult() (json.RawMessage, bool) {
+	if len(m.appendresult) == 0 {
+		return nil, false
+	}
+	return m.appendresult, true
+}
+
+// ClearResult clears the value of the "result" field.
+func (m *DeadJobMutation) ClearResult() {
+	m.result = nil
+	m.appendresult = nil
+	m.clearedFields[deadjob.FieldResult] = struct{}{}
+}
+
+// ResultCleared returns if the "result" field was cleared in this mutation.
+func (m *DeadJobMutation) ResultCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldResult]
+	return ok
+}
+
+// ResetResult resets all changes to the "result" field.
+func (m *DeadJobMutation) ResetResult() {
+	m.result = nil
+	m.appendresult = nil
+	delete(m.clearedFields, deadjob.FieldResult)
+}
+
 // Where appends a list predicates to the DeadJobMutation builder.
 func (m *DeadJobMutation) Where(ps ...predicate.DeadJob) {
 	m.predicates = append(m.predicates, ps...)
@@ -943,7 +1010,7 @@ func (m *DeadJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DeadJobMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.queue != nil {
 		fields = append(fields, deadjob.FieldQueue)
 	}
@@ -992,6 +1059,9 @@ func (m *DeadJobMutation) Fields() []string {
 	if m.last_error != nil {
 		fields = append(fields, deadjob.FieldLastError)
 	}
+	if m.result != nil {
+		fields = append(fields, deadjob.FieldResult)
+	}
 	return fields
 }
 
@@ -1032,6 +1102,8 @@ func (m *DeadJobMutation) Field(name string) (ent.Value, bool) {
 		return m.Reason()
 	case deadjob.FieldLastError:
 		return m.LastError()
+	case deadjob.FieldResult:
+		return m.Result()
 	}
 	return nil, false
 }
@@ -1073,6 +1145,8 @@ func (m *DeadJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldReason(ctx)
 	case deadjob.FieldLastError:
 		return m.OldLastError(ctx)
+	case deadjob.FieldResult:
+		return m.OldResult(ctx)
 	}
 	return nil, fmt.Errorf("unknown DeadJob field %s", name)
 }
@@ -1194,6 +1268,13 @@ func (m *DeadJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetLastError(v)
 		return nil
+	case deadjob.FieldResult:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResult(v)
+		return nil
 	}
 	return fmt.Errorf("unknown DeadJob field %s", name)
 }
@@ -1290,6 +1371,9 @@ func (m *DeadJobMutation) ClearedFields() []string {
 	if m.FieldCleared(deadjob.FieldLastError) {
 		fields = append(fields, deadjob.FieldLastError)
 	}
+	if m.FieldCleared(deadjob.FieldResult) {
+		fields = append(fields, deadjob.FieldResult)
+	}
 	return fields
 }
 
@@ -1318,6 +1402,9 @@ func (m *DeadJobMutation) ClearField(name string) error {
 		return nil
 	case deadjob.FieldLastError:
 		m.ClearLastError()
+		return nil
+	case deadjob.FieldResult:
+		m.ClearResult()
 		return nil
 	}
 	return fmt.Errorf("unknown DeadJob nullable field %s", name)
@@ -1374,6 +1461,9 @@ func (m *DeadJobMutation) ResetField(name string) error {
 		return nil
 	case deadjob.FieldLastError:
 		m.ResetLastError()
+		return nil
+	case deadjob.FieldResult:
+		m.ResetResult()
 		return nil
 	}
 	return fmt.Errorf("unknown DeadJob field %s", name)
@@ -1453,6 +1543,8 @@ type DoneJobMutation struct {
 	addworkflow_id  *int64
 	started_at      *time.Time
 	finished_at     *time.Time
+	result          *json.RawMessage
+	appendresult    json.RawMessage
 	clearedFields   map[string]struct{}
 	done            bool
 	oldValue        func(context.Context) (*DoneJob, error)
@@ -2264,6 +2356,71 @@ func (m *DoneJobMutation) ResetFinishedAt() {
 	m.finished_at = nil
 }
 
+// SetResult sets the "result" field.
+func (m *DoneJobMutation) SetResult(jm json.RawMessage) {
+	m.result = &jm
+	m.appendresult = nil
+}
+
+// Result returns the value of the "result" field in the mutation.
+func (m *DoneJobMutation) Result() (r json.RawMessage, exists bool) {
+	v := m.result
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResult returns the old "result" field's value of the DoneJob entity.
+// If the DoneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DoneJobMutation) OldResult(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResult is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResult requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResult: %w", err)
+	}
+	return oldValue.Result, nil
+}
+
+// AppendResult adds jm to the "result" field.
+func (m *DoneJobMutation) AppendResult(jm json.RawMessage) {
+	m.appendresult = append(m.appendresult, jm...)
+}
+
+// AppendedResult returns the list of values that were appended to the "result" field in this mutation.
+func (m *DoneJobMutation) AppendedResult() (json.RawMessage, bool) {
+	if len(m.appendresult) == 0 {
+		return nil, false
+	}
+	return m.appendresult, true
+}
+
+// ClearResult clears the value of the "result" field.
+func (m *DoneJobMutation) ClearResult() {
+	m.result = nil
+	m.appendresult = nil
+	m.clearedFields[donejob.FieldResult] = struct{}{}
+}
+
+// ResultCleared returns if the "result" field was cleared in this mutation.
+func (m *DoneJobMutation) ResultCleared() bool {
+	_, ok := m.clearedFields[donejob.FieldResult]
+	return ok
+}
+
+// ResetResult resets all changes to the "result" field.
+func (m *DoneJobMutation) ResetResult() {
+	m.result = nil
+	m.appendresult = nil
+	delete(m.clearedFields, donejob.FieldResult)
+}
+
 // Where appends a list predicates to the DoneJobMutation builder.
 func (m *DoneJobMutation) Where(ps ...predicate.DoneJob) {
 	m.predicates = append(m.predicates, ps...)
@@ -2298,7 +2455,7 @@ func (m *DoneJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DoneJobMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 16)
 	if m.queue != nil {
 		fields = append(fields, donejob.FieldQueue)
 	}
@@ -2344,6 +2501,9 @@ func (m *DoneJobMutation) Fields() []string {
 	if m.finished_at != nil {
 		fields = append(fields, donejob.FieldFinishedAt)
 	}
+	if m.result != nil {
+		fields = append(fields, donejob.FieldResult)
+	}
 	return fields
 }
 
@@ -2382,6 +2542,8 @@ func (m *DoneJobMutation) Field(name string) (ent.Value, bool) {
 		return m.StartedAt()
 	case donejob.FieldFinishedAt:
 		return m.FinishedAt()
+	case donejob.FieldResult:
+		return m.Result()
 	}
 	return nil, false
 }
@@ -2421,6 +2583,8 @@ func (m *DoneJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldStartedAt(ctx)
 	case donejob.FieldFinishedAt:
 		return m.OldFinishedAt(ctx)
+	case donejob.FieldResult:
+		return m.OldResult(ctx)
 	}
 	return nil, fmt.Errorf("unknown DoneJob field %s", name)
 }
@@ -2535,6 +2699,13 @@ func (m *DoneJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetFinishedAt(v)
 		return nil
+	case donejob.FieldResult:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResult(v)
+		return nil
 	}
 	return fmt.Errorf("unknown DoneJob field %s", name)
 }
@@ -2631,6 +2802,9 @@ func (m *DoneJobMutation) ClearedFields() []string {
 	if m.FieldCleared(donejob.FieldStartedAt) {
 		fields = append(fields, donejob.FieldStartedAt)
 	}
+	if m.FieldCleared(donejob.FieldResult) {
+		fields = append(fields, donejob.FieldResult)
+	}
 	return fields
 }
 
@@ -2659,6 +2833,9 @@ func (m *DoneJobMutation) ClearField(name string) error {
 		return nil
 	case donejob.FieldStartedAt:
 		m.ClearStartedAt()
+		return nil
+	case donejob.FieldResult:
+		m.ClearResult()
 		return nil
 	}
 	return fmt.Errorf("unknown DoneJob nullable field %s", name)
@@ -2712,6 +2889,9 @@ func (m *DoneJobMutation) ResetField(name string) error {
 		return nil
 	case donejob.FieldFinishedAt:
 		m.ResetFinishedAt()
+		return nil
+	case donejob.FieldResult:
+		m.ResetResult()
 		return nil
 	}
 	return fmt.Errorf("unknown DoneJob field %s", name)

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
@@ -26,6 +28,8 @@ func (DeadJob) Fields() []ent.Field {
 			Comment("Why: exhausted, cancelled, undecodable, ..."),
 		field.String("last_error").SchemaType(text).Optional().Nillable().
 			Comment("Error of the last attempt, if any."),
+		field.JSON("result", json.RawMessage{}).Optional().
+			Comment("What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data."),
 	}
 }
 

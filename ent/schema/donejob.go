@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
@@ -27,6 +29,8 @@ func (DoneJob) Fields() []ent.Field {
 			Comment("When the last run was claimed."),
 		field.Time("finished_at").
 			Comment("When the job completed; the partition key."),
+		field.JSON("result", json.RawMessage{}).Optional().
+			Comment("What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data."),
 	}
 }
 

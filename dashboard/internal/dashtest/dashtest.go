@@ -6,6 +6,7 @@ package dashtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -97,7 +98,10 @@ func Setup(t *testing.T, cfg dashboard.Config) *Bundle {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
 	b.Running = jobs[0].ID
-	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: queue.RunOf(jobs[1]), Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"}}); err != nil {
+	// The dead job's handler recorded a result on its last attempt.
+	dead := queue.RunOf(jobs[1])
+	dead.Result = json.RawMessage(`{"note": "<b>tried 2 relays</b>"}`)
+	if _, err := q.DeadLetter(ctx, pool, w, []queue.Dead{{Run: dead, Reason: admin.ReasonExhausted, Error: "smtp: 550 mailbox unavailable"}}); err != nil {
 		t.Fatal(err)
 	}
 	b.Dead = jobs[1].ID

@@ -43,6 +43,8 @@ const (
 	FieldReason = "reason"
 	// FieldLastError holds the string denoting the last_error field in the database.
 	FieldLastError = "last_error"
+	// FieldResult holds the string denoting the result field in the database.
+	FieldResult = "result"
 	// Table holds the table name of the deadjob in the database.
 	Table = "docket_jobs_dead"
 )
@@ -66,6 +68,7 @@ var Columns = []string{
 	FieldDeadAt,
 	FieldReason,
 	FieldLastError,
+	FieldResult,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).

@@ -909,6 +909,16 @@ func LastErrorContainsFold(v string) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldContainsFold(FieldLastError, v))
 }
 
+// ResultIsNil applies the IsNil predicate on the "result" field.
+func ResultIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldResult))
+}
+
+// ResultNotNil applies the NotNil predicate on the "result" field.
+func ResultNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldResult))
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.DeadJob) predicate.DeadJob {
 	return predicate.DeadJob(sql.AndPredicates(predicates...))

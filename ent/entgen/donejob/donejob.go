@@ -41,6 +41,8 @@ const (
 	FieldStartedAt = "started_at"
 	// FieldFinishedAt holds the string denoting the finished_at field in the database.
 	FieldFinishedAt = "finished_at"
+	// FieldResult holds the string denoting the result field in the database.
+	FieldResult = "result"
 	// Table holds the table name of the donejob in the database.
 	Table = "docket_jobs_done"
 )
@@ -63,6 +65,7 @@ var Columns = []string{
 	FieldWorkflowID,
 	FieldStartedAt,
 	FieldFinishedAt,
+	FieldResult,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).

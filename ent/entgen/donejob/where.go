@@ -814,6 +814,16 @@ func FinishedAtLTE(v time.Time) predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldLTE(FieldFinishedAt, v))
 }
 
+// ResultIsNil applies the IsNil predicate on the "result" field.
+func ResultIsNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIsNull(FieldResult))
+}
+
+// ResultNotNil applies the NotNil predicate on the "result" field.
+func ResultNotNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotNull(FieldResult))
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.DoneJob) predicate.DoneJob {
 	return predicate.DoneJob(sql.AndPredicates(predicates...))

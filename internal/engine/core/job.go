@@ -79,6 +79,10 @@ type Job struct {
 	// SignalTimedOut reports a step released by its WaitTimeout (policy
 	// docket.TimeoutRun) because its signal did not come in time.
 	SignalTimedOut bool
+
+	// result is what the handler recorded (see SetResult); inputs what a
+	// workflow job's claim read of its workflow (see SetInputs).
+	result, inputs json.RawMessage
 }
 
 // The range of job priorities; package outbox exports them and the claim

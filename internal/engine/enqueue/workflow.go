@@ -134,8 +134,10 @@ SELECT DISTINCT queue FROM ins WHERE state = 'ready'`)
 SELECT w.id, $1, w.signal, w.timeout_ms * interval '1 millisecond', w.policy, w.after_ms * interval '1 millisecond'
 FROM jsonb_to_recordset($2::jsonb) AS w(id bigint, signal text, timeout_ms bigint, policy text, after_ms bigint)`)
 
-	sqlWorkflowDeps = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflow_deps (workflow_id, parent_id, child_id, run_anyway)
-SELECT $1, d.p, d.c, d.a FROM jsonb_to_recordset($2::jsonb) AS d(p bigint, c bigint, a boolean)`)
+	// The parent's ref is what its dependents read its result by (see
+	// Job.ParentResult).
+	sqlWorkflowDeps = pgsql.SQL(`INSERT INTO {{schema}}.docket_workflow_deps (workflow_id, parent_id, child_id, run_anyway, parent_ref)
+SELECT $1, d.p, d.c, d.a, d.r FROM jsonb_to_recordset($2::jsonb) AS d(p bigint, c bigint, a boolean, r text)`)
 )
 
 // workflowPlan is a validated workflow: its jobs in order and, for each,
@@ -358,9 +360,10 @@ func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowP
 	}
 	rows := make([]map[string]any, len(p.jobs))
 	type dep struct {
-		P int64 `json:"p"`
-		C int64 `json:"c"`
-		A bool  `json:"a"`
+		P int64  `json:"p"`
+		C int64  `json:"c"`
+		A bool   `json:"a"`
+		R string `json:"r"`
 	}
 	var deps []dep
 	var waits []map[string]any
@@ -402,7 +405,7 @@ func (c *Client) insertWorkflow(ctx context.Context, cn pgsql.Conn, p *workflowP
 		}
 		rows[i] = row
 		for k, pi := range p.parents[i] {
-			deps = append(deps, dep{P: ids[pi], C: ids[i], A: p.anyway[i][k]})
+			deps = append(deps, dep{P: ids[pi], C: ids[i], A: p.anyway[i][k], R: p.refs[pi]})
 		}
 	}
 	ready := map[string]bool{}

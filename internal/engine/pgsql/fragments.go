@@ -19,6 +19,16 @@ SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_
 FROM gone
 RETURNING id`
 
+// DeadInsertResult is DeadInsert for outcomes, whose CTE "gone" also has a
+// column result: what the failed run recorded with SetResult, or NULL.
+const DeadInsertResult = `INSERT INTO {{schema}}.docket_jobs_dead
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id, result)
+SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, reason, err, payload, meta, workflow_id, result
+FROM gone
+RETURNING id`
+
 // NextReadySeq draws a job's place in line when it becomes ready. Ids come
 // from the same sequence (migration 005), so a job inserted with a
 // preallocated id takes that id as its ready_seq.

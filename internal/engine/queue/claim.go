@@ -18,6 +18,15 @@ const jobColumns = `id, queue, kind, priority, run_at, created_at, attempts, max
 	COALESCE(unique_key, '') AS unique_key, tenant, COALESCE(serial_key, '') AS serial_key,
 	payload, meta, locked_at, lease_until, COALESCE(last_error, '') AS last_error, claim_id`
 
+// claimInputs is what a claim reads of a workflow job's workflow: its
+// parents by ref, each with its result when it completed with one (see
+// core.SetInputs and docket_workflow_inputs, migration 019), NULL for a job
+// without parents. Jobs outside workflows never call the function: the
+// claim opens neither the dependency nor the result table for them
+// (TestClaimReadsNoInputsOutsideWorkflows).
+const claimInputs = `CASE WHEN docket_jobs.workflow_id IS NOT NULL
+		THEN {{schema}}.docket_workflow_inputs(docket_jobs.id) END AS inputs`
+
 // claimUpdate marks the rows of CTE "c" running under one new claim id
 // and returns them in claim order.
 const claimUpdate = `, k AS (
@@ -28,7 +37,7 @@ const claimUpdate = `, k AS (
 		lease_until = now() + $5::bigint * interval '1 millisecond', claim_id = k.next_claim
 	FROM k
 	WHERE id = ANY(ARRAY(SELECT id FROM c))
-	RETURNING ` + jobColumns + `, ready_seq, ` + claimSignal + `
+	RETURNING ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
 )
 SELECT * FROM u ORDER BY priority DESC, ready_seq`
 
@@ -205,13 +214,12 @@ func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.
 		// A claim sets locked_at and lease_until, so they are never null here.
-		var payload, meta []byte
+		var payload, meta, signal, inputs []byte
 		var priority int16
 		var seq int64
-		var signal []byte
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &signal); err != nil {
+			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &signal, &inputs); err != nil {
 			return nil, nil, err
 		}
 		if signal != nil {
@@ -220,6 +228,9 @@ func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 			}
 		}
 		j.Priority, j.Payload = int(priority), payload
+		if inputs != nil {
+			core.SetInputs(j, inputs)
+		}
 		if meta != nil {
 			if err := json.Unmarshal(meta, &j.Meta); err != nil {
 				return nil, nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)

@@ -16,37 +16,80 @@ import (
 // by the same worker) changes nothing, and the job is missing from the
 // returned ids.
 
-var (
-	// sqlCompleteHistory moves runs ($1 ids, $3 their claims, see
-	// runClaims) of worker $2 to history, finished at $4, or when the
-	// statement runs if $4 is null (not at the start of its transaction: a
-	// transactional handler's transaction began before its handler ran).
-	sqlCompleteHistory = pgsql.SQL(`WITH d AS (
+// completeHistory is the statement that moves runs ($1 ids, $3 their
+// claims, see runClaims) of worker $2 to history, finished at $4, or when
+// the statement runs if $4 is null (not at the start of its transaction: a
+// transactional handler's transaction began before its handler ran). With
+// results, $5 holds the runs' results (see runResults).
+func completeHistory(results bool) string {
+	keep, col, val := "", "", ""
+	if results {
+		keep, col, val = keepWorkflowResults("$5"), ", result", ", $5::jsonb -> id::text"
+	}
+	return `WITH d AS (
 	DELETE FROM {{schema}}.docket_jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
 	RETURNING j.*
-)
+)` + keep + `
 INSERT INTO {{schema}}.docket_jobs_done
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id)
+	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id` + col + `)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id
+	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id` + val + `
 FROM d
-RETURNING id`)
+RETURNING id`
+}
+
+// keepWorkflowResults keeps the results (param p, see runResults) of the
+// completed workflow jobs of CTE "d" that have dependents, for those to
+// read in their claims (docket_workflow_results, migration 019). The same
+// statement releases the dependents, so they are never claimed before the
+// results are there. A job whose workflow row was deleted meanwhile keeps
+// nothing, rather than failing the batch on the foreign key.
+func keepWorkflowResults(p string) string {
+	return `, kept AS (
+	INSERT INTO {{schema}}.docket_workflow_results (job_id, workflow_id, result)
+	SELECT d.id, d.workflow_id, ` + p + `::jsonb -> d.id::text
+	FROM d
+	WHERE d.workflow_id IS NOT NULL AND ` + p + `::jsonb ? d.id::text
+		AND EXISTS (SELECT 1 FROM {{schema}}.docket_workflow_deps x WHERE x.parent_id = d.id)
+		AND EXISTS (SELECT 1 FROM {{schema}}.docket_workflows w WHERE w.id = d.workflow_id)
+	ON CONFLICT (job_id) DO UPDATE SET result = EXCLUDED.result
+)`
+}
+
+var (
+	// sqlCompleteHistory moves runs to history: see completeHistory.
+	sqlCompleteHistory = pgsql.SQL(completeHistory(false))
+
+	// sqlCompleteHistoryResults is sqlCompleteHistory for a batch of which
+	// some runs recorded results ($5, see runResults): stored with their
+	// history rows and, for workflow jobs, kept for their dependents.
+	sqlCompleteHistoryResults = pgsql.SQL(completeHistory(true))
 
 	sqlCompleteDelete = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs j
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
 RETURNING j.id`)
 
+	// sqlCompleteDeleteResults is sqlCompleteDelete for a batch of which
+	// some runs recorded results ($4): only workflow jobs' are kept.
+	sqlCompleteDeleteResults = pgsql.SQL(`WITH d AS (
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+	RETURNING j.id, j.workflow_id
+)` + keepWorkflowResults("$4") + `
+SELECT id FROM d`)
+
 	// sqlFail records failed attempts: jobs with attempts left go back to
-	// ready/scheduled after their delay; exhausted ones move to dead.
+	// ready/scheduled after their delay; exhausted ones move to dead, with
+	// the result their run recorded ($6, see runResults).
 	sqlFail = pgsql.SQL(`WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS i(id, err, delay_ms, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
-	RETURNING j.*, 'exhausted'::text AS reason, i.err
-), dead AS (` + pgsql.DeadInsert + `
+	RETURNING j.*, 'exhausted'::text AS reason, i.err, $6::jsonb -> j.id::text AS result
+), dead AS (` + pgsql.DeadInsertResult + `
 ), retried AS (
 	UPDATE {{schema}}.docket_jobs j
 	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
@@ -67,14 +110,16 @@ FROM unnest($1::bigint[], $3::bigint[], $4::bigint[]) AS i(id, delay_ms, claim_i
 WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
 RETURNING j.id`)
 
+	// sqlDeadLetter moves jobs to dead with the results their runs
+	// recorded ($6, see runResults).
 	sqlDeadLetter = pgsql.SQL(`WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[], $5::bigint[]) AS i(id, reason, err, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
-	RETURNING j.*, i.reason, i.err
+	RETURNING j.*, i.reason, i.err, $6::jsonb -> j.id::text AS result
 )
-` + pgsql.DeadInsert)
+` + pgsql.DeadInsertResult)
 
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
@@ -85,7 +130,7 @@ RETURNING j.id`)
 )
 
 // Complete finishes the worker's runs: their jobs move to history, or are
-// deleted when history is off. finishedAt is recorded as the finish time;
+// deleted when history is off. The runs' results go with them (see Run). finishedAt is recorded as the finish time;
 // zero means the database's clock when the statement runs. It returns the
 // ids it finished.
 //
@@ -97,17 +142,27 @@ func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Ru
 		return nil, nil
 	}
 	ids, claims := runClaims(runs)
+	// Batches without results run the statements that know nothing of
+	// them: results cost nothing to the jobs that record none.
+	results := runResults(runs, func(r Run) Run { return r })
 	if !q.history {
+		if results != nil {
+			return q.ids(ctx, db, sqlCompleteDeleteResults.For(q.schema), ids, worker, claims, results)
+		}
 		return q.ids(ctx, db, sqlCompleteDelete.For(q.schema), ids, worker, claims)
 	}
 	var at *time.Time
 	if !finishedAt.IsZero() {
 		at = &finishedAt
 	}
-	done, err := q.ids(ctx, db, sqlCompleteHistory.For(q.schema), ids, worker, claims, at)
+	sql, args := sqlCompleteHistory.For(q.schema), []any{ids, worker, claims, at}
+	if results != nil {
+		sql, args = sqlCompleteHistoryResults.For(q.schema), append(args, results)
+	}
+	done, err := q.ids(ctx, db, sql, args...)
 	if !pgsql.IsTx(db) {
 		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
-			return q.ids(ctx, db, sqlCompleteHistory.For(q.schema), ids, worker, claims, at)
+			return q.ids(ctx, db, sql, args...)
 		}
 	}
 	return done, err
@@ -142,7 +197,8 @@ func (q *Queue) Fail(ctx context.Context, db DB, worker uuid.UUID, failures []Fa
 	for i, f := range failures {
 		ids[i], claims[i], errs[i], delays[i] = f.ID, f.ClaimID, f.Error, f.Delay.Milliseconds()
 	}
-	err := q.run(ctx, db, pgsql.IndexSettings, sqlFail.For(q.schema), []any{ids, worker, errs, delays, claims}, func(rows pgx.Rows) error {
+	results := runResults(failures, func(f Failure) Run { return f.Run })
+	err := q.run(ctx, db, pgsql.IndexSettings, sqlFail.For(q.schema), []any{ids, worker, errs, delays, claims, results}, func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id int64
 			var dead bool
@@ -204,7 +260,8 @@ func (q *Queue) DeadLetter(ctx context.Context, db DB, worker uuid.UUID, jobs []
 	for i, j := range jobs {
 		ids[i], claims[i], reasons[i], errs[i] = j.ID, j.ClaimID, j.Reason, j.Error
 	}
-	return q.ids(ctx, db, sqlDeadLetter.For(q.schema), ids, worker, reasons, errs, claims)
+	results := runResults(jobs, func(d Dead) Run { return d.Run })
+	return q.ids(ctx, db, sqlDeadLetter.For(q.schema), ids, worker, reasons, errs, claims, results)
 }
 
 // Release hands the worker's unfinished runs back to ready at once (at

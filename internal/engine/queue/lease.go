@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
@@ -17,10 +18,14 @@ import (
 type Run struct {
 	ID      int64
 	ClaimID int64
+	// Result is what the run recorded with SetResult (nil: nothing),
+	// written by Complete, Fail (when the job dead-letters) and DeadLetter.
+	Result json.RawMessage
 }
 
-// RunOf returns the run of a job returned by Claim.
-func RunOf(j *core.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID} }
+// RunOf returns the run of a job returned by Claim, with the result its
+// handler recorded.
+func RunOf(j *core.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID, Result: core.Result(j)} }
 
 var (
 	// sqlHeartbeat extends the leases of runs ($1 ids, $4 their claims, see
@@ -75,4 +80,42 @@ func runClaims(runs []Run) (ids []int64, claims string) {
 	// (PgBouncer in transaction mode) a []byte is sent as bytea text, which
 	// jsonb cannot read.
 	return ids, string(append(buf, '}'))
+}
+
+// runResults returns the results recorded by runs as the JSON object from
+// job id to result that the outcome statements read ($N::jsonb -> id), or
+// nil (SQL NULL) when no run recorded one. Of two runs of one job, the
+// later claim's is kept, as in runClaims.
+func runResults[R any](runs []R, run func(R) Run) any {
+	found := false
+	for _, x := range runs {
+		if run(x).Result != nil {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil // the common case: nothing to build
+	}
+	latest := make(map[int64]Run, len(runs))
+	for _, x := range runs {
+		r := run(x)
+		if prev, ok := latest[r.ID]; !ok || r.ClaimID > prev.ClaimID {
+			latest[r.ID] = r
+		}
+	}
+	buf := []byte{'{'}
+	for id, r := range latest {
+		if r.Result == nil {
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"')
+		buf = strconv.AppendInt(buf, id, 10)
+		buf = append(buf, '"', ':')
+		buf = append(buf, r.Result...)
+	}
+	return string(append(buf, '}')) // a string: see runClaims
 }

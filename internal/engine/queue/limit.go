@@ -16,7 +16,8 @@ import (
 // which grants each key of the limit what its budget allows, and then read
 // the hint it leaves when a budget held jobs back, in the same implicit
 // transaction.
-var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `
+// The function's rows are named docket_jobs for claimSignal and claimInputs.
+var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
 	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[]) AS docket_jobs`)
 

@@ -163,7 +163,10 @@ func TestHotPathPlans(t *testing.T) {
 				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
 				assertNoJoin(t, name+", "+what, plan)
 			}
-			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids), "docket_jobs_pkey")
+			// Its nested loops join the completed rows to the workflow tables.
+			assertIndexPlan(t, "complete with results, "+what, explain(t, ctx, pool, mode, sqlCompleteHistoryResults.For(c.schema),
+				ids, w, claims, noTime, `{"1": {"n": 1}}`), "docket_jobs_pkey")
+			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil), "docket_jobs_pkey")
 		}
 	}
 }
@@ -255,9 +258,9 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		{"heartbeat", pgsql.IndexSettings, sqlHeartbeat.For(c.schema), []any{ids, w, lease, claims}},
 		{"complete", pgsql.IndexSettings, sqlCompleteHistory.For(c.schema), []any{ids, w, claims, noTime}},
 		{"delete", pgsql.IndexSettings, sqlCompleteDelete.For(c.schema), []any{ids, w, claims}},
-		{"fail", pgsql.IndexSettings, sqlFail.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids}},
+		{"fail", pgsql.IndexSettings, sqlFail.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil}},
 		{"snooze", pgsql.IndexSettings, sqlSnooze.For(c.schema), []any{ids, w, []int64{0, 0, 0}, ids}},
-		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids}},
+		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids, nil}},
 		{"release", pgsql.IndexSettings, sqlRelease.For(c.schema), []any{ids, w, claims}},
 		{"reap", pgsql.IndexSettings, sqlReap.For(c.schema), []any{100, "x"}},
 		{"promote", pgsql.IndexSettings, sqlPromote.For(c.schema), []any{100}},

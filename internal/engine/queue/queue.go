@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
@@ -34,6 +35,9 @@ type Queue struct {
 	schema  string
 	history bool
 	cursors *cursors
+	// resultsSwept is the workflow id the next SweepWorkflowResults goes
+	// on after.
+	resultsSwept atomic.Int64
 }
 
 // New returns a Queue on the tables in schema ("" means "public"). It fails

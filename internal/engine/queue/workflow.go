@@ -69,3 +69,38 @@ SELECT queue FROM ready WHERE state = 'ready'`)
 func (q *Queue) SweepWorkflows(ctx context.Context, db DB, limit int) ([]string, error) {
 	return column[string](ctx, q, db, sqlSweepWorkflows.For(q.schema), limit)
 }
+
+// sqlSweepWorkflowResults removes the kept results (migration 019) of up
+// to $1 workflows, in workflow id order after $2, that have no job left in
+// the jobs table: finished workflows whose last two jobs left at once, so
+// that neither saw the workflow finish (see docket_workflow_results_drop).
+// It walks docket_workflow_results_workflow_idx one workflow at a time and
+// returns where the next sweep goes on from: the last workflow it looked
+// at, or 0 when it reached the end.
+var sqlSweepWorkflowResults = pgsql.SQL(`WITH RECURSIVE w(id, n) AS (
+	SELECT (SELECT min(workflow_id) FROM {{schema}}.docket_workflow_results WHERE workflow_id > $2), 1
+	UNION ALL
+	SELECT (SELECT min(workflow_id) FROM {{schema}}.docket_workflow_results WHERE workflow_id > w.id), w.n + 1
+	FROM w WHERE w.id IS NOT NULL AND w.n < $1
+), gone AS (
+	DELETE FROM {{schema}}.docket_workflow_results r USING w
+	WHERE r.workflow_id = w.id
+		AND NOT EXISTS (SELECT 1 FROM {{schema}}.docket_jobs j WHERE j.workflow_id = w.id)
+)
+SELECT COALESCE((SELECT id FROM w WHERE n = $1), 0)`)
+
+// SweepWorkflowResults removes the kept results of up to limit finished
+// workflows that their last job's departure left behind (see
+// sqlSweepWorkflowResults), going on from where the previous call of this
+// Queue stopped. It returns no queues; its signature is that of the other
+// sweeps.
+func (q *Queue) SweepWorkflowResults(ctx context.Context, db DB, limit int) ([]string, error) {
+	next, err := column[int64](ctx, q, db, sqlSweepWorkflowResults.For(q.schema), limit, q.resultsSwept.Load())
+	if err != nil {
+		return nil, err
+	}
+	if len(next) == 1 {
+		q.resultsSwept.Store(next[0])
+	}
+	return nil, nil
+}

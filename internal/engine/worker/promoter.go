@@ -39,6 +39,8 @@ type promoter struct {
 	deadlineErrs errStreak
 	// childErrs: the sweep of jobs waiting for their child workflows.
 	childErrs errStreak
+	// resultErrs: removing the kept results of finished workflows.
+	resultErrs errStreak
 
 	// localDue is the earliest run_at this process set since the last
 	// promotion; a note earlier than it kicks the loop.
@@ -124,8 +126,9 @@ func (p *promoter) rounds(ctx context.Context) {
 
 // promote makes due scheduled jobs ready and, with sweep, the heads of
 // serial-key lines left without a holder, the workflow jobs whose
-// parents are gone and the workflow steps past their signal's deadline; wakes the pools of their queues;
-// and returns the next run_at still scheduled (zero if none or unknown).
+// parents are gone and the workflow steps past their signal's deadline
+// (and removes the kept results of finished workflows); wakes the pools
+// of their queues; and returns the next run_at still scheduled (zero if none or unknown).
 func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	up := p.up
 	seen := map[string]bool{}
@@ -156,6 +159,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
 		deadlines := p.sweep(bg, "workflow deadlines", &p.deadlineErrs, up.q.SweepDeadlines)
 		p.sweep(bg, "steps waiting for child workflows", &p.childErrs, up.q.SweepChildWorkflows)
+		p.sweep(bg, "workflow results", &p.resultErrs, up.q.SweepWorkflowResults)
 		for _, q := range slices.Concat(serial, flows, deadlines) {
 			if !seen[q] {
 				seen[q] = true

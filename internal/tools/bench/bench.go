@@ -43,12 +43,16 @@ const (
 	// a flow-control limit (admin.Limit), once per limit variant, and
 	// reports limited and ordinary claims apart. ScenarioAll leaves it out.
 	ScenarioFlowControl = "flowcontrol"
+	// ScenarioWorkflows runs chains of three workflow steps, each recording
+	// a result that the next reads, and compares the steps per second with
+	// the same number of no-op jobs drained by the same worker.
+	ScenarioWorkflows = "workflows"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
 	ScenarioAll = "all"
 )
 
 // Scenarios lists the scenarios in the order ScenarioAll runs them.
-var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioSustained, ScenarioIdle}
+var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioSustained, ScenarioIdle, ScenarioWorkflows}
 
 // Defaults of Config's zero values.
 const (
@@ -80,8 +84,10 @@ const stallTimeout = time.Minute
 type Config struct {
 	// Scenario is one of [Scenarios] or [ScenarioAll]. Required.
 	Scenario string
-	// Jobs is how many jobs insert enqueues and drain drains. Zero means
-	// DefaultJobs (100,000).
+	// Jobs is how many jobs insert enqueues and drain drains, and how many
+	// workflows the workflows scenario runs (at most AllWorkflows under
+	// ScenarioAll). Zero means DefaultJobs (100,000), or DefaultWorkflows
+	// (10,000) for workflows.
 	Jobs int
 	// Batch is the jobs per transaction of insert, and of drain's untimed
 	// fill. Zero means DefaultBatch (1,000).
@@ -215,6 +221,9 @@ func New(cfg Config) (*Runner, error) {
 			*v = d
 		}
 	}
+	if cfg.Scenario == ScenarioWorkflows {
+		def(&cfg.Jobs, DefaultWorkflows)
+	}
 	def(&cfg.Jobs, DefaultJobs)
 	def(&cfg.Batch, DefaultBatch)
 	if cfg.Scenario == ScenarioHandlers {
@@ -307,6 +316,8 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res, err = r.handlers(ctx, db)
 		case ScenarioLimit:
 			res, err = r.limit(ctx, db)
+		case ScenarioWorkflows:
+			res, err = r.workflows(ctx, db)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)

@@ -20,6 +20,13 @@
 //     (job k is due at start + k/rate), so sleeping never accumulates drift;
 //     a producer that falls behind does not sleep until it has caught up.
 //   - idle: one job every 100 ms, 200 jobs, on an otherwise empty queue.
+//   - workflows: Config.Jobs workflows (DefaultWorkflows alone, at most
+//     AllWorkflows under all), each a chain of three steps, enqueued first
+//     (not timed); then a worker is timed until every step ran. Each step
+//     records a result (Job.SetResult) and the next reads it
+//     (Job.ParentResult). Then as many no-op jobs as steps are drained the
+//     same way in a fresh schema, and the steps per second are reported
+//     against them (fraction_of_plain).
 //   - flowcontrol: drain's measurement four times, each in a fresh schema,
 //     with a backlog of which Config.LimitedShare is a second kind
 //     (bench.limited, spread over Config.LimitTenants tenants): with no

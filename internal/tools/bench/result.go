@@ -12,7 +12,7 @@ import (
 // "scenario", "history" and "notify" first.
 type Result struct {
 	// Scenario is the scenario measured: insert, drain, sustained, idle,
-	// handlers, limit, heldxmin or flowcontrol.
+	// workflows, handlers, limit, heldxmin or flowcontrol.
 	Scenario string
 	// History reports whether finished jobs were kept in history (JSON
 	// "history": "on" or "off").
@@ -20,8 +20,15 @@ type Result struct {
 	// Notify reports whether LISTEN/NOTIFY was on (false with PollOnly).
 	Notify bool
 	// Jobs is how many jobs were measured: inserted (insert), completed
-	// (drain), committed by the producers (sustained, idle).
+	// (drain, workflows: the steps), committed by the producers
+	// (sustained, idle).
 	Jobs int
+	// Workflows is how many chains of three steps ran (workflows).
+	Workflows int
+	// PlainPerSec is the rate of as many no-op jobs as steps, drained by
+	// the same worker configuration in the same run (workflows; the JSON
+	// adds fraction_of_plain, JobsPerSec / PlainPerSec).
+	PlainPerSec float64
 	// Batch is the jobs per transaction (insert).
 	Batch int
 	// Inserters is the connections inserting batches at once (insert).
@@ -145,6 +152,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
+	case ScenarioWorkflows:
+		f = append(f, field{"workflows", r.Workflows}, field{"steps", r.Jobs}, field{"workers", r.Workers},
+			field{"seconds", round(r.Seconds, 3)}, field{"steps_per_sec", round(r.JobsPerSec, 1)},
+			field{"plain_jobs_per_sec", round(r.PlainPerSec, 1)}, field{"fraction_of_plain", fraction(r.JobsPerSec, r.PlainPerSec)})
 	case ScenarioHandlers:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
 			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
