@@ -311,8 +311,10 @@ func TestJobDocNamesEveryField(t *testing.T) {
 	}
 	fields := reflect.TypeFor[docket.Job]()
 	for i := range fields.NumField() {
-		if name := fields.Field(i).Name; !named[name] {
-			t.Errorf("the doc comment of docket.Job does not list field %s", name)
+		// Unexported fields (what a claim read for the handler's getters)
+		// are not the handler author's to read.
+		if f := fields.Field(i); f.IsExported() && !named[f.Name] {
+			t.Errorf("the doc comment of docket.Job does not list field %s", f.Name)
 		}
 	}
 	if len(named) == 0 {
