@@ -6,6 +6,7 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+	"github.com/google/uuid"
 )
 
 // DoneJob is docket_jobs_done, the history of finished jobs, range
@@ -27,6 +28,8 @@ func (DoneJob) Fields() []ent.Field {
 			Comment("When the last run was claimed."),
 		field.Time("finished_at").
 			Comment("When the job completed; the partition key."),
+		field.UUID("worker_id", uuid.UUID{}).Optional().Nillable().
+			Comment("The worker process whose run completed the job."),
 	}
 }
 
