@@ -10,6 +10,7 @@ import (
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
 )
 
@@ -226,4 +227,61 @@ func TestAttemptHistoryRetention(t *testing.T) {
 	if _, err := b.ops.Jobs().Attempts(b.Ctx, b.Pool, ids[1]); !errors.Is(err, admin.ErrJobNotFound) {
 		t.Errorf("purged dead letter's attempts: %v, want ErrJobNotFound", err)
 	}
+}
+
+// TestAttemptHistoryFirstTryAndHistoryOff: a job that succeeds on its first
+// attempt writes no attempt_log (its run is the history row's); with
+// history off a completed job goes with its runs, and a dead letter keeps
+// them.
+func TestAttemptHistoryFirstTryAndHistoryOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.EnqueueN(t, 1, enqueue.Opts{})[0]
+	w := uuid.New()
+	run := b.claimOne(t, w, time.Minute)
+	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, []queue.Run{run}, time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs_done")+` WHERE id = $1 AND attempt_log IS NULL AND worker_id = $2`, id, w); n != 1 {
+		t.Error("a first-attempt completion wrote an attempt_log, or no worker_id")
+	}
+	if got := b.attempts(t, id); len(got) != 1 || got[0].Outcome != admin.AttemptCompleted || got[0].Attempt != 1 || got[0].Worker != w {
+		t.Errorf("first-attempt completion: %+v", got)
+	}
+
+	off := jobtestOff(t, b)
+	ids := off.EnqueueN(t, 2, enqueue.Opts{MaxAttempts: 2})
+	for range 2 {
+		run := off.claimOne(t, w, time.Minute)
+		if _, err := off.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: run, Error: "first"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := map[int64]queue.Run{}
+	for _, j := range off.Claim(t, w, 2, time.Minute) {
+		runs[j.ID] = queue.RunOf(j)
+	}
+	if done, err := off.Q.Complete(b.Ctx, b.Pool, w, []queue.Run{runs[ids[0]]}, time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	if _, err := off.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: runs[ids[1]], Error: "second"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := off.ops.Jobs().Attempts(b.Ctx, b.Pool, ids[0]); !errors.Is(err, admin.ErrJobNotFound) {
+		t.Errorf("history off, completed job's attempts: %v, want ErrJobNotFound", err)
+	}
+	if got := off.attempts(t, ids[1]); len(got) != 2 || got[1].Outcome != admin.ReasonExhausted {
+		t.Errorf("history off, dead letter's attempts: %+v", got)
+	}
+}
+
+// jobtestOff is a bundle on a fresh schema whose queue has history off.
+func jobtestOff(t *testing.T, b *bundle) *bundle {
+	t.Helper()
+	env := jobtest.New(t, b.Pool, queue.Config{DisableHistory: true})
+	ops, err := admin.New(admin.Config{Schema: env.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{Env: env, ops: ops}
 }
