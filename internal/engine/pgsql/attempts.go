@@ -26,18 +26,21 @@ const MaxAttemptLog = 100
 // job row alias j (its attempts counter, locked_at and locked_by) that
 // ended now with outcome and error (SQL expressions; error may be NULL).
 // worker is an expression for the worker's id whose host and pid are
-// looked up in docket_workers: pass a parameter when every row of the
-// statement has the same worker, so that the lookup runs once.
+// looked up in docket_workers (null when it is not registered): pass a
+// parameter when every row of the statement has the same worker, so that
+// the lookups run once per statement. One jsonb object per row, built in
+// one call: the entry is on the failure path.
 func AttemptEntry(j, worker, outcome, err string) string {
 	r := strings.NewReplacer("{j}", j, "{worker}", worker, "{outcome}", outcome, "{err}", err,
 		"{max}", strconv.Itoa(MaxAttemptError))
-	return r.Replace(`jsonb_strip_nulls(jsonb_build_object('attempt', {j}.attempts, 'started_at', {j}.locked_at,
-	'finished_at', clock_timestamp(), 'worker', {j}.locked_by, 'outcome', {outcome},
+	return r.Replace(`jsonb_build_object('attempt', {j}.attempts, 'started_at', {j}.locked_at,
+	'finished_at', clock_timestamp(), 'worker', {j}.locked_by,
+	'host', (SELECT w.host FROM {{schema}}.docket_workers w WHERE w.id = {worker}),
+	'pid', (SELECT w.pid FROM {{schema}}.docket_workers w WHERE w.id = {worker}),
+	'outcome', {outcome},
 	'error', CASE WHEN length({err}) > {max}
 		THEN left({err}, {max}) || format(' …[truncated: %s more characters]', length({err}) - {max})
-		ELSE {err} END)
-	|| COALESCE((SELECT jsonb_build_object('host', w.host, 'pid', w.pid)
-		FROM {{schema}}.docket_workers w WHERE w.id = {worker}), '{}'))`)
+		ELSE {err} END)`)
 }
 
 // AttemptAppend is the SQL expression of attempt_log log (an expression,
