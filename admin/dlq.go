@@ -31,16 +31,18 @@ LIMIT $6`)
 	// sqlReplay moves dead jobs $1 back into docket_jobs in one statement:
 	// the dead row is deleted only when its job was inserted, so a dead job
 	// whose unique key is taken by a live job stays where it is. The job
-	// keeps its id, kind, queue, payload, meta and workflow; attempts start
-	// over.
+	// keeps its id, kind, queue, payload, meta, workflow and attempt
+	// history; attempts start over.
 	sqlReplay = pgsql.SQL(`WITH src AS (
 	SELECT * FROM {{schema}}.docket_jobs_dead
 	WHERE id = ANY($1::bigint[])
 	FOR UPDATE SKIP LOCKED
 ), ins AS (
 	INSERT INTO {{schema}}.docket_jobs
-		(id, state, queue, kind, priority, run_at, created_at, max_attempts, unique_key, tenant, serial_key, payload, meta, workflow_id)
-	SELECT id, 'ready', queue, kind, priority, now(), now(), max_attempts, unique_key, tenant, serial_key, payload, meta, workflow_id
+		(id, state, queue, kind, priority, run_at, created_at, max_attempts, unique_key, tenant, serial_key, payload, meta, workflow_id,
+		 attempt_log)
+	SELECT id, 'ready', queue, kind, priority, now(), now(), max_attempts, unique_key, tenant, serial_key, payload, meta, workflow_id,
+		attempt_log
 	FROM src
 	ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 	RETURNING id, queue

@@ -127,7 +127,9 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 
 // jobData is the job page.
 type jobData struct {
-	Job         admin.JobInfo
+	Job admin.JobInfo
+	// Attempts are the job's runs, oldest first.
+	Attempts    []admin.Attempt
 	ShowPayload bool
 	Payload     string // indented JSON when shown
 	// Result is the job's result, indented, when payloads are shown and
@@ -151,7 +153,12 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "reading the job", err)
 		return
 	}
-	data := jobData{Job: j, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
+	attempts, err := d.ops.Jobs().Attempts(r.Context(), d.pool, id)
+	if err != nil && !errors.Is(err, admin.ErrJobNotFound) { // gone since: nothing to list
+		d.internal(w, r, "reading the job's attempts", err)
+		return
+	}
+	data := jobData{Job: j, Attempts: attempts, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
 	if d.cfg.ShowPayloads {
 		var v any
 		if json.Unmarshal(j.Payload, &v) == nil {

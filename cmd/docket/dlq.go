@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -157,8 +158,14 @@ func dlqShow(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
+		attempts, err := client.Jobs().Attempts(ctx, pool, ids[0])
+		if err != nil && !errors.Is(err, admin.ErrJobNotFound) { // replayed since Get: nothing to list
+			return err
+		}
 		if *asJSON {
-			return writeJSON(out, jobFromDead(d), true)
+			j := jobFromDead(d)
+			j.AttemptHistory = attemptsFrom(attempts)
+			return writeJSON(out, j, true)
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "id\t%d\nqueue\t%s\nkind\t%s\npriority\t%d\ntenant\t%s\nunique key\t%s\nattempts\t%d of %d\ncreated\t%s\ndied\t%s\nreason\t%s\n",
@@ -171,6 +178,7 @@ func dlqShow(fs *flag.FlagSet) action {
 			return err
 		}
 		fmt.Fprintf(out, "last error:\n%s\n", d.LastError)
+		printAttempts(out, attempts)
 		if *payload {
 			fmt.Fprintf(out, "payload:\n%s\n", d.Payload)
 		} else {

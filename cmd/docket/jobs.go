@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/docketq/docket/admin"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -140,16 +142,22 @@ func jobsShow(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
-			if *asJSON {
-				return writeJSON(out, jobFromInfo(j), true)
+			attempts, err := client.Jobs().Attempts(ctx, pool, id)
+			if err != nil && !errors.Is(err, admin.ErrJobNotFound) { // gone since Get: nothing to list
+				return err
 			}
-			printJob(out, j, *payload)
+			if *asJSON {
+				d := jobFromInfo(j)
+				d.AttemptHistory = attemptsFrom(attempts)
+				return writeJSON(out, d, true)
+			}
+			printJob(out, j, attempts, *payload)
 			return nil
 		})
 	}
 }
 
-func printJob(out io.Writer, j admin.JobInfo, payload bool) {
+func printJob(out io.Writer, j admin.JobInfo, attempts []admin.Attempt, payload bool) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" && v != "-" {
@@ -189,6 +197,7 @@ func printJob(out io.Writer, j admin.JobInfo, payload bool) {
 	if j.LastError != "" {
 		fmt.Fprintf(out, "last error:\n%s\n", j.LastError)
 	}
+	printAttempts(out, attempts)
 	if payload {
 		fmt.Fprintf(out, "payload:\n%s\n", j.Payload)
 		if j.Result != nil {
@@ -202,6 +211,29 @@ func printJob(out io.Writer, j admin.JobInfo, payload bool) {
 	} else {
 		fmt.Fprintln(out, "payload: hidden (--payload shows it and the result)")
 	}
+}
+
+// printAttempts prints a job's runs, oldest first, as a table; each error
+// on one line, cut at 120 characters (--json has them whole).
+func printAttempts(out io.Writer, attempts []admin.Attempt) {
+	if len(attempts) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "attempts:")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tSTARTED\tFINISHED\tWORKER\tOUTCOME\tERROR")
+	for _, a := range attempts {
+		worker := "-"
+		if a.Worker != uuid.Nil {
+			worker = a.Worker.String()[:8]
+		}
+		if a.WorkerHost != "" {
+			worker += fmt.Sprintf(" (%s pid %d)", a.WorkerHost, a.WorkerPID)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, dash(fmtTime(a.StartedAt)), dash(fmtTime(a.FinishedAt)),
+			worker, a.Outcome, dash(oneLine(a.Error, 120)))
+	}
+	tw.Flush()
 }
 
 func dash(s string) string {

@@ -58,7 +58,7 @@ func normalize(v any, key string, shape bool) any {
 		switch {
 		case key == "schema":
 			return "<schema>"
-		case key == "locked_by":
+		case key == "locked_by", key == "worker":
 			return "<worker id>"
 		case key == "go_version":
 			return "<go version>"
@@ -208,6 +208,7 @@ type objectAt struct {
 var jsonObjects = map[string]reflect.Type{
 	"job":            reflect.TypeFor[jobJSON](),
 	"job page":       reflect.TypeFor[jobPageJSON](),
+	"attempt":        reflect.TypeFor[attemptJSON](),
 	"queue":          reflect.TypeFor[queueJSON](),
 	"queue status":   reflect.TypeFor[queueStatusJSON](),
 	"worker":         reflect.TypeFor[workerJSON](),
@@ -369,8 +370,10 @@ func TestJSONOutput(t *testing.T) {
 	}
 	check("dlq_list", false, with("dlq", "list", "--json", "--kind", "mail", "--limit", "1"), objectAt{"[]", "job", nil})
 	check("dlq_list_empty", false, with("dlq", "list", "--json", "--kind", "nothing"))
-	check("dlq_show", false, with("dlq", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail})
-	check("dlq_show_payload", false, with("dlq", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail})
+	check("dlq_show", false, with("dlq", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail},
+		objectAt{"attempt_history[]", "attempt", nil})
+	check("dlq_show_payload", false, with("dlq", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail},
+		objectAt{"attempt_history[]", "attempt", nil})
 	check("jobs_list", false, with("jobs", "list", "--json", "--queue", "mail", "--limit", "2"),
 		objectAt{"", "job page", nil}, objectAt{"jobs[]", "job", nil})
 	check("jobs_list_dead", false, with("jobs", "list", "--json", "--state", "dead", "--error", "MAILBOX"),
@@ -378,9 +381,12 @@ func TestJSONOutput(t *testing.T) {
 	check("jobs_list_running", false, with("jobs", "list", "--json", "--state", "running"),
 		objectAt{"", "job page", nil}, objectAt{"jobs[]", "job", nil})
 	check("jobs_list_empty", false, with("jobs", "list", "--json", "--kind", "nothing"), objectAt{"", "job page", nil})
-	check("jobs_show", false, with("jobs", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail})
-	check("jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail})
-	check("jobs_show_running", false, with("jobs", "show", itoa(running), "--json"), objectAt{"", "job", jobDetail})
+	check("jobs_show", false, with("jobs", "show", itoa(dead[0]), "--json"), objectAt{"", "job", jobDetail},
+		objectAt{"attempt_history[]", "attempt", nil})
+	check("jobs_show_payload", false, with("jobs", "show", itoa(dead[0]), "--json", "--payload"), objectAt{"", "job", jobDetail},
+		objectAt{"attempt_history[]", "attempt", nil})
+	check("jobs_show_running", false, with("jobs", "show", itoa(running), "--json"), objectAt{"", "job", jobDetail},
+		objectAt{"attempt_history[]", "attempt", nil})
 	check("queues_list_empty", false, with("queues", "list", "--json"))
 	if code, _, errOut := runDocket(t, with("queues", "pause", "mail")...); code != 0 {
 		t.Fatal(errOut)

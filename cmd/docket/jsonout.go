@@ -205,13 +205,35 @@ type jobJSON struct {
 	WorkerPID  int       `json:"worker_pid,omitempty"`
 }
 
-// jobDetailJSON is jobs show and dlq show: the job, and its payload when
-// --payload asked for it.
+// jobDetailJSON is jobs show and dlq show: the job, its payload when
+// --payload asked for it, and its runs, oldest first, once it has run.
 type jobDetailJSON struct {
 	jobJSON
 	Payload json.RawMessage `json:"payload,omitzero"`
 	// Result is what the handler recorded (jobs show --payload).
-	Result json.RawMessage `json:"result,omitzero"`
+	Result         json.RawMessage `json:"result,omitzero"`
+	AttemptHistory []attemptJSON   `json:"attempt_history,omitempty"`
+}
+
+// attemptJSON is one run of a job (admin.Attempt): jobs show and dlq show.
+type attemptJSON struct {
+	Attempt    int       `json:"attempt"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"` // once it ended
+	Worker     uuid.UUID `json:"worker,omitzero"`
+	WorkerHost string    `json:"worker_host,omitempty"`
+	WorkerPID  int       `json:"worker_pid,omitempty"`
+	Outcome    string    `json:"outcome"`
+	Error      string    `json:"error,omitempty"`
+}
+
+func attemptsFrom(list []admin.Attempt) []attemptJSON {
+	out := make([]attemptJSON, len(list))
+	for i, a := range list {
+		out[i] = attemptJSON{Attempt: a.Attempt, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt, Worker: a.Worker,
+			WorkerHost: a.WorkerHost, WorkerPID: a.WorkerPID, Outcome: a.Outcome, Error: a.Error}
+	}
+	return out
 }
 
 // jobPageJSON is jobs list: a page of jobs, and the --after of the next
@@ -222,22 +244,22 @@ type jobPageJSON struct {
 }
 
 func jobFromInfo(j admin.JobInfo) jobDetailJSON {
-	return jobDetailJSON{jobJSON{
+	return jobDetailJSON{jobJSON: jobJSON{
 		ID: j.ID, State: j.State, Queue: j.Queue, Kind: j.Kind, Priority: j.Priority, Tenant: j.Tenant,
 		SerialKey: j.SerialKey, UniqueKey: j.UniqueKey, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		CreatedAt: j.CreatedAt, RunAt: j.RunAt, StartedAt: j.StartedAt, LeaseUntil: j.LeaseUntil, FinishedAt: j.FinishedAt,
 		Reason: j.Reason, LastError: j.LastError, Meta: j.Meta,
 		LockedBy: j.LockedBy, WorkerHost: j.WorkerHost, WorkerPID: j.WorkerPID,
-	}, j.Payload, j.Result}
+	}, Payload: j.Payload, Result: j.Result}
 }
 
 func jobFromDead(d admin.DeadJob) jobDetailJSON {
-	return jobDetailJSON{jobJSON{
+	return jobDetailJSON{jobJSON: jobJSON{
 		ID: d.ID, State: admin.StateDead, Queue: d.Queue, Kind: d.Kind, Priority: d.Priority, Tenant: d.Tenant,
 		SerialKey: d.SerialKey, UniqueKey: d.UniqueKey, Attempts: d.Attempts, MaxAttempts: d.MaxAttempts,
 		CreatedAt: d.CreatedAt, RunAt: d.RunAt, FinishedAt: d.DeadAt,
 		Reason: d.Reason, LastError: d.LastError, Meta: d.Meta,
-	}, d.Payload, nil}
+	}, Payload: d.Payload}
 }
 
 func jobPageFrom(p admin.JobPage) jobPageJSON {

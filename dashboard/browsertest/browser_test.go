@@ -2,7 +2,6 @@ package browsertest_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -107,11 +106,11 @@ func TestBrowser(t *testing.T) {
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[mail]) error { return nil }, handlers.KindOpts{Queue: "mail"})
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[report]) error { return nil }, handlers.KindOpts{Queue: "reports"})
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[flaky]) error {
-		if charged.Add(1) == 1 {
-			return errors.New("card processor: 502 bad gateway")
+		if n := charged.Add(1); n <= 5 {
+			return fmt.Errorf("card processor: 502 bad gateway (call %d)", n)
 		}
 		return nil
-	}, handlers.KindOpts{Queue: "billing", MaxAttempts: 1})
+	}, handlers.KindOpts{Queue: "billing", MaxAttempts: 5, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 	quiet := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
 	cl, err := docket.NewClient(pool, docket.Config{
 		Schema:   schema,
@@ -205,6 +204,25 @@ func TestBrowser(t *testing.T) {
 	if state != "dead" || !strings.Contains(lastErr, "502 bad gateway") {
 		t.Errorf("dead job page: state %q, error %q", state, lastErr)
 	}
+	// Its 5 failed runs, each with its times, worker and error.
+	attempts := value(t, tab, "attempts", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#attempts tbody tr")].map(
+		r => [...r.cells].map(c => c.textContent.trim()).join(" | "))`))
+	host, _ := os.Hostname()
+	if len(attempts) != 5 {
+		t.Errorf("dead job page lists %d attempts, want 5: %q", len(attempts), attempts)
+	}
+	for i, row := range attempts {
+		outcome := "failed"
+		if i == 4 {
+			outcome = "exhausted"
+		}
+		cells := strings.Split(row, " | ")
+		if len(cells) != 6 || cells[0] != fmt.Sprint(i+1) || cells[1] == "" || cells[2] == "" ||
+			cells[3] != fmt.Sprintf("%s pid %d", host, os.Getpid()) || cells[4] != outcome ||
+			cells[5] != fmt.Sprintf("card processor: 502 bad gateway (call %d)", i+1) {
+			t.Errorf("attempt row %d: %q", i+1, row)
+		}
+	}
 	shoot(t, tab, "job")
 	do(t, tab, "dead letters", chromedp.Navigate(u+"/dead"), chromedp.WaitVisible(css(`tr[data-kind="charge_card"]`)))
 	shoot(t, tab, "dead")
@@ -212,9 +230,14 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)),
 		chromedp.Click(css(`#retry`)),
 		chromedp.WaitVisible(css(`#job-state.state-completed`)),
+		chromedp.WaitVisible(css(`#attempts tr[data-attempt="1"][data-outcome="completed"]`)),
 	)
-	if n := charged.Load(); n != 2 {
-		t.Errorf("the flaky handler ran %d times, want 2 (failed, then replayed)", n)
+	if n := charged.Load(); n != 6 {
+		t.Errorf("the flaky handler ran %d times, want 6 (failed 5 times, then replayed)", n)
+	}
+	// Replayed, the job keeps its 5 failed runs and adds its completion.
+	if n := value(t, tab, "attempts after replay", chromedp.Evaluate[int](`document.querySelectorAll("#attempts tbody tr").length`)); n != 6 {
+		t.Errorf("completed job page lists %d attempts, want 6", n)
 	}
 
 	// Pause the mail queue from the overview: a new mail job stays unclaimed.

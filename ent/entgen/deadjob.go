@@ -45,6 +45,8 @@ type DeadJob struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// The workflow the job belongs to, if any (docket_workflows).
 	WorkflowID *int64 `json:"workflow_id,omitempty"`
+	// The job's ended runs, oldest first (admin.Jobs.Attempts reads them); null before the first.
+	AttemptLog json.RawMessage `json:"attempt_log,omitempty"`
 	// When the job was dead-lettered.
 	DeadAt time.Time `json:"dead_at,omitempty"`
 	// Why: exhausted, cancelled, undecodable, ...
@@ -61,7 +63,7 @@ func (*DeadJob) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case deadjob.FieldPayload, deadjob.FieldMeta, deadjob.FieldResult:
+		case deadjob.FieldPayload, deadjob.FieldMeta, deadjob.FieldAttemptLog, deadjob.FieldResult:
 			values[i] = new([]byte)
 		case deadjob.FieldID, deadjob.FieldPriority, deadjob.FieldAttempts, deadjob.FieldMaxAttempts, deadjob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
@@ -175,6 +177,14 @@ func (_m *DeadJob) assignValues(columns []string, values []any) error {
 				_m.WorkflowID = new(int64)
 				*_m.WorkflowID = value.Int64
 			}
+		case deadjob.FieldAttemptLog:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt_log", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.AttemptLog); err != nil {
+					return fmt.Errorf("unmarshal field attempt_log: %w", err)
+				}
+			}
 		case deadjob.FieldDeadAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field dead_at", values[i])
@@ -282,6 +292,9 @@ func (_m *DeadJob) String() string {
 		builder.WriteString("workflow_id=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("attempt_log=")
+	builder.WriteString(fmt.Sprintf("%v", _m.AttemptLog))
 	builder.WriteString(", ")
 	builder.WriteString("dead_at=")
 	builder.WriteString(_m.DeadAt.Format(time.ANSIC))

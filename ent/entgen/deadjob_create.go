@@ -155,6 +155,12 @@ func (_c *DeadJobCreate) SetNillableWorkflowID(v *int64) *DeadJobCreate {
 	return _c
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_c *DeadJobCreate) SetAttemptLog(v json.RawMessage) *DeadJobCreate {
+	_c.mutation.SetAttemptLog(v)
+	return _c
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_c *DeadJobCreate) SetDeadAt(v time.Time) *DeadJobCreate {
 	_c.mutation.SetDeadAt(v)
@@ -364,6 +370,10 @@ func (_c *DeadJobCreate) createSpec() (*DeadJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.WorkflowID(); ok {
 		_spec.SetField(deadjob.FieldWorkflowID, field.TypeInt64, value)
 		_node.WorkflowID = &value
+	}
+	if value, ok := _c.mutation.AttemptLog(); ok {
+		_spec.SetField(deadjob.FieldAttemptLog, field.TypeJSON, value)
+		_node.AttemptLog = value
 	}
 	if value, ok := _c.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)

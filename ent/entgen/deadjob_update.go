@@ -240,6 +240,24 @@ func (_u *DeadJobUpdate) ClearWorkflowID() *DeadJobUpdate {
 	return _u
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *DeadJobUpdate) SetAttemptLog(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *DeadJobUpdate) AppendAttemptLog(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *DeadJobUpdate) ClearAttemptLog() *DeadJobUpdate {
+	_u.mutation.ClearAttemptLog()
+	return _u
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_u *DeadJobUpdate) SetDeadAt(v time.Time) *DeadJobUpdate {
 	_u.mutation.SetDeadAt(v)
@@ -411,6 +429,17 @@ func (_u *DeadJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(deadjob.FieldWorkflowID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(deadjob.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(deadjob.FieldAttemptLog, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)
@@ -665,6 +694,24 @@ func (_u *DeadJobUpdateOne) ClearWorkflowID() *DeadJobUpdateOne {
 	return _u
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *DeadJobUpdateOne) SetAttemptLog(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *DeadJobUpdateOne) AppendAttemptLog(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *DeadJobUpdateOne) ClearAttemptLog() *DeadJobUpdateOne {
+	_u.mutation.ClearAttemptLog()
+	return _u
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (_u *DeadJobUpdateOne) SetDeadAt(v time.Time) *DeadJobUpdateOne {
 	_u.mutation.SetDeadAt(v)
@@ -866,6 +913,17 @@ func (_u *DeadJobUpdateOne) sqlSave(ctx context.Context) (_node *DeadJob, err er
 	}
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(deadjob.FieldWorkflowID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(deadjob.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(deadjob.FieldAttemptLog, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.DeadAt(); ok {
 		_spec.SetField(deadjob.FieldDeadAt, field.TypeTime, value)

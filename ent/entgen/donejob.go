@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/docketq/docket/ent/entgen/donejob"
+	"github.com/google/uuid"
 )
 
 // DoneJob is the model entity for the DoneJob schema.
@@ -45,12 +46,16 @@ type DoneJob struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// The workflow the job belongs to, if any (docket_workflows).
 	WorkflowID *int64 `json:"workflow_id,omitempty"`
+	// The job's ended runs, oldest first (admin.Jobs.Attempts reads them); null before the first.
+	AttemptLog json.RawMessage `json:"attempt_log,omitempty"`
 	// When the last run was claimed.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// When the job completed; the partition key.
 	FinishedAt time.Time `json:"finished_at,omitempty"`
 	// What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data.
-	Result       json.RawMessage `json:"result,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// The worker process whose run completed the job.
+	WorkerID     *uuid.UUID `json:"worker_id,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -59,7 +64,9 @@ func (*DoneJob) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case donejob.FieldPayload, donejob.FieldMeta, donejob.FieldResult:
+		case donejob.FieldWorkerID:
+			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
+		case donejob.FieldPayload, donejob.FieldMeta, donejob.FieldAttemptLog, donejob.FieldResult:
 			values[i] = new([]byte)
 		case donejob.FieldID, donejob.FieldPriority, donejob.FieldAttempts, donejob.FieldMaxAttempts, donejob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
@@ -173,6 +180,14 @@ func (_m *DoneJob) assignValues(columns []string, values []any) error {
 				_m.WorkflowID = new(int64)
 				*_m.WorkflowID = value.Int64
 			}
+		case donejob.FieldAttemptLog:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt_log", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.AttemptLog); err != nil {
+					return fmt.Errorf("unmarshal field attempt_log: %w", err)
+				}
+			}
 		case donejob.FieldStartedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field started_at", values[i])
@@ -193,6 +208,13 @@ func (_m *DoneJob) assignValues(columns []string, values []any) error {
 				if err := json.Unmarshal(*value, &_m.Result); err != nil {
 					return fmt.Errorf("unmarshal field result: %w", err)
 				}
+			}
+		case donejob.FieldWorkerID:
+			if value, ok := values[i].(*sql.NullScanner); !ok {
+				return fmt.Errorf("unexpected type %T for field worker_id", values[i])
+			} else if value.Valid {
+				_m.WorkerID = new(uuid.UUID)
+				*_m.WorkerID = *value.S.(*uuid.UUID)
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -275,6 +297,9 @@ func (_m *DoneJob) String() string {
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
 	builder.WriteString(", ")
+	builder.WriteString("attempt_log=")
+	builder.WriteString(fmt.Sprintf("%v", _m.AttemptLog))
+	builder.WriteString(", ")
 	if v := _m.StartedAt; v != nil {
 		builder.WriteString("started_at=")
 		builder.WriteString(v.Format(time.ANSIC))
@@ -285,6 +310,11 @@ func (_m *DoneJob) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("result=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Result))
+	builder.WriteString(", ")
+	if v := _m.WorkerID; v != nil {
+		builder.WriteString("worker_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/docketq/docket/ent/entgen/donejob"
+	"github.com/google/uuid"
 )
 
 // DoneJobCreate is the builder for creating a DoneJob entity.
@@ -155,6 +156,12 @@ func (_c *DoneJobCreate) SetNillableWorkflowID(v *int64) *DoneJobCreate {
 	return _c
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_c *DoneJobCreate) SetAttemptLog(v json.RawMessage) *DoneJobCreate {
+	_c.mutation.SetAttemptLog(v)
+	return _c
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_c *DoneJobCreate) SetStartedAt(v time.Time) *DoneJobCreate {
 	_c.mutation.SetStartedAt(v)
@@ -178,6 +185,20 @@ func (_c *DoneJobCreate) SetFinishedAt(v time.Time) *DoneJobCreate {
 // SetResult sets the "result" field.
 func (_c *DoneJobCreate) SetResult(v json.RawMessage) *DoneJobCreate {
 	_c.mutation.SetResult(v)
+	return _c
+}
+
+// SetWorkerID sets the "worker_id" field.
+func (_c *DoneJobCreate) SetWorkerID(v uuid.UUID) *DoneJobCreate {
+	_c.mutation.SetWorkerID(v)
+	return _c
+}
+
+// SetNillableWorkerID sets the "worker_id" field if the given value is not nil.
+func (_c *DoneJobCreate) SetNillableWorkerID(v *uuid.UUID) *DoneJobCreate {
+	if v != nil {
+		_c.SetWorkerID(*v)
+	}
 	return _c
 }
 
@@ -356,6 +377,10 @@ func (_c *DoneJobCreate) createSpec() (*DoneJob, *sqlgraph.CreateSpec) {
 		_spec.SetField(donejob.FieldWorkflowID, field.TypeInt64, value)
 		_node.WorkflowID = &value
 	}
+	if value, ok := _c.mutation.AttemptLog(); ok {
+		_spec.SetField(donejob.FieldAttemptLog, field.TypeJSON, value)
+		_node.AttemptLog = value
+	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)
 		_node.StartedAt = &value
@@ -367,6 +392,10 @@ func (_c *DoneJobCreate) createSpec() (*DoneJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Result(); ok {
 		_spec.SetField(donejob.FieldResult, field.TypeJSON, value)
 		_node.Result = value
+	}
+	if value, ok := _c.mutation.WorkerID(); ok {
+		_spec.SetField(donejob.FieldWorkerID, field.TypeUUID, value)
+		_node.WorkerID = &value
 	}
 	return _node, _spec
 }

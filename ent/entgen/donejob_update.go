@@ -15,6 +15,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/docketq/docket/ent/entgen/donejob"
 	"github.com/docketq/docket/ent/entgen/predicate"
+	"github.com/google/uuid"
 )
 
 // DoneJobUpdate is the builder for updating DoneJob entities.
@@ -240,6 +241,24 @@ func (_u *DoneJobUpdate) ClearWorkflowID() *DoneJobUpdate {
 	return _u
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *DoneJobUpdate) SetAttemptLog(v json.RawMessage) *DoneJobUpdate {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *DoneJobUpdate) AppendAttemptLog(v json.RawMessage) *DoneJobUpdate {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *DoneJobUpdate) ClearAttemptLog() *DoneJobUpdate {
+	_u.mutation.ClearAttemptLog()
+	return _u
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_u *DoneJobUpdate) SetStartedAt(v time.Time) *DoneJobUpdate {
 	_u.mutation.SetStartedAt(v)
@@ -289,6 +308,26 @@ func (_u *DoneJobUpdate) AppendResult(v json.RawMessage) *DoneJobUpdate {
 // ClearResult clears the value of the "result" field.
 func (_u *DoneJobUpdate) ClearResult() *DoneJobUpdate {
 	_u.mutation.ClearResult()
+	return _u
+}
+
+// SetWorkerID sets the "worker_id" field.
+func (_u *DoneJobUpdate) SetWorkerID(v uuid.UUID) *DoneJobUpdate {
+	_u.mutation.SetWorkerID(v)
+	return _u
+}
+
+// SetNillableWorkerID sets the "worker_id" field if the given value is not nil.
+func (_u *DoneJobUpdate) SetNillableWorkerID(v *uuid.UUID) *DoneJobUpdate {
+	if v != nil {
+		_u.SetWorkerID(*v)
+	}
+	return _u
+}
+
+// ClearWorkerID clears the value of the "worker_id" field.
+func (_u *DoneJobUpdate) ClearWorkerID() *DoneJobUpdate {
+	_u.mutation.ClearWorkerID()
 	return _u
 }
 
@@ -398,6 +437,17 @@ func (_u *DoneJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(donejob.FieldWorkflowID, field.TypeInt64)
 	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(donejob.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, donejob.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(donejob.FieldAttemptLog, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)
 	}
@@ -417,6 +467,12 @@ func (_u *DoneJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ResultCleared() {
 		_spec.ClearField(donejob.FieldResult, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkerID(); ok {
+		_spec.SetField(donejob.FieldWorkerID, field.TypeUUID, value)
+	}
+	if _u.mutation.WorkerIDCleared() {
+		_spec.ClearField(donejob.FieldWorkerID, field.TypeUUID)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -648,6 +704,24 @@ func (_u *DoneJobUpdateOne) ClearWorkflowID() *DoneJobUpdateOne {
 	return _u
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *DoneJobUpdateOne) SetAttemptLog(v json.RawMessage) *DoneJobUpdateOne {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *DoneJobUpdateOne) AppendAttemptLog(v json.RawMessage) *DoneJobUpdateOne {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *DoneJobUpdateOne) ClearAttemptLog() *DoneJobUpdateOne {
+	_u.mutation.ClearAttemptLog()
+	return _u
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_u *DoneJobUpdateOne) SetStartedAt(v time.Time) *DoneJobUpdateOne {
 	_u.mutation.SetStartedAt(v)
@@ -697,6 +771,26 @@ func (_u *DoneJobUpdateOne) AppendResult(v json.RawMessage) *DoneJobUpdateOne {
 // ClearResult clears the value of the "result" field.
 func (_u *DoneJobUpdateOne) ClearResult() *DoneJobUpdateOne {
 	_u.mutation.ClearResult()
+	return _u
+}
+
+// SetWorkerID sets the "worker_id" field.
+func (_u *DoneJobUpdateOne) SetWorkerID(v uuid.UUID) *DoneJobUpdateOne {
+	_u.mutation.SetWorkerID(v)
+	return _u
+}
+
+// SetNillableWorkerID sets the "worker_id" field if the given value is not nil.
+func (_u *DoneJobUpdateOne) SetNillableWorkerID(v *uuid.UUID) *DoneJobUpdateOne {
+	if v != nil {
+		_u.SetWorkerID(*v)
+	}
+	return _u
+}
+
+// ClearWorkerID clears the value of the "worker_id" field.
+func (_u *DoneJobUpdateOne) ClearWorkerID() *DoneJobUpdateOne {
+	_u.mutation.ClearWorkerID()
 	return _u
 }
 
@@ -836,6 +930,17 @@ func (_u *DoneJobUpdateOne) sqlSave(ctx context.Context) (_node *DoneJob, err er
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(donejob.FieldWorkflowID, field.TypeInt64)
 	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(donejob.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, donejob.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(donejob.FieldAttemptLog, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.StartedAt(); ok {
 		_spec.SetField(donejob.FieldStartedAt, field.TypeTime, value)
 	}
@@ -855,6 +960,12 @@ func (_u *DoneJobUpdateOne) sqlSave(ctx context.Context) (_node *DoneJob, err er
 	}
 	if _u.mutation.ResultCleared() {
 		_spec.ClearField(donejob.FieldResult, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.WorkerID(); ok {
+		_spec.SetField(donejob.FieldWorkerID, field.TypeUUID, value)
+	}
+	if _u.mutation.WorkerIDCleared() {
+		_spec.ClearField(donejob.FieldWorkerID, field.TypeUUID)
 	}
 	_node = &DoneJob{config: _u.config}
 	_spec.Assign = _node.assignValues

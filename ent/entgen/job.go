@@ -46,6 +46,8 @@ type Job struct {
 	Meta map[string]string `json:"meta,omitempty"`
 	// The workflow the job belongs to, if any (docket_workflows).
 	WorkflowID *int64 `json:"workflow_id,omitempty"`
+	// The job's ended runs, oldest first (admin.Jobs.Attempts reads them); null before the first.
+	AttemptLog json.RawMessage `json:"attempt_log,omitempty"`
 	// scheduled (future run_at), ready (due), running (claimed) or waiting (behind its serial key's head, for its workflow parents, or for its child workflow).
 	State job.State `json:"state,omitempty"`
 	// Claim order inside a priority; drawn each time the job becomes ready.
@@ -78,7 +80,7 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case job.FieldLockedBy:
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
-		case job.FieldPayload, job.FieldMeta:
+		case job.FieldPayload, job.FieldMeta, job.FieldAttemptLog:
 			values[i] = new([]byte)
 		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldWorkflowID, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq, job.FieldChildWorkflowID, job.FieldParentStepID:
 			values[i] = new(sql.NullInt64)
@@ -191,6 +193,14 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.WorkflowID = new(int64)
 				*_m.WorkflowID = value.Int64
+			}
+		case job.FieldAttemptLog:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt_log", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.AttemptLog); err != nil {
+					return fmt.Errorf("unmarshal field attempt_log: %w", err)
+				}
 			}
 		case job.FieldState:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -347,6 +357,9 @@ func (_m *Job) String() string {
 		builder.WriteString("workflow_id=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("attempt_log=")
+	builder.WriteString(fmt.Sprintf("%v", _m.AttemptLog))
 	builder.WriteString(", ")
 	builder.WriteString("state=")
 	builder.WriteString(fmt.Sprintf("%v", _m.State))

@@ -156,6 +156,12 @@ func (_c *JobCreate) SetNillableWorkflowID(v *int64) *JobCreate {
 	return _c
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_c *JobCreate) SetAttemptLog(v json.RawMessage) *JobCreate {
+	_c.mutation.SetAttemptLog(v)
+	return _c
+}
+
 // SetState sets the "state" field.
 func (_c *JobCreate) SetState(v job.State) *JobCreate {
 	_c.mutation.SetState(v)
@@ -488,6 +494,10 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.WorkflowID(); ok {
 		_spec.SetField(job.FieldWorkflowID, field.TypeInt64, value)
 		_node.WorkflowID = &value
+	}
+	if value, ok := _c.mutation.AttemptLog(); ok {
+		_spec.SetField(job.FieldAttemptLog, field.TypeJSON, value)
+		_node.AttemptLog = value
 	}
 	if value, ok := _c.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)

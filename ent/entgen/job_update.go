@@ -241,6 +241,24 @@ func (_u *JobUpdate) ClearWorkflowID() *JobUpdate {
 	return _u
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *JobUpdate) SetAttemptLog(v json.RawMessage) *JobUpdate {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *JobUpdate) AppendAttemptLog(v json.RawMessage) *JobUpdate {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *JobUpdate) ClearAttemptLog() *JobUpdate {
+	_u.mutation.ClearAttemptLog()
+	return _u
+}
+
 // SetState sets the "state" field.
 func (_u *JobUpdate) SetState(v job.State) *JobUpdate {
 	_u.mutation.SetState(v)
@@ -603,6 +621,17 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(job.FieldWorkflowID, field.TypeInt64)
 	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(job.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, job.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(job.FieldAttemptLog, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)
 	}
@@ -905,6 +934,24 @@ func (_u *JobUpdateOne) AddWorkflowID(v int64) *JobUpdateOne {
 // ClearWorkflowID clears the value of the "workflow_id" field.
 func (_u *JobUpdateOne) ClearWorkflowID() *JobUpdateOne {
 	_u.mutation.ClearWorkflowID()
+	return _u
+}
+
+// SetAttemptLog sets the "attempt_log" field.
+func (_u *JobUpdateOne) SetAttemptLog(v json.RawMessage) *JobUpdateOne {
+	_u.mutation.SetAttemptLog(v)
+	return _u
+}
+
+// AppendAttemptLog appends value to the "attempt_log" field.
+func (_u *JobUpdateOne) AppendAttemptLog(v json.RawMessage) *JobUpdateOne {
+	_u.mutation.AppendAttemptLog(v)
+	return _u
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (_u *JobUpdateOne) ClearAttemptLog() *JobUpdateOne {
+	_u.mutation.ClearAttemptLog()
 	return _u
 }
 
@@ -1299,6 +1346,17 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.WorkflowIDCleared() {
 		_spec.ClearField(job.FieldWorkflowID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.AttemptLog(); ok {
+		_spec.SetField(job.FieldAttemptLog, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedAttemptLog(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, job.FieldAttemptLog, value)
+		})
+	}
+	if _u.mutation.AttemptLogCleared() {
+		_spec.ClearField(job.FieldAttemptLog, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.State(); ok {
 		_spec.SetField(job.FieldState, field.TypeEnum, value)

@@ -38,36 +38,38 @@ const (
 // DeadJobMutation represents an operation that mutates the DeadJob nodes in the graph.
 type DeadJobMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *int64
-	queue           *string
-	kind            *string
-	priority        *int
-	addpriority     *int
-	tenant          *string
-	serial_key      *string
-	unique_key      *string
-	attempts        *int
-	addattempts     *int
-	max_attempts    *int
-	addmax_attempts *int
-	created_at      *time.Time
-	run_at          *time.Time
-	payload         *json.RawMessage
-	appendpayload   json.RawMessage
-	meta            *map[string]string
-	workflow_id     *int64
-	addworkflow_id  *int64
-	dead_at         *time.Time
-	reason          *string
-	last_error      *string
-	result          *json.RawMessage
-	appendresult    json.RawMessage
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*DeadJob, error)
-	predicates      []predicate.DeadJob
+	op                Op
+	typ               string
+	id                *int64
+	queue             *string
+	kind              *string
+	priority          *int
+	addpriority       *int
+	tenant            *string
+	serial_key        *string
+	unique_key        *string
+	attempts          *int
+	addattempts       *int
+	max_attempts      *int
+	addmax_attempts   *int
+	created_at        *time.Time
+	run_at            *time.Time
+	payload           *json.RawMessage
+	appendpayload     json.RawMessage
+	meta              *map[string]string
+	workflow_id       *int64
+	addworkflow_id    *int64
+	attempt_log       *json.RawMessage
+	appendattempt_log json.RawMessage
+	dead_at           *time.Time
+	reason            *string
+	last_error        *string
+	result            *json.RawMessage
+	appendresult      json.RawMessage
+	clearedFields     map[string]struct{}
+	done              bool
+	oldValue          func(context.Context) (*DeadJob, error)
+	predicates        []predicate.DeadJob
 }
 
 var _ ent.Mutation = (*DeadJobMutation)(nil)
@@ -790,6 +792,71 @@ func (m *DeadJobMutation) ResetWorkflowID() {
 	delete(m.clearedFields, deadjob.FieldWorkflowID)
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (m *DeadJobMutation) SetAttemptLog(jm json.RawMessage) {
+	m.attempt_log = &jm
+	m.appendattempt_log = nil
+}
+
+// AttemptLog returns the value of the "attempt_log" field in the mutation.
+func (m *DeadJobMutation) AttemptLog() (r json.RawMessage, exists bool) {
+	v := m.attempt_log
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttemptLog returns the old "attempt_log" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldAttemptLog(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttemptLog is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttemptLog requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttemptLog: %w", err)
+	}
+	return oldValue.AttemptLog, nil
+}
+
+// AppendAttemptLog adds jm to the "attempt_log" field.
+func (m *DeadJobMutation) AppendAttemptLog(jm json.RawMessage) {
+	m.appendattempt_log = append(m.appendattempt_log, jm...)
+}
+
+// AppendedAttemptLog returns the list of values that were appended to the "attempt_log" field in this mutation.
+func (m *DeadJobMutation) AppendedAttemptLog() (json.RawMessage, bool) {
+	if len(m.appendattempt_log) == 0 {
+		return nil, false
+	}
+	return m.appendattempt_log, true
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (m *DeadJobMutation) ClearAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	m.clearedFields[deadjob.FieldAttemptLog] = struct{}{}
+}
+
+// AttemptLogCleared returns if the "attempt_log" field was cleared in this mutation.
+func (m *DeadJobMutation) AttemptLogCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldAttemptLog]
+	return ok
+}
+
+// ResetAttemptLog resets all changes to the "attempt_log" field.
+func (m *DeadJobMutation) ResetAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	delete(m.clearedFields, deadjob.FieldAttemptLog)
+}
+
 // SetDeadAt sets the "dead_at" field.
 func (m *DeadJobMutation) SetDeadAt(t time.Time) {
 	m.dead_at = &t
@@ -1010,7 +1077,7 @@ func (m *DeadJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DeadJobMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.queue != nil {
 		fields = append(fields, deadjob.FieldQueue)
 	}
@@ -1049,6 +1116,9 @@ func (m *DeadJobMutation) Fields() []string {
 	}
 	if m.workflow_id != nil {
 		fields = append(fields, deadjob.FieldWorkflowID)
+	}
+	if m.attempt_log != nil {
+		fields = append(fields, deadjob.FieldAttemptLog)
 	}
 	if m.dead_at != nil {
 		fields = append(fields, deadjob.FieldDeadAt)
@@ -1096,6 +1166,8 @@ func (m *DeadJobMutation) Field(name string) (ent.Value, bool) {
 		return m.Meta()
 	case deadjob.FieldWorkflowID:
 		return m.WorkflowID()
+	case deadjob.FieldAttemptLog:
+		return m.AttemptLog()
 	case deadjob.FieldDeadAt:
 		return m.DeadAt()
 	case deadjob.FieldReason:
@@ -1139,6 +1211,8 @@ func (m *DeadJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldMeta(ctx)
 	case deadjob.FieldWorkflowID:
 		return m.OldWorkflowID(ctx)
+	case deadjob.FieldAttemptLog:
+		return m.OldAttemptLog(ctx)
 	case deadjob.FieldDeadAt:
 		return m.OldDeadAt(ctx)
 	case deadjob.FieldReason:
@@ -1246,6 +1320,13 @@ func (m *DeadJobMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetWorkflowID(v)
+		return nil
+	case deadjob.FieldAttemptLog:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttemptLog(v)
 		return nil
 	case deadjob.FieldDeadAt:
 		v, ok := value.(time.Time)
@@ -1368,6 +1449,9 @@ func (m *DeadJobMutation) ClearedFields() []string {
 	if m.FieldCleared(deadjob.FieldWorkflowID) {
 		fields = append(fields, deadjob.FieldWorkflowID)
 	}
+	if m.FieldCleared(deadjob.FieldAttemptLog) {
+		fields = append(fields, deadjob.FieldAttemptLog)
+	}
 	if m.FieldCleared(deadjob.FieldLastError) {
 		fields = append(fields, deadjob.FieldLastError)
 	}
@@ -1399,6 +1483,9 @@ func (m *DeadJobMutation) ClearField(name string) error {
 		return nil
 	case deadjob.FieldWorkflowID:
 		m.ClearWorkflowID()
+		return nil
+	case deadjob.FieldAttemptLog:
+		m.ClearAttemptLog()
 		return nil
 	case deadjob.FieldLastError:
 		m.ClearLastError()
@@ -1452,6 +1539,9 @@ func (m *DeadJobMutation) ResetField(name string) error {
 		return nil
 	case deadjob.FieldWorkflowID:
 		m.ResetWorkflowID()
+		return nil
+	case deadjob.FieldAttemptLog:
+		m.ResetAttemptLog()
 		return nil
 	case deadjob.FieldDeadAt:
 		m.ResetDeadAt()
@@ -1520,35 +1610,38 @@ func (m *DeadJobMutation) ResetEdge(name string) error {
 // DoneJobMutation represents an operation that mutates the DoneJob nodes in the graph.
 type DoneJobMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *int64
-	queue           *string
-	kind            *string
-	priority        *int
-	addpriority     *int
-	tenant          *string
-	serial_key      *string
-	unique_key      *string
-	attempts        *int
-	addattempts     *int
-	max_attempts    *int
-	addmax_attempts *int
-	created_at      *time.Time
-	run_at          *time.Time
-	payload         *json.RawMessage
-	appendpayload   json.RawMessage
-	meta            *map[string]string
-	workflow_id     *int64
-	addworkflow_id  *int64
-	started_at      *time.Time
-	finished_at     *time.Time
-	result          *json.RawMessage
-	appendresult    json.RawMessage
-	clearedFields   map[string]struct{}
-	done            bool
-	oldValue        func(context.Context) (*DoneJob, error)
-	predicates      []predicate.DoneJob
+	op                Op
+	typ               string
+	id                *int64
+	queue             *string
+	kind              *string
+	priority          *int
+	addpriority       *int
+	tenant            *string
+	serial_key        *string
+	unique_key        *string
+	attempts          *int
+	addattempts       *int
+	max_attempts      *int
+	addmax_attempts   *int
+	created_at        *time.Time
+	run_at            *time.Time
+	payload           *json.RawMessage
+	appendpayload     json.RawMessage
+	meta              *map[string]string
+	workflow_id       *int64
+	addworkflow_id    *int64
+	attempt_log       *json.RawMessage
+	appendattempt_log json.RawMessage
+	started_at        *time.Time
+	finished_at       *time.Time
+	result            *json.RawMessage
+	appendresult      json.RawMessage
+	worker_id         *uuid.UUID
+	clearedFields     map[string]struct{}
+	done              bool
+	oldValue          func(context.Context) (*DoneJob, error)
+	predicates        []predicate.DoneJob
 }
 
 var _ ent.Mutation = (*DoneJobMutation)(nil)
@@ -2271,6 +2364,71 @@ func (m *DoneJobMutation) ResetWorkflowID() {
 	delete(m.clearedFields, donejob.FieldWorkflowID)
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (m *DoneJobMutation) SetAttemptLog(jm json.RawMessage) {
+	m.attempt_log = &jm
+	m.appendattempt_log = nil
+}
+
+// AttemptLog returns the value of the "attempt_log" field in the mutation.
+func (m *DoneJobMutation) AttemptLog() (r json.RawMessage, exists bool) {
+	v := m.attempt_log
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttemptLog returns the old "attempt_log" field's value of the DoneJob entity.
+// If the DoneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DoneJobMutation) OldAttemptLog(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttemptLog is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttemptLog requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttemptLog: %w", err)
+	}
+	return oldValue.AttemptLog, nil
+}
+
+// AppendAttemptLog adds jm to the "attempt_log" field.
+func (m *DoneJobMutation) AppendAttemptLog(jm json.RawMessage) {
+	m.appendattempt_log = append(m.appendattempt_log, jm...)
+}
+
+// AppendedAttemptLog returns the list of values that were appended to the "attempt_log" field in this mutation.
+func (m *DoneJobMutation) AppendedAttemptLog() (json.RawMessage, bool) {
+	if len(m.appendattempt_log) == 0 {
+		return nil, false
+	}
+	return m.appendattempt_log, true
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (m *DoneJobMutation) ClearAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	m.clearedFields[donejob.FieldAttemptLog] = struct{}{}
+}
+
+// AttemptLogCleared returns if the "attempt_log" field was cleared in this mutation.
+func (m *DoneJobMutation) AttemptLogCleared() bool {
+	_, ok := m.clearedFields[donejob.FieldAttemptLog]
+	return ok
+}
+
+// ResetAttemptLog resets all changes to the "attempt_log" field.
+func (m *DoneJobMutation) ResetAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	delete(m.clearedFields, donejob.FieldAttemptLog)
+}
+
 // SetStartedAt sets the "started_at" field.
 func (m *DoneJobMutation) SetStartedAt(t time.Time) {
 	m.started_at = &t
@@ -2421,6 +2579,55 @@ func (m *DoneJobMutation) ResetResult() {
 	delete(m.clearedFields, donejob.FieldResult)
 }
 
+// SetWorkerID sets the "worker_id" field.
+func (m *DoneJobMutation) SetWorkerID(u uuid.UUID) {
+	m.worker_id = &u
+}
+
+// WorkerID returns the value of the "worker_id" field in the mutation.
+func (m *DoneJobMutation) WorkerID() (r uuid.UUID, exists bool) {
+	v := m.worker_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWorkerID returns the old "worker_id" field's value of the DoneJob entity.
+// If the DoneJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DoneJobMutation) OldWorkerID(ctx context.Context) (v *uuid.UUID, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWorkerID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWorkerID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWorkerID: %w", err)
+	}
+	return oldValue.WorkerID, nil
+}
+
+// ClearWorkerID clears the value of the "worker_id" field.
+func (m *DoneJobMutation) ClearWorkerID() {
+	m.worker_id = nil
+	m.clearedFields[donejob.FieldWorkerID] = struct{}{}
+}
+
+// WorkerIDCleared returns if the "worker_id" field was cleared in this mutation.
+func (m *DoneJobMutation) WorkerIDCleared() bool {
+	_, ok := m.clearedFields[donejob.FieldWorkerID]
+	return ok
+}
+
+// ResetWorkerID resets all changes to the "worker_id" field.
+func (m *DoneJobMutation) ResetWorkerID() {
+	m.worker_id = nil
+	delete(m.clearedFields, donejob.FieldWorkerID)
+}
+
 // Where appends a list predicates to the DoneJobMutation builder.
 func (m *DoneJobMutation) Where(ps ...predicate.DoneJob) {
 	m.predicates = append(m.predicates, ps...)
@@ -2455,7 +2662,7 @@ func (m *DoneJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DoneJobMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 18)
 	if m.queue != nil {
 		fields = append(fields, donejob.FieldQueue)
 	}
@@ -2495,6 +2702,9 @@ func (m *DoneJobMutation) Fields() []string {
 	if m.workflow_id != nil {
 		fields = append(fields, donejob.FieldWorkflowID)
 	}
+	if m.attempt_log != nil {
+		fields = append(fields, donejob.FieldAttemptLog)
+	}
 	if m.started_at != nil {
 		fields = append(fields, donejob.FieldStartedAt)
 	}
@@ -2503,6 +2713,9 @@ func (m *DoneJobMutation) Fields() []string {
 	}
 	if m.result != nil {
 		fields = append(fields, donejob.FieldResult)
+	}
+	if m.worker_id != nil {
+		fields = append(fields, donejob.FieldWorkerID)
 	}
 	return fields
 }
@@ -2538,12 +2751,16 @@ func (m *DoneJobMutation) Field(name string) (ent.Value, bool) {
 		return m.Meta()
 	case donejob.FieldWorkflowID:
 		return m.WorkflowID()
+	case donejob.FieldAttemptLog:
+		return m.AttemptLog()
 	case donejob.FieldStartedAt:
 		return m.StartedAt()
 	case donejob.FieldFinishedAt:
 		return m.FinishedAt()
 	case donejob.FieldResult:
 		return m.Result()
+	case donejob.FieldWorkerID:
+		return m.WorkerID()
 	}
 	return nil, false
 }
@@ -2579,12 +2796,16 @@ func (m *DoneJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldMeta(ctx)
 	case donejob.FieldWorkflowID:
 		return m.OldWorkflowID(ctx)
+	case donejob.FieldAttemptLog:
+		return m.OldAttemptLog(ctx)
 	case donejob.FieldStartedAt:
 		return m.OldStartedAt(ctx)
 	case donejob.FieldFinishedAt:
 		return m.OldFinishedAt(ctx)
 	case donejob.FieldResult:
 		return m.OldResult(ctx)
+	case donejob.FieldWorkerID:
+		return m.OldWorkerID(ctx)
 	}
 	return nil, fmt.Errorf("unknown DoneJob field %s", name)
 }
@@ -2685,6 +2906,13 @@ func (m *DoneJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetWorkflowID(v)
 		return nil
+	case donejob.FieldAttemptLog:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttemptLog(v)
+		return nil
 	case donejob.FieldStartedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -2705,6 +2933,13 @@ func (m *DoneJobMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetResult(v)
+		return nil
+	case donejob.FieldWorkerID:
+		v, ok := value.(uuid.UUID)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWorkerID(v)
 		return nil
 	}
 	return fmt.Errorf("unknown DoneJob field %s", name)
@@ -2799,11 +3034,17 @@ func (m *DoneJobMutation) ClearedFields() []string {
 	if m.FieldCleared(donejob.FieldWorkflowID) {
 		fields = append(fields, donejob.FieldWorkflowID)
 	}
+	if m.FieldCleared(donejob.FieldAttemptLog) {
+		fields = append(fields, donejob.FieldAttemptLog)
+	}
 	if m.FieldCleared(donejob.FieldStartedAt) {
 		fields = append(fields, donejob.FieldStartedAt)
 	}
 	if m.FieldCleared(donejob.FieldResult) {
 		fields = append(fields, donejob.FieldResult)
+	}
+	if m.FieldCleared(donejob.FieldWorkerID) {
+		fields = append(fields, donejob.FieldWorkerID)
 	}
 	return fields
 }
@@ -2831,11 +3072,17 @@ func (m *DoneJobMutation) ClearField(name string) error {
 	case donejob.FieldWorkflowID:
 		m.ClearWorkflowID()
 		return nil
+	case donejob.FieldAttemptLog:
+		m.ClearAttemptLog()
+		return nil
 	case donejob.FieldStartedAt:
 		m.ClearStartedAt()
 		return nil
 	case donejob.FieldResult:
 		m.ClearResult()
+		return nil
+	case donejob.FieldWorkerID:
+		m.ClearWorkerID()
 		return nil
 	}
 	return fmt.Errorf("unknown DoneJob nullable field %s", name)
@@ -2884,6 +3131,9 @@ func (m *DoneJobMutation) ResetField(name string) error {
 	case donejob.FieldWorkflowID:
 		m.ResetWorkflowID()
 		return nil
+	case donejob.FieldAttemptLog:
+		m.ResetAttemptLog()
+		return nil
 	case donejob.FieldStartedAt:
 		m.ResetStartedAt()
 		return nil
@@ -2892,6 +3142,9 @@ func (m *DoneJobMutation) ResetField(name string) error {
 		return nil
 	case donejob.FieldResult:
 		m.ResetResult()
+		return nil
+	case donejob.FieldWorkerID:
+		m.ResetWorkerID()
 		return nil
 	}
 	return fmt.Errorf("unknown DoneJob field %s", name)
@@ -2969,6 +3222,8 @@ type JobMutation struct {
 	meta                 *map[string]string
 	workflow_id          *int64
 	addworkflow_id       *int64
+	attempt_log          *json.RawMessage
+	appendattempt_log    json.RawMessage
 	state                *job.State
 	ready_seq            *int64
 	addready_seq         *int64
@@ -3711,6 +3966,71 @@ func (m *JobMutation) ResetWorkflowID() {
 	delete(m.clearedFields, job.FieldWorkflowID)
 }
 
+// SetAttemptLog sets the "attempt_log" field.
+func (m *JobMutation) SetAttemptLog(jm json.RawMessage) {
+	m.attempt_log = &jm
+	m.appendattempt_log = nil
+}
+
+// AttemptLog returns the value of the "attempt_log" field in the mutation.
+func (m *JobMutation) AttemptLog() (r json.RawMessage, exists bool) {
+	v := m.attempt_log
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttemptLog returns the old "attempt_log" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldAttemptLog(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttemptLog is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttemptLog requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttemptLog: %w", err)
+	}
+	return oldValue.AttemptLog, nil
+}
+
+// AppendAttemptLog adds jm to the "attempt_log" field.
+func (m *JobMutation) AppendAttemptLog(jm json.RawMessage) {
+	m.appendattempt_log = append(m.appendattempt_log, jm...)
+}
+
+// AppendedAttemptLog returns the list of values that were appended to the "attempt_log" field in this mutation.
+func (m *JobMutation) AppendedAttemptLog() (json.RawMessage, bool) {
+	if len(m.appendattempt_log) == 0 {
+		return nil, false
+	}
+	return m.appendattempt_log, true
+}
+
+// ClearAttemptLog clears the value of the "attempt_log" field.
+func (m *JobMutation) ClearAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	m.clearedFields[job.FieldAttemptLog] = struct{}{}
+}
+
+// AttemptLogCleared returns if the "attempt_log" field was cleared in this mutation.
+func (m *JobMutation) AttemptLogCleared() bool {
+	_, ok := m.clearedFields[job.FieldAttemptLog]
+	return ok
+}
+
+// ResetAttemptLog resets all changes to the "attempt_log" field.
+func (m *JobMutation) ResetAttemptLog() {
+	m.attempt_log = nil
+	m.appendattempt_log = nil
+	delete(m.clearedFields, job.FieldAttemptLog)
+}
+
 // SetState sets the "state" field.
 func (m *JobMutation) SetState(j job.State) {
 	m.state = &j
@@ -4362,7 +4682,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 24)
+	fields := make([]string, 0, 25)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -4401,6 +4721,9 @@ func (m *JobMutation) Fields() []string {
 	}
 	if m.workflow_id != nil {
 		fields = append(fields, job.FieldWorkflowID)
+	}
+	if m.attempt_log != nil {
+		fields = append(fields, job.FieldAttemptLog)
 	}
 	if m.state != nil {
 		fields = append(fields, job.FieldState)
@@ -4469,6 +4792,8 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.Meta()
 	case job.FieldWorkflowID:
 		return m.WorkflowID()
+	case job.FieldAttemptLog:
+		return m.AttemptLog()
 	case job.FieldState:
 		return m.State()
 	case job.FieldReadySeq:
@@ -4526,6 +4851,8 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldMeta(ctx)
 	case job.FieldWorkflowID:
 		return m.OldWorkflowID(ctx)
+	case job.FieldAttemptLog:
+		return m.OldAttemptLog(ctx)
 	case job.FieldState:
 		return m.OldState(ctx)
 	case job.FieldReadySeq:
@@ -4647,6 +4974,13 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetWorkflowID(v)
+		return nil
+	case job.FieldAttemptLog:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttemptLog(v)
 		return nil
 	case job.FieldState:
 		v, ok := value.(job.State)
@@ -4878,6 +5212,9 @@ func (m *JobMutation) ClearedFields() []string {
 	if m.FieldCleared(job.FieldWorkflowID) {
 		fields = append(fields, job.FieldWorkflowID)
 	}
+	if m.FieldCleared(job.FieldAttemptLog) {
+		fields = append(fields, job.FieldAttemptLog)
+	}
 	if m.FieldCleared(job.FieldLockedBy) {
 		fields = append(fields, job.FieldLockedBy)
 	}
@@ -4930,6 +5267,9 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldWorkflowID:
 		m.ClearWorkflowID()
+		return nil
+	case job.FieldAttemptLog:
+		m.ClearAttemptLog()
 		return nil
 	case job.FieldLockedBy:
 		m.ClearLockedBy()
@@ -5004,6 +5344,9 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldWorkflowID:
 		m.ResetWorkflowID()
+		return nil
+	case job.FieldAttemptLog:
+		m.ResetAttemptLog()
 		return nil
 	case job.FieldState:
 		m.ResetState()

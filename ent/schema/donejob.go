@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+	"github.com/google/uuid"
 )
 
 // DoneJob is docket_jobs_done, the history of finished jobs, range
@@ -31,6 +32,8 @@ func (DoneJob) Fields() []ent.Field {
 			Comment("When the job completed; the partition key."),
 		field.JSON("result", json.RawMessage{}).Optional().
 			Comment("What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data."),
+		field.UUID("worker_id", uuid.UUID{}).Optional().Nillable().
+			Comment("The worker process whose run completed the job."),
 	}
 }
 

@@ -57,6 +57,8 @@ func (JobMixin) Fields() []ent.Field {
 			Comment("Small metadata (trace context, schedule name); may be logged."),
 		field.Int64("workflow_id").Optional().Nillable().
 			Comment("The workflow the job belongs to, if any (docket_workflows)."),
+		field.JSON("attempt_log", json.RawMessage{}).Optional().
+			Comment("The job's ended runs, oldest first (admin.Jobs.Attempts reads them); null before the first."),
 	}
 }
 

@@ -37,6 +37,8 @@ const (
 	FieldMeta = "meta"
 	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
 	FieldWorkflowID = "workflow_id"
+	// FieldAttemptLog holds the string denoting the attempt_log field in the database.
+	FieldAttemptLog = "attempt_log"
 	// FieldDeadAt holds the string denoting the dead_at field in the database.
 	FieldDeadAt = "dead_at"
 	// FieldReason holds the string denoting the reason field in the database.
@@ -65,6 +67,7 @@ var Columns = []string{
 	FieldPayload,
 	FieldMeta,
 	FieldWorkflowID,
+	FieldAttemptLog,
 	FieldDeadAt,
 	FieldReason,
 	FieldLastError,

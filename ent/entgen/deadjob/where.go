@@ -729,6 +729,16 @@ func WorkflowIDNotNil() predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldNotNull(FieldWorkflowID))
 }
 
+// AttemptLogIsNil applies the IsNil predicate on the "attempt_log" field.
+func AttemptLogIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldAttemptLog))
+}
+
+// AttemptLogNotNil applies the NotNil predicate on the "attempt_log" field.
+func AttemptLogNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldAttemptLog))
+}
+
 // DeadAtEQ applies the EQ predicate on the "dead_at" field.
 func DeadAtEQ(v time.Time) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldEQ(FieldDeadAt, v))

@@ -37,12 +37,16 @@ const (
 	FieldMeta = "meta"
 	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
 	FieldWorkflowID = "workflow_id"
+	// FieldAttemptLog holds the string denoting the attempt_log field in the database.
+	FieldAttemptLog = "attempt_log"
 	// FieldStartedAt holds the string denoting the started_at field in the database.
 	FieldStartedAt = "started_at"
 	// FieldFinishedAt holds the string denoting the finished_at field in the database.
 	FieldFinishedAt = "finished_at"
 	// FieldResult holds the string denoting the result field in the database.
 	FieldResult = "result"
+	// FieldWorkerID holds the string denoting the worker_id field in the database.
+	FieldWorkerID = "worker_id"
 	// Table holds the table name of the donejob in the database.
 	Table = "docket_jobs_done"
 )
@@ -63,9 +67,11 @@ var Columns = []string{
 	FieldPayload,
 	FieldMeta,
 	FieldWorkflowID,
+	FieldAttemptLog,
 	FieldStartedAt,
 	FieldFinishedAt,
 	FieldResult,
+	FieldWorkerID,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -160,4 +166,9 @@ func ByStartedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByFinishedAt orders the results by the finished_at field.
 func ByFinishedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldFinishedAt, opts...).ToFunc()
+}
+
+// ByWorkerID orders the results by the worker_id field.
+func ByWorkerID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWorkerID, opts...).ToFunc()
 }

@@ -7,6 +7,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/docketq/docket/ent/entgen/predicate"
+	"github.com/google/uuid"
 )
 
 // ID filters vertices based on their ID field.
@@ -117,6 +118,11 @@ func StartedAt(v time.Time) predicate.DoneJob {
 // FinishedAt applies equality check predicate on the "finished_at" field. It's identical to FinishedAtEQ.
 func FinishedAt(v time.Time) predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldEQ(FieldFinishedAt, v))
+}
+
+// WorkerID applies equality check predicate on the "worker_id" field. It's identical to WorkerIDEQ.
+func WorkerID(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldEQ(FieldWorkerID, v))
 }
 
 // QueueEQ applies the EQ predicate on the "queue" field.
@@ -724,6 +730,16 @@ func WorkflowIDNotNil() predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldNotNull(FieldWorkflowID))
 }
 
+// AttemptLogIsNil applies the IsNil predicate on the "attempt_log" field.
+func AttemptLogIsNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIsNull(FieldAttemptLog))
+}
+
+// AttemptLogNotNil applies the NotNil predicate on the "attempt_log" field.
+func AttemptLogNotNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotNull(FieldAttemptLog))
+}
+
 // StartedAtEQ applies the EQ predicate on the "started_at" field.
 func StartedAtEQ(v time.Time) predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldEQ(FieldStartedAt, v))
@@ -822,6 +838,56 @@ func ResultIsNil() predicate.DoneJob {
 // ResultNotNil applies the NotNil predicate on the "result" field.
 func ResultNotNil() predicate.DoneJob {
 	return predicate.DoneJob(sql.FieldNotNull(FieldResult))
+}
+
+// WorkerIDEQ applies the EQ predicate on the "worker_id" field.
+func WorkerIDEQ(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldEQ(FieldWorkerID, v))
+}
+
+// WorkerIDNEQ applies the NEQ predicate on the "worker_id" field.
+func WorkerIDNEQ(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNEQ(FieldWorkerID, v))
+}
+
+// WorkerIDIn applies the In predicate on the "worker_id" field.
+func WorkerIDIn(vs ...uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIn(FieldWorkerID, vs...))
+}
+
+// WorkerIDNotIn applies the NotIn predicate on the "worker_id" field.
+func WorkerIDNotIn(vs ...uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotIn(FieldWorkerID, vs...))
+}
+
+// WorkerIDGT applies the GT predicate on the "worker_id" field.
+func WorkerIDGT(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldGT(FieldWorkerID, v))
+}
+
+// WorkerIDGTE applies the GTE predicate on the "worker_id" field.
+func WorkerIDGTE(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldGTE(FieldWorkerID, v))
+}
+
+// WorkerIDLT applies the LT predicate on the "worker_id" field.
+func WorkerIDLT(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldLT(FieldWorkerID, v))
+}
+
+// WorkerIDLTE applies the LTE predicate on the "worker_id" field.
+func WorkerIDLTE(v uuid.UUID) predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldLTE(FieldWorkerID, v))
+}
+
+// WorkerIDIsNil applies the IsNil predicate on the "worker_id" field.
+func WorkerIDIsNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldIsNull(FieldWorkerID))
+}
+
+// WorkerIDNotNil applies the NotNil predicate on the "worker_id" field.
+func WorkerIDNotNil() predicate.DoneJob {
+	return predicate.DoneJob(sql.FieldNotNull(FieldWorkerID))
 }
 
 // And groups predicates with the AND operator between them.

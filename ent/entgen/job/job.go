@@ -39,6 +39,8 @@ const (
 	FieldMeta = "meta"
 	// FieldWorkflowID holds the string denoting the workflow_id field in the database.
 	FieldWorkflowID = "workflow_id"
+	// FieldAttemptLog holds the string denoting the attempt_log field in the database.
+	FieldAttemptLog = "attempt_log"
 	// FieldState holds the string denoting the state field in the database.
 	FieldState = "state"
 	// FieldReadySeq holds the string denoting the ready_seq field in the database.
@@ -81,6 +83,7 @@ var Columns = []string{
 	FieldPayload,
 	FieldMeta,
 	FieldWorkflowID,
+	FieldAttemptLog,
 	FieldState,
 	FieldReadySeq,
 	FieldLockedBy,

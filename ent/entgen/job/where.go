@@ -765,6 +765,16 @@ func WorkflowIDNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldWorkflowID))
 }
 
+// AttemptLogIsNil applies the IsNil predicate on the "attempt_log" field.
+func AttemptLogIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldAttemptLog))
+}
+
+// AttemptLogNotNil applies the NotNil predicate on the "attempt_log" field.
+func AttemptLogNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldAttemptLog))
+}
+
 // StateEQ applies the EQ predicate on the "state" field.
 func StateEQ(v State) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldState, v))

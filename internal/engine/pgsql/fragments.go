@@ -7,25 +7,37 @@ import (
 )
 
 // DeadInsert moves the rows of CTE "gone" (deleted from docket_jobs, with
-// columns reason and err) into the dead-letter table. Outcomes, the reaper
-// and cancelling a job all end this way. A workflow job keeps its
-// workflow_id there, which its dependents' trigger reads as "failed"
-// (migration 014).
+// columns reason and err) into the dead-letter table, with their
+// attempt_log as it is. Outcomes, the reaper and cancelling a job all end
+// this way. A workflow job keeps its workflow_id there, which its
+// dependents' trigger reads as "failed" (migration 014).
 const DeadInsert = `INSERT INTO {{schema}}.docket_jobs_dead
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id)
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id
+	created_at, run_at, reason, err, payload, meta, workflow_id, attempt_log
 FROM gone
 RETURNING id`
 
-// DeadInsertResult is DeadInsert for outcomes, whose CTE "gone" also has a
-// column result: what the failed run recorded with SetResult, or NULL.
-const DeadInsertResult = `INSERT INTO {{schema}}.docket_jobs_dead
+// DeadInsertEnded is DeadInsert for runs that ended: "gone" also has
+// column ended_log, the job's attempt_log with the entry of the run that
+// ended (AttemptAppend), which the dead letter keeps instead.
+const DeadInsertEnded = `INSERT INTO {{schema}}.docket_jobs_dead
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id, result)
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id, result
+	created_at, run_at, reason, err, payload, meta, workflow_id, ended_log
+FROM gone
+RETURNING id`
+
+// DeadInsertOutcome is DeadInsertEnded for a run's outcome, whose CTE
+// "gone" also has a column result: what the failed run recorded with
+// SetResult, or NULL.
+const DeadInsertOutcome = `INSERT INTO {{schema}}.docket_jobs_dead
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log, result)
+SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, reason, err, payload, meta, workflow_id, ended_log, result
 FROM gone
 RETURNING id`
 

@@ -33,9 +33,10 @@ func completeHistory(results bool) string {
 )` + keep + `
 INSERT INTO {{schema}}.docket_jobs_done
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id` + col + `)
+	 created_at, run_at, started_at, finished_at, payload, meta, workflow_id, attempt_log, worker_id` + col + `)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id` + val + `
+	created_at, run_at, locked_at, COALESCE($4::timestamptz, clock_timestamp()), payload, meta, workflow_id,
+	attempt_log, locked_by` + val + `
 FROM d
 RETURNING id`
 }
@@ -82,19 +83,22 @@ SELECT id FROM d`)
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
 	// ready/scheduled after their delay; exhausted ones move to dead, with
-	// the result their run recorded ($6, see runResults).
+	// the result their run recorded ($6, see runResults). Each failed run
+	// leaves its entry in the job's attempt_log.
 	sqlFail = pgsql.SQL(`WITH i AS (
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS i(id, err, delay_ms, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
-	RETURNING j.*, 'exhausted'::text AS reason, i.err, $6::jsonb -> j.id::text AS result
-), dead AS (` + pgsql.DeadInsertResult + `
+	RETURNING j.*, 'exhausted'::text AS reason, i.err, $6::jsonb -> j.id::text AS result,
+		` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "'exhausted'", "i.err")) + ` AS ended_log
+), dead AS (` + pgsql.DeadInsertOutcome + `
 ), retried AS (
 	UPDATE {{schema}}.docket_jobs j
 	SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
 		run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + pgsql.NextReadySeq + `,
-		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL
+		last_error = i.err, locked_by = NULL, locked_at = NULL, lease_until = NULL,
+		attempt_log = ` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "'failed'", "i.err")) + `
 	FROM i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts < j.max_attempts
 	RETURNING j.id
@@ -117,9 +121,10 @@ RETURNING j.id`)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
-	RETURNING j.*, i.reason, i.err, $6::jsonb -> j.id::text AS result
+	RETURNING j.*, i.reason, i.err, $6::jsonb -> j.id::text AS result,
+		` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "i.reason", "i.err")) + ` AS ended_log
 )
-` + pgsql.DeadInsertResult)
+` + pgsql.DeadInsertOutcome)
 
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.

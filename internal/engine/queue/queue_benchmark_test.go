@@ -69,3 +69,43 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
 }
+
+// BenchmarkClaimFail100 times the failure half of a failure-heavy cycle: a
+// claim of 100 jobs (not timed), then one Fail of the batch. Jobs have 5
+// attempts, so of every 5 failures 4 are retried and 1 dead-letters; each
+// writes its run to the job's attempt history.
+func BenchmarkClaimFail100(b *testing.B) {
+	s := benchSetup(b, queue.Config{})
+	items := make([]enqueue.Item, 1000)
+	for i := range items {
+		items[i] = enqueue.Item{Args: noop{N: i}, Opts: enqueue.Opts{MaxAttempts: 5}}
+	}
+	w := uuid.New()
+	params := queue.ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute}
+	fails := make([]queue.Failure, 0, 100)
+	errText := "upstream: 503 service unavailable (retry later); request id 4f1c2a9e"
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		jobs, err := s.Q.Claim(s.Ctx, s.Pool, params)
+		if err == nil && len(jobs) < 100 {
+			if _, err = s.Jobs.EnqueueMany(s.Ctx, s.Pool, items); err == nil {
+				more, cerr := s.Q.Claim(s.Ctx, s.Pool, queue.ClaimParams{Worker: w, Queues: []string{"default"},
+					Kinds: []string{"noop"}, Limit: 100 - len(jobs), Lease: time.Minute})
+				jobs, err = append(jobs, more...), cerr
+			}
+		}
+		if err != nil || len(jobs) != 100 {
+			b.Fatalf("claimed %d: %v", len(jobs), err)
+		}
+		fails = fails[:0]
+		for _, j := range jobs {
+			fails = append(fails, queue.Failure{Run: queue.RunOf(j), Error: errText})
+		}
+		b.StartTimer()
+		if _, err := s.Q.Fail(s.Ctx, s.Pool, w, fails); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+}

@@ -19,7 +19,8 @@ const leaseExpiredError = "lease expired: the worker stopped heartbeating (crash
 var (
 	// sqlReap returns running jobs whose lease expired to ready, or moves
 	// them to dead when that was their last attempt. The lost attempt counts:
-	// a job that kills its worker must not be retried forever.
+	// a job that kills its worker must not be retried forever, and leaves
+	// its entry in the job's attempt_log.
 	sqlReap = pgsql.SQL(`WITH x AS (
 	SELECT id FROM {{schema}}.docket_jobs
 	WHERE state = 'running' AND lease_until < now()
@@ -27,15 +28,17 @@ var (
 	LIMIT $1
 	FOR NO KEY UPDATE SKIP LOCKED
 ), gone AS (
-	DELETE FROM {{schema}}.docket_jobs
-	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts >= max_attempts
-	RETURNING *, 'lease_expired'::text AS reason, $2::text AS err
-), dead AS (` + pgsql.DeadInsert + `
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY(ARRAY(SELECT id FROM x)) AND j.attempts >= j.max_attempts
+	RETURNING j.*, 'lease_expired'::text AS reason, $2::text AS err,
+		` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "j.locked_by", "'lease_expired'", "$2::text")) + ` AS ended_log
+), dead AS (` + pgsql.DeadInsertEnded + `
 ), back AS (
-	UPDATE {{schema}}.docket_jobs
-	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
-	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
-	RETURNING id
+	UPDATE {{schema}}.docket_jobs j
+	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL,
+		attempt_log = ` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "j.locked_by", "'lease_expired'", "$2::text")) + `
+	WHERE j.id = ANY(ARRAY(SELECT id FROM x)) AND j.attempts < j.max_attempts
+	RETURNING j.id
 )
 SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`)
 )
