@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// claimOne claims the one ready job for worker with lease.
-func (b *bundle) claimOne(t *testing.T, worker uuid.UUID, lease time.Duration) queue.Run {
+// claimRun claims the one ready job for worker with lease.
+func (b *bundle) claimRun(t *testing.T, worker uuid.UUID, lease time.Duration) queue.Run {
 	t.Helper()
 	jobs := b.Claim(t, worker, 1, lease)
 	if len(jobs) != 1 {
@@ -61,23 +61,23 @@ func TestAttemptHistoryOutcomes(t *testing.T) {
 	}
 	// 1: fails with an error longer than an attempt keeps.
 	long := strings.Repeat("é", admin.MaxAttemptError+10)
-	run := b.claimOne(t, w1, time.Minute)
+	run := b.claimRun(t, w1, time.Minute)
 	if res, err := b.Q.Fail(b.Ctx, b.Pool, w1, []queue.Failure{{Run: run, Error: long}}); err != nil || len(res.Retried) != 1 {
 		t.Fatalf("fail: %+v %v", res, err)
 	}
 	// 2: its worker stops heartbeating; the reaper takes it back.
-	b.claimOne(t, w2, time.Millisecond)
+	b.claimRun(t, w2, time.Millisecond)
 	time.Sleep(5 * time.Millisecond)
 	if res, err := b.Q.Reap(b.Ctx, b.Pool, 10); err != nil || res.Requeued != 1 {
 		t.Fatalf("reap: %+v %v", res, err)
 	}
 	// A snooze gives its attempt back and is not listed.
-	run = b.claimOne(t, w1, time.Minute)
+	run = b.claimRun(t, w1, time.Minute)
 	if got, err := b.Q.Snooze(b.Ctx, b.Pool, w1, []queue.Snoozed{{Run: run}}); err != nil || len(got) != 1 {
 		t.Fatalf("snooze: %v %v", got, err)
 	}
 	// 3: running, then exhausted.
-	run = b.claimOne(t, w1, time.Minute)
+	run = b.claimRun(t, w1, time.Minute)
 	got := b.attempts(t, id)
 	if len(got) != 3 || got[2].Outcome != admin.AttemptRunning || got[2].Attempt != 3 || got[2].Worker != w1 ||
 		got[2].WorkerHost != "host-a" || got[2].WorkerPID != 101 || !got[2].FinishedAt.IsZero() {
@@ -125,7 +125,7 @@ func TestAttemptHistoryOutcomes(t *testing.T) {
 	if got := b.attempts(t, id); len(got) != 3 {
 		t.Fatalf("replayed job has %d attempts, want the 3 before: %+v", len(got), got)
 	}
-	run = b.claimOne(t, w2, time.Minute)
+	run = b.claimRun(t, w2, time.Minute)
 	if done, err := b.Q.Complete(b.Ctx, b.Pool, w2, []queue.Run{run}, time.Time{}); err != nil || len(done) != 1 {
 		t.Fatalf("complete: %v %v", done, err)
 	}
@@ -157,12 +157,12 @@ func TestAttemptHistoryCancelledAndCapped(t *testing.T) {
 	id := b.EnqueueN(t, 1, enqueue.Opts{MaxAttempts: admin.MaxAttempts + 50})[0]
 	w := uuid.New()
 	for range admin.MaxAttempts + 5 {
-		run := b.claimOne(t, w, time.Minute)
+		run := b.claimRun(t, w, time.Minute)
 		if res, err := b.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: run, Error: "again"}}); err != nil || len(res.Retried) != 1 {
 			t.Fatalf("fail: %+v %v", res, err)
 		}
 	}
-	run := b.claimOne(t, w, time.Minute)
+	run := b.claimRun(t, w, time.Minute)
 	if got, err := b.Q.DeadLetter(b.Ctx, b.Pool, w, []queue.Dead{{Run: run, Reason: admin.ReasonCancelled, Error: "not wanted"}}); err != nil || len(got) != 1 {
 		t.Fatalf("dead-letter: %v %v", got, err)
 	}
@@ -186,7 +186,7 @@ func TestAttemptHistoryRetention(t *testing.T) {
 	ids := b.EnqueueN(t, 2, enqueue.Opts{MaxAttempts: 2})
 	w := uuid.New()
 	for range 2 { // both fail once
-		run := b.claimOne(t, w, time.Minute)
+		run := b.claimRun(t, w, time.Minute)
 		if _, err := b.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: run, Error: "first"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestAttemptHistoryFirstTryAndHistoryOff(t *testing.T) {
 	b := setup(t)
 	id := b.EnqueueN(t, 1, enqueue.Opts{})[0]
 	w := uuid.New()
-	run := b.claimOne(t, w, time.Minute)
+	run := b.claimRun(t, w, time.Minute)
 	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, []queue.Run{run}, time.Time{}); err != nil || len(done) != 1 {
 		t.Fatalf("complete: %v %v", done, err)
 	}
@@ -252,7 +252,7 @@ func TestAttemptHistoryFirstTryAndHistoryOff(t *testing.T) {
 	off := jobtestOff(t, b)
 	ids := off.EnqueueN(t, 2, enqueue.Opts{MaxAttempts: 2})
 	for range 2 {
-		run := off.claimOne(t, w, time.Minute)
+		run := off.claimRun(t, w, time.Minute)
 		if _, err := off.Q.Fail(b.Ctx, b.Pool, w, []queue.Failure{{Run: run, Error: "first"}}); err != nil {
 			t.Fatal(err)
 		}

@@ -171,7 +171,7 @@ func TestWorkflowsShowChild(t *testing.T) {
 	if out, want := show(child.ID), "child of job "+itoa(parent.Jobs["pack"])+" of workflow "+itoa(parent.ID)+" (depth 1)"; !strings.Contains(out, want) {
 		t.Errorf("child's show lacks %q:\n%s", want, out)
 	}
-	if out, want := show(parent.ID), itoa(parent.Jobs["pack"])+" ready default mail workflow "+itoa(child.ID); !strings.Contains(out, want) {
+	if out, want := show(parent.ID), itoa(parent.Jobs["pack"])+" ready default mail - workflow "+itoa(child.ID); !strings.Contains(out, want) {
 		t.Errorf("parent's show lacks %q:\n%s", want, out)
 	}
 }
