@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
@@ -26,6 +28,12 @@ func (DeadJob) Fields() []ent.Field {
 			Comment("Why: exhausted, cancelled, undecodable, ..."),
 		field.String("last_error").SchemaType(text).Optional().Nillable().
 			Comment("Error of the last attempt, if any."),
+		field.JSON("progress", json.RawMessage{}).Optional().
+			Comment("The last progress value the job reported while it ran, if any."),
+		field.String("progress_message").SchemaType(text).Optional().Nillable().
+			Comment("The last progress message the job reported while it ran, if any."),
+		field.Time("progress_at").Optional().Nillable().
+			Comment("When the last progress was written."),
 	}
 }
 

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"github.com/google/uuid"
 
 	"entgo.io/ent"
@@ -39,6 +41,16 @@ func (Job) Fields() []ent.Field {
 			Comment("The claim that last took the job; outcomes of a run are matched against it."),
 		field.Int64("serial_seq").Optional().Nillable().
 			Comment("Place in its serial key's line, taken when the job first became ready."),
+		field.JSON("progress", json.RawMessage{}).Optional().
+			Comment("The last progress value the running job's handler reported (handlers.SetProgress)."),
+		field.String("progress_message").SchemaType(text).Optional().Nillable().
+			Comment("The last progress message the running job's handler reported."),
+		field.Time("progress_at").Optional().Nillable().
+			Comment("When the last reported progress was written."),
+		field.Time("cancel_requested_at").Optional().Nillable().
+			Comment("When an operator asked to cancel the running job; it then ends dead, reason cancelled."),
+		field.String("cancel_note").SchemaType(text).Optional().Nillable().
+			Comment("The note of the cancel request, recorded as the dead job's error."),
 	}
 }
 

@@ -43,6 +43,12 @@ const (
 	FieldReason = "reason"
 	// FieldLastError holds the string denoting the last_error field in the database.
 	FieldLastError = "last_error"
+	// FieldProgress holds the string denoting the progress field in the database.
+	FieldProgress = "progress"
+	// FieldProgressMessage holds the string denoting the progress_message field in the database.
+	FieldProgressMessage = "progress_message"
+	// FieldProgressAt holds the string denoting the progress_at field in the database.
+	FieldProgressAt = "progress_at"
 	// Table holds the table name of the deadjob in the database.
 	Table = "docket_jobs_dead"
 )
@@ -66,6 +72,9 @@ var Columns = []string{
 	FieldDeadAt,
 	FieldReason,
 	FieldLastError,
+	FieldProgress,
+	FieldProgressMessage,
+	FieldProgressAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -165,4 +174,14 @@ func ByReason(opts ...sql.OrderTermOption) OrderOption {
 // ByLastError orders the results by the last_error field.
 func ByLastError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastError, opts...).ToFunc()
+}
+
+// ByProgressMessage orders the results by the progress_message field.
+func ByProgressMessage(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressMessage, opts...).ToFunc()
+}
+
+// ByProgressAt orders the results by the progress_at field.
+func ByProgressAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressAt, opts...).ToFunc()
 }

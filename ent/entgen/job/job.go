@@ -55,6 +55,16 @@ const (
 	FieldClaimID = "claim_id"
 	// FieldSerialSeq holds the string denoting the serial_seq field in the database.
 	FieldSerialSeq = "serial_seq"
+	// FieldProgress holds the string denoting the progress field in the database.
+	FieldProgress = "progress"
+	// FieldProgressMessage holds the string denoting the progress_message field in the database.
+	FieldProgressMessage = "progress_message"
+	// FieldProgressAt holds the string denoting the progress_at field in the database.
+	FieldProgressAt = "progress_at"
+	// FieldCancelRequestedAt holds the string denoting the cancel_requested_at field in the database.
+	FieldCancelRequestedAt = "cancel_requested_at"
+	// FieldCancelNote holds the string denoting the cancel_note field in the database.
+	FieldCancelNote = "cancel_note"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -83,6 +93,11 @@ var Columns = []string{
 	FieldLastError,
 	FieldClaimID,
 	FieldSerialSeq,
+	FieldProgress,
+	FieldProgressMessage,
+	FieldProgressAt,
+	FieldCancelRequestedAt,
+	FieldCancelNote,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -235,4 +250,24 @@ func ByClaimID(opts ...sql.OrderTermOption) OrderOption {
 // BySerialSeq orders the results by the serial_seq field.
 func BySerialSeq(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldSerialSeq, opts...).ToFunc()
+}
+
+// ByProgressMessage orders the results by the progress_message field.
+func ByProgressMessage(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressMessage, opts...).ToFunc()
+}
+
+// ByProgressAt orders the results by the progress_at field.
+func ByProgressAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressAt, opts...).ToFunc()
+}
+
+// ByCancelRequestedAt orders the results by the cancel_requested_at field.
+func ByCancelRequestedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCancelRequestedAt, opts...).ToFunc()
+}
+
+// ByCancelNote orders the results by the cancel_note field.
+func ByCancelNote(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCancelNote, opts...).ToFunc()
 }

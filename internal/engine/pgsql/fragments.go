@@ -10,12 +10,14 @@ import (
 // columns reason and err) into the dead-letter table. Outcomes, the reaper
 // and cancelling a job all end this way. A workflow job keeps its
 // workflow_id there, which its dependents' trigger reads as "failed"
-// (migration 014).
+// (migration 014). A job's last reported progress goes with it (020).
 const DeadInsert = `INSERT INTO {{schema}}.docket_jobs_dead
 	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id)
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id,
+	 progress, progress_message, progress_at)
 SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id
+	created_at, run_at, reason, err, payload, meta, workflow_id,
+	progress, progress_message, progress_at
 FROM gone
 RETURNING id`
 
@@ -46,6 +48,11 @@ const TableExists = `SELECT to_regclass($1::text) IS NOT NULL`
 // the queues of schema that received due jobs (the payload names them) and
 // workers listen. A schema name is at most 56 bytes, so it fits.
 func NotifyChannel(schema string) string { return "docket_" + schema }
+
+// CancelPayload starts the payload of the notification, on NotifyChannel,
+// that an operator asked to cancel a running job; the job's id follows.
+// No queue name holds a space, so no queue's announcement starts with it.
+const CancelPayload = "cancel "
 
 // EventChannel is the LISTEN/NOTIFY channel on which publishers announce
 // committed events of schema and relays listen. A channel name must fit in

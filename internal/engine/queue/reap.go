@@ -10,7 +10,7 @@ import (
 // ReapResult counts what one Reap did.
 type ReapResult struct {
 	Requeued int64 // expired leases put back to ready
-	Dead     int64 // expired on their last attempt: dead-lettered
+	Dead     int64 // expired on their last attempt, or cancelled by an operator: dead-lettered
 }
 
 // leaseExpiredError is recorded on jobs whose worker stopped heartbeating.
@@ -19,7 +19,9 @@ const leaseExpiredError = "lease expired: the worker stopped heartbeating (crash
 var (
 	// sqlReap returns running jobs whose lease expired to ready, or moves
 	// them to dead when that was their last attempt. The lost attempt counts:
-	// a job that kills its worker must not be retried forever.
+	// a job that kills its worker must not be retried forever. A job an
+	// operator asked to cancel while it ran is dead-lettered as cancelled
+	// instead, with the request's note ($3 when it had none).
 	sqlReap = pgsql.SQL(`WITH x AS (
 	SELECT id FROM {{schema}}.docket_jobs
 	WHERE state = 'running' AND lease_until < now()
@@ -28,24 +30,26 @@ var (
 	FOR NO KEY UPDATE SKIP LOCKED
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs
-	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts >= max_attempts
-	RETURNING *, 'lease_expired'::text AS reason, $2::text AS err
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND (attempts >= max_attempts OR cancel_requested_at IS NOT NULL)
+	RETURNING *, CASE WHEN cancel_requested_at IS NULL THEN 'lease_expired' ELSE 'cancelled' END AS reason,
+		CASE WHEN cancel_requested_at IS NULL THEN $2::text ELSE COALESCE(cancel_note, $3::text) END AS err
 ), dead AS (` + pgsql.DeadInsert + `
 ), back AS (
 	UPDATE {{schema}}.docket_jobs
 	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, last_error = $2, locked_by = NULL, locked_at = NULL, lease_until = NULL
-	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts
+	WHERE id = ANY(ARRAY(SELECT id FROM x)) AND attempts < max_attempts AND cancel_requested_at IS NULL
 	RETURNING id
 )
 SELECT (SELECT count(*) FROM back), (SELECT count(*) FROM dead)`)
 )
 
 // Reap returns up to limit running jobs whose lease expired to ready, or to
-// the dead-letter table when that was their last attempt. It is cheap and
+// the dead-letter table when that was their last attempt (reason
+// lease_expired) or an operator asked to cancel them (reason cancelled). It is cheap and
 // idempotent, and safe to run from every process at once.
 func (q *Queue) Reap(ctx context.Context, db DB, limit int) (ReapResult, error) {
 	var r ReapResult
-	err := q.run(ctx, db, pgsql.IndexSettings, sqlReap.For(q.schema), []any{limit, leaseExpiredError}, func(rows pgx.Rows) error {
+	err := q.run(ctx, db, pgsql.IndexSettings, sqlReap.For(q.schema), []any{limit, leaseExpiredError, CancelledError}, func(rows pgx.Rows) error {
 		return pgsql.ScanOne(rows, &r.Requeued, &r.Dead)
 	})
 	return r, err

@@ -324,7 +324,7 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error) {
 	tasks := make([]*task, len(jobs))
 	for i, j := range jobs {
 		ctx, cancel := context.WithCancelCause(w.handlerCtx)
-		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, ctx: ctx, cancel: cancel}
+		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, ctx: ctx, cancel: cancel, kick: w.progressKick}
 		t.leaseUntil.Store(until)
 		tasks[i] = t
 	}
