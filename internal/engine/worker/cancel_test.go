@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/docketq/docket/handlers"
+	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// cancelRun is what a test handler saw of its run: that it started, and
+// the cause its context was cancelled with.
+type cancelRun struct {
+	started chan struct{}
+	cause   chan error
+	release chan struct{} // closed by the test: a handler that ignores ctx returns
+}
+
+func newCancelRun() *cancelRun {
+	return &cancelRun{started: make(chan struct{}), cause: make(chan error, 1), release: make(chan struct{})}
+}
+
+func (r *cancelRun) waitStarted(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler did not start")
+	}
+}
+
+// cancel asks for job id's cancellation and checks that it was running.
+func (e *env) cancel(id int64, note string) {
+	e.t.Helper()
+	running, err := e.ops.Jobs().Cancel(e.t.Context(), e.pool, id, note)
+	if err != nil || !running {
+		e.t.Fatalf("cancel running job %d: running %v, %v", id, running, err)
+	}
+}
+
+// requireCancelled checks that job id ended in the dead-letter table with
+// reason cancelled and note as its error, and never completed.
+func (e *env) requireCancelled(id int64, note string) {
+	e.t.Helper()
+	e.waitWhere(id, "dead", 10*time.Second)
+	if d := e.dead(id); d.reason != core.ReasonCancelled || d.lastError != note {
+		e.t.Errorf("dead job %d: reason %q error %q, want cancelled with %q", id, d.reason, d.lastError, note)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE id = $1`, id); n != 0 {
+		e.t.Errorf("cancelled job %d also completed", id)
+	}
+}
+
+// A running job cancelled by an operator: its handler's context is
+// cancelled with ErrCancelled through the notification (the heartbeat is 10
+// s away), and the job is dead-lettered with the operator's note, keeping
+// the progress it reported.
+func TestCancelRunningJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	run := newCancelRun()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		if err := handlers.SetProgress(ctx, map[string]int{"done": 3}, "3 of 10"); err != nil {
+			return err
+		}
+		close(run.started)
+		<-ctx.Done()
+		run.cause <- context.Cause(ctx)
+		return ctx.Err()
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: 30 * time.Second})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
+	run.waitStarted(t)
+	// The progress is written first, so that the dead letter can keep it.
+	waitFor(t, 5*time.Second, "progress written", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND progress IS NOT NULL`, id) == 1
+	})
+	start := time.Now()
+	e.cancel(id, "no longer needed")
+	select {
+	case cause := <-run.cause:
+		if !errors.Is(cause, handlers.ErrCancelled) {
+			t.Errorf("handler's context cancelled with %v, want ErrCancelled", cause)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("handler cancelled %s after the request, want within 1s", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler's context not cancelled")
+	}
+	e.requireCancelled(id, "no longer needed")
+	j, err := e.ops.Jobs().Get(t.Context(), e.pool, id, false)
+	if err != nil || j.Progress == nil || string(j.Progress.Value) != `{"done": 3}` || j.Progress.Message != "3 of 10" {
+		t.Errorf("dead job's progress: %+v %v", j.Progress, err)
+	}
+	// Cancelling it again changes nothing.
+	if running, err := e.ops.Jobs().Cancel(t.Context(), e.pool, id, "again"); err != nil || running {
+		t.Errorf("cancel of the dead job: running %v, %v", running, err)
+	}
+}
+
+// A cancel request fences the run: with notifications off and the next
+// heartbeat 10 s away, the worker does not hear of it before the handler
+// returns, yet whatever the handler returns (nil, a failure with attempts
+// left, a snooze) the job ends cancelled, never completed or back in line.
+func TestCancelRefusesOutcome(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	results := map[string]error{
+		"complete": nil,
+		"fail":     errors.New("boom"),
+		"snooze":   handlers.Snooze(0),
+	}
+	runs := map[string]*cancelRun{}
+	for name := range results {
+		runs[name] = newCancelRun()
+	}
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[namedArgs]) error {
+		r := runs[j.Args.Name]
+		close(r.started)
+		<-r.release // ignores ctx
+		if err := context.Cause(ctx); err != nil {
+			t.Errorf("%s: handler's context cancelled (%v) though the worker was not told", j.Args.Name, err)
+		}
+		return results[j.Args.Name]
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: 30 * time.Second, DisableNotify: true})
+	for name, r := range runs {
+		id := e.enqueue(namedArgs{Name: name}, enqueue.Opts{})
+		r.waitStarted(t)
+		e.cancel(id, "stop "+name)
+		close(r.release)
+		e.requireCancelled(id, "stop "+name)
+	}
+}
+
+type namedArgs struct{ Name string }
+
+func (namedArgs) Kind() string { return "named" }
+
+// A transactional handler that ignores the cancel request cannot commit its
+// writes: told by the notification (its context is cancelled, it returns
+// nil anyway) or not told at all (notifications off: its completion, in its
+// transaction, is refused), its writes roll back and the job ends cancelled.
+func TestCancelTxHandlerRollsBack(t *testing.T) {
+	t.Parallel()
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, 10)
+			e.exec(`CREATE TABLE {{schema}}.tx_effects (job_id bigint)`)
+			run := newCancelRun()
+			reg := handlers.NewRegistry()
+			handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[testArgs]) error {
+				if _, err := tx.Exec(ctx, e.sql(`INSERT INTO {{schema}}.tx_effects VALUES ($1)`), j.ID); err != nil {
+					return err
+				}
+				close(run.started)
+				<-run.release
+				return nil
+			}, handlers.KindOpts{})
+			w := e.worker(reg, Config{Lease: 30 * time.Second, DisableNotify: !notify})
+			id := e.enqueue(testArgs{}, enqueue.Opts{})
+			run.waitStarted(t)
+			e.cancel(id, "stop")
+			if notify {
+				waitFor(t, 5*time.Second, "the handler's context cancelled", func() bool {
+					t := w.inflight.get(id)
+					return t != nil && cancelled(t)
+				})
+			}
+			close(run.release)
+			e.requireCancelled(id, "stop")
+			if n := e.count(`SELECT count(*) FROM {{schema}}.tx_effects`); n != 0 {
+				t.Errorf("the cancelled transactional handler's writes committed (%d rows)", n)
+			}
+		})
+	}
+}
+
+// Without notifications the worker learns of a cancel request from its
+// next heartbeat.
+func TestCancelByHeartbeat(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	run := newCancelRun()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		close(run.started)
+		<-ctx.Done()
+		run.cause <- context.Cause(ctx)
+		return nil // ignored: the job is cancelled
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: 3 * time.Second, DisableNotify: true})
+	id := e.enqueue(testArgs{}, enqueue.Opts{})
+	run.waitStarted(t)
+	start := time.Now()
+	e.cancel(id, "stop")
+	select {
+	case cause := <-run.cause:
+		if !errors.Is(cause, handlers.ErrCancelled) {
+			t.Errorf("cause %v, want ErrCancelled", cause)
+		}
+		// One heartbeat interval (a third of the lease) and its statement.
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("cancelled after %s, want within a heartbeat interval", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler's context not cancelled by the heartbeat")
+	}
+	e.requireCancelled(id, "stop")
+}
+
+// A job whose worker is gone (crashed: no heartbeat) and that an operator
+// cancelled is dead-lettered as cancelled by the reaper once its lease
+// expires, not retried, though it has attempts left. A job without a
+// request is retried as before.
+func TestReaperDeadLettersCancelledJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	cancelled := e.enqueue(testArgs{}, enqueue.Opts{})
+	plain := e.enqueue(testArgs{}, enqueue.Opts{})
+	gone := uuid.New()
+	jobs, err := e.q.Claim(t.Context(), e.pool, queue.ClaimParams{Worker: gone, Queues: []string{"default"}, Kinds: []string{"test"}, Limit: 2, Lease: 100 * time.Millisecond})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	e.cancel(cancelled, "operator gave up")
+	time.Sleep(200 * time.Millisecond)
+	res, err := e.q.Reap(t.Context(), e.pool, 100)
+	if err != nil || res.Dead != 1 || res.Requeued != 1 {
+		t.Fatalf("reap: %+v %v, want 1 dead and 1 requeued", res, err)
+	}
+	if d := e.dead(cancelled); d.reason != core.ReasonCancelled || d.lastError != "operator gave up" || d.attempts != 1 {
+		t.Errorf("reaped cancelled job: %+v", d)
+	}
+	if got := e.where(plain); got != "ready" {
+		t.Errorf("reaped job without a request is %s, want ready", got)
+	}
+}
+
+// A worker told to cancel a job it does not run (any more) does nothing.
+func TestCancelRequestForJobNotHeld(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
+	w := e.worker(reg, Config{})
+	w.cancelRequested(12345) // nothing in flight: no panic, nothing logged
+	w.notified("cancel 12345")
+	w.notified("cancel not-a-number")
+	if e.logs.contains("cancelled by an operator") {
+		t.Error("worker acted on a cancel request for a job it does not hold")
+	}
+}
