@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // cancelRun is what a test handler saw of its run: that it started, and
@@ -261,4 +264,93 @@ func TestCancelRequestForJobNotHeld(t *testing.T) {
 	if e.logs.contains("cancelled by an operator") {
 		t.Error("worker acted on a cancel request for a job it does not hold")
 	}
+}
+
+// procCancelArgs is the kind of the cross-process cancel test: its handler
+// waits for its context (or ignores it and returns nil after a while),
+// recording in cancel_effects when it started and stopped, by this host's
+// clock, and why it stopped.
+type procCancelArgs struct{ IgnoreCtx bool }
+
+func (procCancelArgs) Kind() string { return "proc_cancel" }
+
+func registerCancelKinds(reg *handlers.Registry, pool *pgxpool.Pool, schema string) {
+	insert := fmt.Sprintf(`INSERT INTO %s.cancel_effects (job_id, what, at_ns) VALUES ($1, $2, $3)`, schema)
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[procCancelArgs]) error {
+		record := func(what string) error {
+			_, err := pool.Exec(context.WithoutCancel(ctx), insert, j.ID, what, time.Now().UnixNano())
+			return err
+		}
+		if err := record("started"); err != nil {
+			return err
+		}
+		if j.Args.IgnoreCtx {
+			time.Sleep(500 * time.Millisecond)
+			return record("returned")
+		}
+		<-ctx.Done()
+		at := time.Now()
+		_, err := pool.Exec(context.WithoutCancel(ctx), insert, j.ID, "stopped: "+context.Cause(ctx).Error(), at.UnixNano())
+		return errors.Join(err, ctx.Err())
+	}, handlers.KindOpts{})
+}
+
+// An operator in this process cancels jobs running in a worker process:
+// each handler's context is cancelled within a second (p99 of 100 tries;
+// the process's heartbeat is 10 s away, so the notification does it), and
+// a handler that ignores its context and returns nil still ends cancelled.
+func TestCancelAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	e.exec(`CREATE TABLE {{schema}}.cancel_effects (job_id bigint NOT NULL, what text NOT NULL, at_ns bigint NOT NULL)`)
+	startProcess(t, pgtest.URL(t), e.schema, envLease+"=30000")
+	effect := func(id int64, prefix string) (what string, at time.Time, ok bool) {
+		ctx, cancel := queryCtx()
+		defer cancel()
+		var ns int64
+		err := e.pool.QueryRow(ctx, e.sql(`SELECT what, at_ns FROM {{schema}}.cancel_effects
+			WHERE job_id = $1 AND starts_with(what, $2)`), id, prefix).Scan(&what, &ns)
+		if err != nil {
+			return "", time.Time{}, false
+		}
+		return what, time.Unix(0, ns), true
+	}
+	waitEffect := func(id int64, prefix string) (string, time.Time) {
+		t.Helper()
+		var what string
+		var at time.Time
+		waitFor(t, 10*time.Second, fmt.Sprintf("job %d: %s", id, prefix), func() bool {
+			var ok bool
+			what, at, ok = effect(id, prefix)
+			return ok
+		})
+		return what, at
+	}
+	const tries = 100
+	lat := make([]time.Duration, 0, tries)
+	for range tries {
+		id := e.enqueue(procCancelArgs{}, enqueue.Opts{})
+		waitEffect(id, "started")
+		start := time.Now()
+		e.cancel(id, "stop")
+		what, at := waitEffect(id, "stopped")
+		if what != "stopped: "+handlers.ErrCancelled.Error() {
+			t.Fatalf("job %d: handler %s, want stopped by ErrCancelled", id, what)
+		}
+		lat = append(lat, at.Sub(start))
+		e.requireCancelled(id, "stop")
+	}
+	slices.Sort(lat)
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	t.Logf("cancel to handler's context cancelled, %d tries across processes: min %s p50 %s p90 %s p99 %s max %s",
+		len(lat), lat[0], p(0.5), p(0.9), p(0.99), lat[len(lat)-1])
+	if p(0.99) > time.Second {
+		t.Errorf("p99 %s, want within 1s", p(0.99))
+	}
+
+	id := e.enqueue(procCancelArgs{IgnoreCtx: true}, enqueue.Opts{})
+	waitEffect(id, "started")
+	e.cancel(id, "stop anyway")
+	waitEffect(id, "returned")
+	e.requireCancelled(id, "stop anyway")
 }
