@@ -354,3 +354,42 @@ func TestCancelAcrossProcesses(t *testing.T) {
 	waitEffect(id, "returned")
 	e.requireCancelled(id, "stop anyway")
 }
+
+// A running workflow job cancelled by an operator cancels its dependents,
+// as any failed parent does; a RunAnyway dependent runs.
+func TestCancelRunningWorkflowParent(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 10)
+	run := newCancelRun()
+	ran := newCounter()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[namedArgs]) error {
+		if j.Args.Name == "parent" {
+			close(run.started)
+			<-ctx.Done()
+			return nil
+		}
+		ran.add(j.ID)
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: 30 * time.Second})
+	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "cancelled mid-run", Jobs: []enqueue.WorkflowJob{
+		{Ref: "parent", Args: namedArgs{Name: "parent"}},
+		{Ref: "child", Args: namedArgs{Name: "child"}, After: enqueue.After("parent")},
+		{Ref: "report", Args: namedArgs{Name: "report"}, After: []enqueue.Dependency{{Ref: "parent", RunAnyway: true}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.waitStarted(t)
+	e.cancel(res.Jobs["parent"], "stop")
+	e.requireCancelled(res.Jobs["parent"], "stop")
+	e.waitWhere(res.Jobs["child"], "dead", 10*time.Second)
+	if d := e.dead(res.Jobs["child"]); d.reason != core.ReasonCancelled {
+		t.Errorf("child dead as %+v, want cancelled", d)
+	}
+	e.waitWhere(res.Jobs["report"], "done", 10*time.Second)
+	if n := ran.get(res.Jobs["child"]); n != 0 {
+		t.Errorf("child ran %d times", n)
+	}
+}
