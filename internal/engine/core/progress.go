@@ -16,16 +16,14 @@ type ProgressReporter interface {
 	ReportProgress(value json.RawMessage, message string)
 }
 
-type progressKey struct{}
-
-// WithProgress returns ctx carrying the run's progress reporter.
-func WithProgress(ctx context.Context, r ProgressReporter) context.Context {
-	return context.WithValue(ctx, progressKey{}, r)
-}
+// ProgressKey is the context key under which a run's context answers its
+// ProgressReporter. The worker's run contexts answer it themselves, so that
+// it costs a run no allocation.
+type ProgressKey struct{}
 
 // ProgressOf returns the progress reporter of the run ctx belongs to, or
 // nil outside a handler.
 func ProgressOf(ctx context.Context) ProgressReporter {
-	r, _ := ctx.Value(progressKey{}).(ProgressReporter)
+	r, _ := ctx.Value(ProgressKey{}).(ProgressReporter)
 	return r
 }

@@ -179,7 +179,7 @@ const leaseMargin = 0.1
 // finished, or its lease was lost) is left alone.
 func (w *Worker) cancelRequested(id int64) {
 	t := w.inflight.get(id)
-	if t == nil || t.state.Load() != stRunning || cancelled(t) {
+	if t == nil || t.state.Load() != stRunning || !t.cancelSeen.CompareAndSwap(false, true) {
 		return
 	}
 	w.log.Warn("job cancelled by an operator while running; cancelling its handler", core.JobAttrs(t.job)...)

@@ -41,6 +41,33 @@ type task struct {
 	// outside a worker's run).
 	progress atomic.Pointer[queue.Progress]
 	kick     chan<- struct{}
+	// cancelSeen is set once the worker learnt that an operator cancelled
+	// the job (Worker.cancelRequested): the run can only end cancelled.
+	cancelSeen atomic.Bool
+	rctx       runCtx // what ctx points to
+}
+
+// runCtx is a run's context: the handler's cancellable context, which
+// also answers core.ProgressKey with the run. It lives in its task, so it
+// costs no allocation of its own.
+type runCtx struct {
+	context.Context
+	t *task
+}
+
+// Value answers core.ProgressKey with the run, and any other key as the
+// wrapped context does.
+func (c *runCtx) Value(key any) any {
+	if _, ok := key.(core.ProgressKey); ok {
+		return core.ProgressReporter(c.t)
+	}
+	return c.Context.Value(key)
+}
+
+// setContext sets the task's context: ctx, cancelled by cancel.
+func (t *task) setContext(ctx context.Context, cancel context.CancelCauseFunc) {
+	t.rctx = runCtx{Context: ctx, t: t}
+	t.ctx, t.cancel = &t.rctx, cancel
 }
 
 // ReportProgress keeps the handler's latest progress for the next

@@ -66,7 +66,7 @@ func (w *Worker) run(t *task) {
 // call runs the kind's middleware chain and handler with the kind's timeout,
 // turning panics into *core.PanicError.
 func (w *Worker) call(t *task, tx pgx.Tx) (timedOut bool, err error) {
-	ctx := core.WithProgress(withSpan(t.ctx, t), t)
+	ctx := withSpan(t.ctx, t)
 	if d := t.kind.opts.Timeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, core.ErrTimeout)
@@ -157,9 +157,9 @@ func (w *Worker) dropped(t *task) {
 	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", core.JobAttrs(t.job)...)
 }
 
-// cancelled reports whether an operator cancelled t's job while it ran
-// (see Worker.cancelRequested).
-func cancelled(t *task) bool { return context.Cause(t.ctx) == core.ErrCancelled }
+// cancelled reports whether the worker learnt that an operator cancelled
+// t's job while it ran (see Worker.cancelRequested).
+func cancelled(t *task) bool { return t.cancelSeen.Load() }
 
 // classify maps a handler's result to what happens to the job.
 func (w *Worker) classify(t *task, err error, timedOut bool) outcome {
