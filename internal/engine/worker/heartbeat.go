@@ -70,6 +70,11 @@ func (h *heartbeat) beats(bg context.Context) {
 		case <-early.C:
 			armed = false
 		}
+		if armed {
+			// This beat writes the pending progress too.
+			early.Stop()
+			armed = false
+		}
 		tasks = w.inflight.snapshot(tasks[:0])
 		if len(tasks) == 0 {
 			continue
