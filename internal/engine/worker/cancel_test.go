@@ -393,3 +393,55 @@ func TestCancelRunningWorkflowParent(t *testing.T) {
 		t.Errorf("child ran %d times", n)
 	}
 }
+
+// A job of a kind with an outcome hook that an operator cancels while it
+// runs reaches the hook as dead, in the transaction that dead-letters it,
+// whether the worker was told (notify) or its completion was refused.
+func TestCancelRunningHookedJob(t *testing.T) {
+	t.Parallel()
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, 10)
+			e.exec(`CREATE TABLE {{schema}}.hook_log (job_id bigint, outcome text)`)
+			run := newCancelRun()
+			reg := handlers.NewRegistry()
+			handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+				close(run.started)
+				<-run.release // ignores ctx
+				return nil
+			}, handlers.KindOpts{})
+			hook := func(ctx context.Context, tx pgx.Tx, done, dead []*core.Job) error {
+				for _, j := range done {
+					if _, err := tx.Exec(ctx, e.sql(`INSERT INTO {{schema}}.hook_log VALUES ($1, 'done')`), j.ID); err != nil {
+						return err
+					}
+				}
+				for _, j := range dead {
+					if _, err := tx.Exec(ctx, e.sql(`INSERT INTO {{schema}}.hook_log VALUES ($1, 'dead')`), j.ID); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w := e.worker(reg, Config{Lease: 30 * time.Second, DisableNotify: !notify, Hooks: map[string]OutcomeHook{"test": hook}})
+			id := e.enqueue(testArgs{}, enqueue.Opts{})
+			run.waitStarted(t)
+			e.cancel(id, "stop")
+			if notify {
+				waitFor(t, 5*time.Second, "the worker told", func() bool {
+					t := w.inflight.get(id)
+					return t != nil && cancelled(t)
+				})
+			}
+			close(run.release)
+			e.requireCancelled(id, "stop")
+			if n := e.count(`SELECT count(*) FROM {{schema}}.hook_log WHERE job_id = $1 AND outcome = 'dead'`, id); n != 1 {
+				t.Errorf("hook saw the cancelled job dead %d times, want 1", n)
+			}
+			if n := e.count(`SELECT count(*) FROM {{schema}}.hook_log`); n != 1 {
+				t.Errorf("%d hook rows, want 1", n)
+			}
+		})
+	}
+}
