@@ -258,6 +258,7 @@ func (c *Client) EnqueueManySQL(ctx context.Context, db SQLDB, batch []Item) ([]
 // waits (none holds the key, or it is running). It writes nothing to history or the
 // dead-letter table: the job is withdrawn, not finished. A workflow job's
 // dependents take the withdrawal as a failure, as for admin.Jobs.Delete.
+// A running job is stopped with admin Jobs.Cancel instead.
 func (c *Client) RemoveQueued(ctx context.Context, db DB, uniqueKey string) (int64, bool, error) {
 	return c.jobs.RemoveQueued(ctx, db, uniqueKey)
 }

@@ -67,13 +67,28 @@ SELECT count(*) FROM del`)
 
 	sqlPruneRemoved = pgsql.SQL(`DELETE FROM {{schema}}.docket_dead_removed WHERE at < now() - interval '2 days'`)
 
-	// sqlCancelJob moves a job that is not running to the dead-letter table.
+	// sqlCancelJob moves job $1 to the dead-letter table when it is not
+	// running, with note $2 as its error (a row with false). A running job
+	// is marked for cancellation instead (a row with true; a second request
+	// keeps the first one's time and note), and its worker is told on
+	// channel $3 with payload $4 and the id: from then on the run can only
+	// end cancelled (see internal/engine/queue/finish.go).
 	sqlCancelJob = pgsql.SQL(`WITH gone AS (
 	DELETE FROM {{schema}}.docket_jobs
 	WHERE id = $1 AND state <> 'running'
 	RETURNING *, 'cancelled'::text AS reason, $2::text AS err
+), dead AS (` + pgsql.DeadInsert + `
+), req AS (
+	UPDATE {{schema}}.docket_jobs
+	SET cancel_requested_at = COALESCE(cancel_requested_at, now()), cancel_note = COALESCE(cancel_note, $2::text)
+	WHERE id = $1 AND state = 'running'
+	RETURNING id
+), told AS (
+	SELECT count(pg_notify($3::text, $4::text || id::text)) AS n FROM req
 )
-` + pgsql.DeadInsert)
+SELECT id, false FROM dead
+UNION ALL
+SELECT id, true FROM req, told`)
 
 	// sqlRetryNow makes a scheduled job due now, in a fresh place in line.
 	sqlRetryNow = pgsql.SQL(`UPDATE {{schema}}.docket_jobs
@@ -414,26 +429,54 @@ func (h DeadLetters) Purge(ctx context.Context, db DB, cutoff time.Time) (int64,
 // ErrJobRunning is returned when a command cannot act on a running job.
 var ErrJobRunning = errors.New("docket: job is running")
 
-// Cancel moves a scheduled, ready or waiting job to the dead-letter
-// table with reason "cancelled" and the given note as its error. A running
-// job cannot be cancelled from outside its process (ErrJobRunning): its
-// handler would finish anyway. A dead job is left as it is (no error); an
-// unknown id is ErrJobNotFound.
-func (h Jobs) Cancel(ctx context.Context, db DB, id int64, note string) error {
+// Cancel cancels a job that has not finished, with the given note as its
+// error, and reports whether the job was running.
+//
+// A scheduled, ready or waiting job moves to the dead-letter table at once
+// with reason "cancelled" (running false). A running job is marked for
+// cancellation and its worker told with a NOTIFY (running true): the
+// worker cancels the handler's context, with cause handlers.ErrCancelled,
+// within about a second (at the next heartbeat when the notification is
+// lost), and the job ends in the dead-letter table with reason "cancelled"
+// whatever the handler returns. From the moment Cancel commits, the run
+// cannot complete, retry, snooze or be released: a handler that ignores
+// its context still ends cancelled, and a transactional handler's writes
+// are rolled back. If the worker is gone, the reaper dead-letters the job
+// as cancelled once its lease expires. A run that finished before Cancel
+// committed keeps its outcome: the job is then no longer live, and Cancel
+// returns nil for a dead job and ErrJobNotFound for a completed one.
+//
+// A job that is already dead is left as it is (no error); a second Cancel
+// of a running job changes nothing; an unknown id is ErrJobNotFound. In a
+// caller's transaction the worker hears of the request when it commits.
+func (h Jobs) Cancel(ctx context.Context, db DB, id int64, note string) (running bool, err error) {
 	c := h.c
-	got, err := c.ids(ctx, db, sqlCancelJob.For(c.schema), id, note)
-	if err != nil || len(got) == 1 {
-		return err
-	}
-	switch state, err := c.jobState(ctx, db, id); {
-	case err != nil:
-		return err
-	case state == StateRunning:
-		return fmt.Errorf("%w: job %d: wait for it to finish or fail", ErrJobRunning, id)
-	case state == StateDead:
-		return nil
-	default:
-		return fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
+	// A claim or a release that commits while the statement runs makes it
+	// match nothing: the job is live in another state now; try again.
+	for try := 1; ; try++ {
+		var n int
+		err = pgsql.Run(ctx, db, pgsql.IndexSettings, sqlCancelJob.For(c.schema),
+			[]any{id, note, pgsql.NotifyChannel(c.schema), pgsql.CancelPayload}, func(rows pgx.Rows) error {
+				for rows.Next() {
+					var got int64
+					if err := rows.Scan(&got, &running); err != nil {
+						return err
+					}
+					n++
+				}
+				return rows.Err()
+			})
+		if err != nil || n == 1 {
+			return running, c.wrapErr(err)
+		}
+		switch state, err := c.jobState(ctx, db, id); {
+		case err != nil:
+			return false, err
+		case state == StateDead:
+			return false, nil
+		case try == 3 || pgsql.IsTx(db):
+			return false, fmt.Errorf("docket: job %d is %s: cancel raced with its claim; try again", id, state)
+		}
 	}
 }
 

@@ -32,8 +32,9 @@
 //
 //   - [Client.Jobs]: list live, dead and completed jobs by filter in keyset
 //     pages ([JobFilter], [JobStates]), get one, and cancel, delete or
-//     retry one by id. A running job is never cancelled or deleted under
-//     its worker ([ErrJobRunning]).
+//     retry one by id. A running job is never deleted or retried under
+//     its worker ([ErrJobRunning]); cancelling it asks its worker to stop
+//     it ([Jobs.Cancel]).
 //   - [Client.DeadLetters]: list and group dead jobs, get one, replay them
 //     at a rate (they keep their id; attempts start over) and purge them.
 //   - [Client.Queues]: pause and resume a queue in use ([ErrUnknownQueue]

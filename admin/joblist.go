@@ -54,15 +54,18 @@ func JobStates() []string {
 var (
 	sqlJobColsLive = `SELECT j.id, j.state, j.queue, j.kind, j.priority, j.tenant, COALESCE(j.serial_key, ''),
 	COALESCE(j.unique_key, ''), j.attempts, j.max_attempts, j.created_at, j.run_at, j.locked_by, j.locked_at,
-	j.lease_until, NULL::timestamptz AS finished_at, '' AS reason, COALESCE(j.last_error, ''), j.meta`
+	j.lease_until, NULL::timestamptz AS finished_at, '' AS reason, COALESCE(j.last_error, ''), j.meta,
+	j.progress, COALESCE(j.progress_message, ''), j.progress_at, j.cancel_requested_at`
 
 	sqlJobColsDead = `SELECT j.id, 'dead', j.queue, j.kind, j.priority, j.tenant, COALESCE(j.serial_key, ''),
 	COALESCE(j.unique_key, ''), j.attempts, j.max_attempts, j.created_at, j.run_at, NULL::uuid, NULL::timestamptz,
-	NULL::timestamptz, j.dead_at, j.reason, COALESCE(j.last_error, ''), j.meta`
+	NULL::timestamptz, j.dead_at, j.reason, COALESCE(j.last_error, ''), j.meta,
+	j.progress, COALESCE(j.progress_message, ''), j.progress_at, NULL::timestamptz`
 
 	sqlJobColsDone = `SELECT j.id, 'completed', j.queue, j.kind, j.priority, j.tenant, COALESCE(j.serial_key, ''),
 	COALESCE(j.unique_key, ''), j.attempts, j.max_attempts, j.created_at, j.run_at, NULL::uuid, j.started_at,
-	NULL::timestamptz, j.finished_at, '', '', j.meta`
+	NULL::timestamptz, j.finished_at, '', '', j.meta,
+	NULL::jsonb, '', NULL::timestamptz, NULL::timestamptz`
 
 	// sqlJobFilter is the filter of a list: $1 queue, $2 kind, $3 tenant,
 	// $4 serial key, $5 text in the last error (case-insensitive), $6 the
@@ -176,6 +179,26 @@ type JobInfo struct {
 	// Nil when it recorded none, for a live job, and unless Jobs.Get was
 	// asked for the payload: a result may hold personal data too.
 	Result json.RawMessage `json:",omitempty"`
+	// Progress is the last progress the job's handler reported
+	// (handlers.SetProgress) that a heartbeat wrote: a running job's, or
+	// the one a dead job died with; nil when there is none. History does
+	// not keep it.
+	Progress *Progress `json:",omitempty"`
+	// CancelRequestedAt is when an operator asked to cancel the running job
+	// (Jobs.Cancel); zero when nobody did. The job ends in the dead-letter
+	// table with reason cancelled.
+	CancelRequestedAt time.Time
+}
+
+// Progress is what a running job's handler last reported (see
+// handlers.SetProgress).
+type Progress struct {
+	// Value is the reported JSON value; nil when only a message was.
+	Value json.RawMessage `json:",omitempty"`
+	// Message is the reported message; empty when only a value was.
+	Message string `json:",omitempty"`
+	// At is when a heartbeat wrote it, by the database's clock.
+	At time.Time
 }
 
 // JobPage is one page of Jobs.List.
@@ -280,11 +303,12 @@ func scanJob(scan func(...any) error, extra ...any) (JobInfo, error) {
 	var j JobInfo
 	var prio int16
 	var lockedBy *uuid.UUID
-	var started, lease, finished *time.Time
-	var meta []byte
+	var started, lease, finished, progressAt, cancelAt *time.Time
+	var meta, progress []byte
+	var progressMsg string
 	dest := append([]any{&j.ID, &j.State, &j.Queue, &j.Kind, &prio, &j.Tenant, &j.SerialKey, &j.UniqueKey,
 		&j.Attempts, &j.MaxAttempts, &j.CreatedAt, &j.RunAt, &lockedBy, &started, &lease,
-		&finished, &j.Reason, &j.LastError, &meta}, extra...)
+		&finished, &j.Reason, &j.LastError, &meta, &progress, &progressMsg, &progressAt, &cancelAt}, extra...)
 	if err := scan(dest...); err != nil {
 		return j, err
 	}
@@ -293,6 +317,10 @@ func scanJob(scan func(...any) error, extra ...any) (JobInfo, error) {
 		j.LockedBy = *lockedBy
 	}
 	j.StartedAt, j.LeaseUntil, j.FinishedAt = deref(started), deref(lease), deref(finished)
+	j.CancelRequestedAt = deref(cancelAt)
+	if progressAt != nil {
+		j.Progress = &Progress{Value: json.RawMessage(progress), Message: progressMsg, At: *progressAt}
+	}
 	if meta != nil {
 		if err := json.Unmarshal(meta, &j.Meta); err != nil {
 			return j, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)

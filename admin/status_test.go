@@ -497,8 +497,8 @@ func TestDeadListFiltersAndJobCommands(t *testing.T) {
 
 	// jobs cancel: a ready job goes to the dead-letter table as cancelled.
 	id := b.EnqueueN(t, 1, enqueue.Opts{Queue: "q2"})[0]
-	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "cancelled by operator"); err != nil {
-		t.Fatal(err)
+	if running, err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "cancelled by operator"); err != nil || running {
+		t.Fatal(running, err)
 	}
 	if d, err := b.ops.DeadLetters().Get(b.Ctx, b.Pool, id, false); err != nil || d.Reason != admin.ReasonCancelled {
 		t.Errorf("cancelled job: %+v %v", d, err)
@@ -518,16 +518,23 @@ func TestDeadListFiltersAndJobCommands(t *testing.T) {
 	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND state = 'ready' AND run_at <= now()`, later); n != 1 {
 		t.Errorf("scheduled job not made due")
 	}
-	// A running job cannot be cancelled from outside.
+	// A running job is marked for cancellation, once: a second request
+	// keeps the first one's note.
 	b.EnqueueN(t, 1, enqueue.Opts{})
 	running := b.Claim(t, uuid.New(), 10, time.Minute)
 	if len(running) == 0 {
 		t.Fatal("nothing to claim")
 	}
-	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, running[0].ID, "x"); err == nil || !strings.Contains(err.Error(), "running") {
-		t.Errorf("cancel running: %v", err)
+	for _, note := range []string{"x", "y"} {
+		if was, err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, running[0].ID, note); err != nil || !was {
+			t.Errorf("cancel running: %v %v", was, err)
+		}
 	}
-	if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, 999999, "x"); err == nil || !strings.Contains(err.Error(), "not found") {
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE id = $1 AND state = 'running'
+		AND cancel_requested_at IS NOT NULL AND cancel_note = 'x'`, running[0].ID); n != 1 {
+		t.Errorf("running job not marked for cancellation with the first note")
+	}
+	if _, err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, 999999, "x"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("cancel unknown: %v", err)
 	}
 }
@@ -568,7 +575,7 @@ func TestStatusRetriesNeverNegative(t *testing.T) {
 		t.Fatalf("second job of the serial line is %s, want waiting", got)
 	}
 	for _, id := range []int64{ready, line[1], line[0]} {
-		if err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "not needed"); err != nil {
+		if _, err := b.ops.Jobs().Cancel(b.Ctx, b.Pool, id, "not needed"); err != nil {
 			t.Fatal(err)
 		}
 	}

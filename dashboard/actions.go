@@ -18,16 +18,24 @@ const maxBulk = admin.MaxJobPage
 
 // jobAction runs retry, cancel or delete on the selected jobs (field id,
 // repeated), each through the operation docket jobs uses, and reports what
-// happened to each: a running job is refused, never touched.
+// happened to each: retry and delete refuse a running job; cancel asks its
+// worker to stop it (admin Jobs.Cancel).
 func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 	verb := r.PostFormValue("action")
 	var op func(id int64) error
+	var requested int64 // running jobs whose cancellation was requested
 	ctx := r.Context()
 	switch verb {
 	case "retry":
 		op = func(id int64) error { return d.ops.Jobs().Retry(ctx, d.pool, id) }
 	case "cancel":
-		op = func(id int64) error { return d.ops.Jobs().Cancel(ctx, d.pool, id, "cancelled from the dashboard") }
+		op = func(id int64) error {
+			running, err := d.ops.Jobs().Cancel(ctx, d.pool, id, "cancelled from the dashboard")
+			if running {
+				requested++
+			}
+			return err
+		}
 	case "delete":
 		op = func(id int64) error { return d.ops.Jobs().Delete(ctx, d.pool, id) }
 	default:
@@ -68,6 +76,9 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	msg := fmt.Sprintf("%s: %s", verb, plural.Count(done, "job", "jobs"))
+	if requested > 0 {
+		msg += fmt.Sprintf(" (%d running: cancellation requested, their workers stop them)", requested)
+	}
 	if len(refused) > 0 {
 		msg += "; refused " + strings.Join(refused, "; ")
 	}

@@ -50,8 +50,25 @@
 //
 // A handler's context is also cancelled when the worker loses the job's
 // lease (cause [ErrLeaseLost]: the job may run again elsewhere, and this
-// run's outcome is dropped) and when shutdown's deadline passes (cause
-// [ErrShutdown]: the job goes back to ready without spending the attempt).
+// run's outcome is dropped), when shutdown's deadline passes (cause
+// [ErrShutdown]: the job goes back to ready without spending the attempt)
+// and when an operator cancels the running job (cause [ErrCancelled]:
+// admin Jobs.Cancel, docket jobs cancel, the dashboard). A cancelled job
+// is dead-lettered with reason "cancelled" whatever the handler returns:
+// from the moment the request commits, the run can no longer complete,
+// retry, snooze or be released, and a transactional handler's writes roll
+// back. The worker hears of the request within about a second (a NOTIFY;
+// its heartbeat when notifications are off or lost). A run that finished
+// before the request committed keeps its outcome.
+//
+// # Progress
+//
+// [SetProgress] records a small JSON value and a message for the running
+// job, which operators see in docket jobs show, the dashboard and admin
+// Jobs.Get. It costs no round trip: the worker writes the last value
+// reported with its next heartbeat, brought forward so that progress is
+// written within about a second. A job that dies keeps its last progress
+// in the dead-letter table.
 //
 // # Results
 //

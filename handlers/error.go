@@ -94,4 +94,10 @@ var (
 	// A handler that returns an error after it is released to ready,
 	// without counting the attempt; one that returns nil completes.
 	ErrShutdown = core.ErrShutdown
+	// ErrCancelled: an operator cancelled the running job (admin
+	// Jobs.Cancel, docket jobs cancel, the dashboard). The job is
+	// dead-lettered with reason "cancelled" whatever the handler returns:
+	// after the request its worker can no longer complete, retry or snooze
+	// it, and a transactional handler's writes are rolled back.
+	ErrCancelled = core.ErrCancelled
 )

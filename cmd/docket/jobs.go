@@ -25,7 +25,7 @@ func jobsCommand() *command {
 		verbs: []*command{
 			{name: "list", summary: "list jobs newest first, one page at a time (--after continues)", flags: jobsList},
 			{name: "show", summary: "show one job wherever it is; the payload and result only with --payload", args: "ID", flags: jobsShow},
-			{name: "cancel", summary: "move a job that is not running to the dead-letter table (reason cancelled)", args: "ID", flags: jobsCancel},
+			{name: "cancel", summary: "move a job to the dead-letter table (reason cancelled); a running one once its worker stopped it", args: "ID", flags: jobsCancel},
 			{name: "retry", summary: "run a dead job again (replayed) or a scheduled one now", args: "ID", flags: jobsRetry},
 		},
 	}
@@ -37,8 +37,13 @@ func jobsCancel(fs *flag.FlagSet) action {
 	note := fs.String("note", "cancelled by operator", "the error recorded on the cancelled job")
 	return func(ctx context.Context, pos []string, out, _ io.Writer) error {
 		return onJob(ctx, db, pos, func(client *admin.Client, pool *pgxpool.Pool, id int64) error {
-			if err := client.Jobs().Cancel(ctx, pool, id, *note); err != nil {
+			running, err := client.Jobs().Cancel(ctx, pool, id, *note)
+			if err != nil {
 				return err
+			}
+			if running {
+				fmt.Fprintf(out, "job %d is running: cancellation requested; its worker stops it and it ends in the dead-letter table\n", id)
+				return nil
 			}
 			fmt.Fprintf(out, "job %d cancelled: it is in the dead-letter table\n", id)
 			return nil
@@ -183,6 +188,13 @@ func printJob(out io.Writer, j admin.JobInfo, attempts []admin.Attempt, payload 
 		row("finished", fmtTime(j.FinishedAt))
 	}
 	row("reason", j.Reason)
+	if !j.CancelRequestedAt.IsZero() {
+		row("cancel requested", fmtTime(j.CancelRequestedAt))
+	}
+	if p := j.Progress; p != nil {
+		row("progress", strings.TrimSpace(string(p.Value)+" "+p.Message))
+		row("progress at", fmtTime(p.At))
+	}
 	if j.State == admin.StateRunning {
 		holder := j.LockedBy.String()
 		if j.WorkerHost != "" {

@@ -149,6 +149,14 @@ func jsonSetup(t *testing.T) (url, schema string, dead []int64, running, workflo
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
+	// The running job reported progress, and an operator asked to cancel it.
+	if _, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_jobs SET progress = '{"done": 3, "of": 10}',
+		progress_message = 'copying rows', progress_at = now() WHERE id = $1`, jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if running, err := c.Admin().Jobs().Cancel(ctx, pool, jobs[0].ID, "not needed"); err != nil || !running {
+		t.Fatalf("cancel the running job: %v %v", running, err)
+	}
 	wf, err := c.EnqueueWorkflow(ctx, pool, docket.Workflow{Name: "nightly-report", Jobs: []docket.WorkflowJob{
 		{Ref: "extract", Args: mailArgs{To: "secret@example.com"}},
 		{Ref: "send", Args: mailArgs{To: "secret@example.com"}, After: docket.After("extract"),

@@ -203,6 +203,24 @@ type jobJSON struct {
 	LockedBy   uuid.UUID `json:"locked_by,omitempty"`
 	WorkerHost string    `json:"worker_host,omitempty"`
 	WorkerPID  int       `json:"worker_pid,omitempty"`
+	// The progress its handler reported last (running or dead jobs).
+	Progress *progressJSON `json:"progress,omitempty"`
+	// When an operator asked to cancel the running job.
+	CancelRequestedAt time.Time `json:"cancel_requested_at,omitzero"`
+}
+
+// progressJSON is a job's last reported progress.
+type progressJSON struct {
+	Value   json.RawMessage `json:"value,omitempty"`
+	Message string          `json:"message,omitempty"`
+	At      time.Time       `json:"at"`
+}
+
+func progressFrom(p *admin.Progress) *progressJSON {
+	if p == nil {
+		return nil
+	}
+	return &progressJSON{Value: p.Value, Message: p.Message, At: p.At}
 }
 
 // jobDetailJSON is jobs show and dlq show: the job, its payload when
@@ -250,6 +268,7 @@ func jobFromInfo(j admin.JobInfo) jobDetailJSON {
 		CreatedAt: j.CreatedAt, RunAt: j.RunAt, StartedAt: j.StartedAt, LeaseUntil: j.LeaseUntil, FinishedAt: j.FinishedAt,
 		Reason: j.Reason, LastError: j.LastError, Meta: j.Meta,
 		LockedBy: j.LockedBy, WorkerHost: j.WorkerHost, WorkerPID: j.WorkerPID,
+		Progress: progressFrom(j.Progress), CancelRequestedAt: j.CancelRequestedAt,
 	}, Payload: j.Payload, Result: j.Result}
 }
 

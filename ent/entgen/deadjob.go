@@ -54,7 +54,13 @@ type DeadJob struct {
 	// Error of the last attempt, if any.
 	LastError *string `json:"last_error,omitempty"`
 	// What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data.
-	Result       json.RawMessage `json:"result,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// The last progress value the job reported while it ran, if any.
+	Progress json.RawMessage `json:"progress,omitempty"`
+	// The last progress message the job reported while it ran, if any.
+	ProgressMessage *string `json:"progress_message,omitempty"`
+	// When the last progress was written.
+	ProgressAt   *time.Time `json:"progress_at,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -63,13 +69,13 @@ func (*DeadJob) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case deadjob.FieldPayload, deadjob.FieldMeta, deadjob.FieldAttemptLog, deadjob.FieldResult:
+		case deadjob.FieldPayload, deadjob.FieldMeta, deadjob.FieldAttemptLog, deadjob.FieldResult, deadjob.FieldProgress:
 			values[i] = new([]byte)
 		case deadjob.FieldID, deadjob.FieldPriority, deadjob.FieldAttempts, deadjob.FieldMaxAttempts, deadjob.FieldWorkflowID:
 			values[i] = new(sql.NullInt64)
-		case deadjob.FieldQueue, deadjob.FieldKind, deadjob.FieldTenant, deadjob.FieldSerialKey, deadjob.FieldUniqueKey, deadjob.FieldReason, deadjob.FieldLastError:
+		case deadjob.FieldQueue, deadjob.FieldKind, deadjob.FieldTenant, deadjob.FieldSerialKey, deadjob.FieldUniqueKey, deadjob.FieldReason, deadjob.FieldLastError, deadjob.FieldProgressMessage:
 			values[i] = new(sql.NullString)
-		case deadjob.FieldCreatedAt, deadjob.FieldRunAt, deadjob.FieldDeadAt:
+		case deadjob.FieldCreatedAt, deadjob.FieldRunAt, deadjob.FieldDeadAt, deadjob.FieldProgressAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -212,6 +218,28 @@ func (_m *DeadJob) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field result: %w", err)
 				}
 			}
+		case deadjob.FieldProgress:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field progress", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Progress); err != nil {
+					return fmt.Errorf("unmarshal field progress: %w", err)
+				}
+			}
+		case deadjob.FieldProgressMessage:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field progress_message", values[i])
+			} else if value.Valid {
+				_m.ProgressMessage = new(string)
+				*_m.ProgressMessage = value.String
+			}
+		case deadjob.FieldProgressAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field progress_at", values[i])
+			} else if value.Valid {
+				_m.ProgressAt = new(time.Time)
+				*_m.ProgressAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -309,6 +337,19 @@ func (_m *DeadJob) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("result=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Result))
+	builder.WriteString(", ")
+	builder.WriteString("progress=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Progress))
+	builder.WriteString(", ")
+	if v := _m.ProgressMessage; v != nil {
+		builder.WriteString("progress_message=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.ProgressAt; v != nil {
+		builder.WriteString("progress_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -193,6 +193,40 @@ func (_c *DeadJobCreate) SetResult(v json.RawMessage) *DeadJobCreate {
 	return _c
 }
 
+// SetProgress sets the "progress" field.
+func (_c *DeadJobCreate) SetProgress(v json.RawMessage) *DeadJobCreate {
+	_c.mutation.SetProgress(v)
+	return _c
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_c *DeadJobCreate) SetProgressMessage(v string) *DeadJobCreate {
+	_c.mutation.SetProgressMessage(v)
+	return _c
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_c *DeadJobCreate) SetNillableProgressMessage(v *string) *DeadJobCreate {
+	if v != nil {
+		_c.SetProgressMessage(*v)
+	}
+	return _c
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_c *DeadJobCreate) SetProgressAt(v time.Time) *DeadJobCreate {
+	_c.mutation.SetProgressAt(v)
+	return _c
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_c *DeadJobCreate) SetNillableProgressAt(v *time.Time) *DeadJobCreate {
+	if v != nil {
+		_c.SetProgressAt(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *DeadJobCreate) SetID(v int64) *DeadJobCreate {
 	_c.mutation.SetID(v)
@@ -390,6 +424,18 @@ func (_c *DeadJobCreate) createSpec() (*DeadJob, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Result(); ok {
 		_spec.SetField(deadjob.FieldResult, field.TypeJSON, value)
 		_node.Result = value
+	}
+	if value, ok := _c.mutation.Progress(); ok {
+		_spec.SetField(deadjob.FieldProgress, field.TypeJSON, value)
+		_node.Progress = value
+	}
+	if value, ok := _c.mutation.ProgressMessage(); ok {
+		_spec.SetField(deadjob.FieldProgressMessage, field.TypeString, value)
+		_node.ProgressMessage = &value
+	}
+	if value, ok := _c.mutation.ProgressAt(); ok {
+		_spec.SetField(deadjob.FieldProgressAt, field.TypeTime, value)
+		_node.ProgressAt = &value
 	}
 	return _node, _spec
 }

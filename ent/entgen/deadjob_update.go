@@ -324,6 +324,64 @@ func (_u *DeadJobUpdate) ClearResult() *DeadJobUpdate {
 	return _u
 }
 
+// SetProgress sets the "progress" field.
+func (_u *DeadJobUpdate) SetProgress(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.SetProgress(v)
+	return _u
+}
+
+// AppendProgress appends value to the "progress" field.
+func (_u *DeadJobUpdate) AppendProgress(v json.RawMessage) *DeadJobUpdate {
+	_u.mutation.AppendProgress(v)
+	return _u
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (_u *DeadJobUpdate) ClearProgress() *DeadJobUpdate {
+	_u.mutation.ClearProgress()
+	return _u
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_u *DeadJobUpdate) SetProgressMessage(v string) *DeadJobUpdate {
+	_u.mutation.SetProgressMessage(v)
+	return _u
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_u *DeadJobUpdate) SetNillableProgressMessage(v *string) *DeadJobUpdate {
+	if v != nil {
+		_u.SetProgressMessage(*v)
+	}
+	return _u
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (_u *DeadJobUpdate) ClearProgressMessage() *DeadJobUpdate {
+	_u.mutation.ClearProgressMessage()
+	return _u
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_u *DeadJobUpdate) SetProgressAt(v time.Time) *DeadJobUpdate {
+	_u.mutation.SetProgressAt(v)
+	return _u
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_u *DeadJobUpdate) SetNillableProgressAt(v *time.Time) *DeadJobUpdate {
+	if v != nil {
+		_u.SetProgressAt(*v)
+	}
+	return _u
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (_u *DeadJobUpdate) ClearProgressAt() *DeadJobUpdate {
+	_u.mutation.ClearProgressAt()
+	return _u
+}
+
 // Mutation returns the DeadJobMutation object of the builder.
 func (_u *DeadJobUpdate) Mutation() *DeadJobMutation {
 	return _u.mutation
@@ -463,6 +521,29 @@ func (_u *DeadJobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ResultCleared() {
 		_spec.ClearField(deadjob.FieldResult, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Progress(); ok {
+		_spec.SetField(deadjob.FieldProgress, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedProgress(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldProgress, value)
+		})
+	}
+	if _u.mutation.ProgressCleared() {
+		_spec.ClearField(deadjob.FieldProgress, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ProgressMessage(); ok {
+		_spec.SetField(deadjob.FieldProgressMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProgressMessageCleared() {
+		_spec.ClearField(deadjob.FieldProgressMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProgressAt(); ok {
+		_spec.SetField(deadjob.FieldProgressAt, field.TypeTime, value)
+	}
+	if _u.mutation.ProgressAtCleared() {
+		_spec.ClearField(deadjob.FieldProgressAt, field.TypeTime)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -778,6 +859,64 @@ func (_u *DeadJobUpdateOne) ClearResult() *DeadJobUpdateOne {
 	return _u
 }
 
+// SetProgress sets the "progress" field.
+func (_u *DeadJobUpdateOne) SetProgress(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.SetProgress(v)
+	return _u
+}
+
+// AppendProgress appends value to the "progress" field.
+func (_u *DeadJobUpdateOne) AppendProgress(v json.RawMessage) *DeadJobUpdateOne {
+	_u.mutation.AppendProgress(v)
+	return _u
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (_u *DeadJobUpdateOne) ClearProgress() *DeadJobUpdateOne {
+	_u.mutation.ClearProgress()
+	return _u
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_u *DeadJobUpdateOne) SetProgressMessage(v string) *DeadJobUpdateOne {
+	_u.mutation.SetProgressMessage(v)
+	return _u
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_u *DeadJobUpdateOne) SetNillableProgressMessage(v *string) *DeadJobUpdateOne {
+	if v != nil {
+		_u.SetProgressMessage(*v)
+	}
+	return _u
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (_u *DeadJobUpdateOne) ClearProgressMessage() *DeadJobUpdateOne {
+	_u.mutation.ClearProgressMessage()
+	return _u
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_u *DeadJobUpdateOne) SetProgressAt(v time.Time) *DeadJobUpdateOne {
+	_u.mutation.SetProgressAt(v)
+	return _u
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_u *DeadJobUpdateOne) SetNillableProgressAt(v *time.Time) *DeadJobUpdateOne {
+	if v != nil {
+		_u.SetProgressAt(*v)
+	}
+	return _u
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (_u *DeadJobUpdateOne) ClearProgressAt() *DeadJobUpdateOne {
+	_u.mutation.ClearProgressAt()
+	return _u
+}
+
 // Mutation returns the DeadJobMutation object of the builder.
 func (_u *DeadJobUpdateOne) Mutation() *DeadJobMutation {
 	return _u.mutation
@@ -947,6 +1086,29 @@ func (_u *DeadJobUpdateOne) sqlSave(ctx context.Context) (_node *DeadJob, err er
 	}
 	if _u.mutation.ResultCleared() {
 		_spec.ClearField(deadjob.FieldResult, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Progress(); ok {
+		_spec.SetField(deadjob.FieldProgress, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedProgress(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, deadjob.FieldProgress, value)
+		})
+	}
+	if _u.mutation.ProgressCleared() {
+		_spec.ClearField(deadjob.FieldProgress, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ProgressMessage(); ok {
+		_spec.SetField(deadjob.FieldProgressMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProgressMessageCleared() {
+		_spec.ClearField(deadjob.FieldProgressMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProgressAt(); ok {
+		_spec.SetField(deadjob.FieldProgressAt, field.TypeTime, value)
+	}
+	if _u.mutation.ProgressAtCleared() {
+		_spec.ClearField(deadjob.FieldProgressAt, field.TypeTime)
 	}
 	_node = &DeadJob{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -70,6 +70,16 @@ type Job struct {
 	ChildWorkflowID *int64 `json:"child_workflow_id,omitempty"`
 	// On a job of a child workflow: the job that waits for that workflow.
 	ParentStepID *int64 `json:"parent_step_id,omitempty"`
+	// The last progress value the running job's handler reported (handlers.SetProgress).
+	Progress json.RawMessage `json:"progress,omitempty"`
+	// The last progress message the running job's handler reported.
+	ProgressMessage *string `json:"progress_message,omitempty"`
+	// When the last reported progress was written.
+	ProgressAt *time.Time `json:"progress_at,omitempty"`
+	// When an operator asked to cancel the running job; it then ends dead, reason cancelled.
+	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
+	// The note of the cancel request, recorded as the dead job's error.
+	CancelNote   *string `json:"cancel_note,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -80,13 +90,13 @@ func (*Job) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case job.FieldLockedBy:
 			values[i] = &sql.NullScanner{S: new(uuid.UUID)}
-		case job.FieldPayload, job.FieldMeta, job.FieldAttemptLog:
+		case job.FieldPayload, job.FieldMeta, job.FieldAttemptLog, job.FieldProgress:
 			values[i] = new([]byte)
 		case job.FieldID, job.FieldPriority, job.FieldAttempts, job.FieldMaxAttempts, job.FieldWorkflowID, job.FieldReadySeq, job.FieldClaimID, job.FieldSerialSeq, job.FieldChildWorkflowID, job.FieldParentStepID:
 			values[i] = new(sql.NullInt64)
-		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError:
+		case job.FieldQueue, job.FieldKind, job.FieldTenant, job.FieldSerialKey, job.FieldUniqueKey, job.FieldState, job.FieldLastError, job.FieldProgressMessage, job.FieldCancelNote:
 			values[i] = new(sql.NullString)
-		case job.FieldCreatedAt, job.FieldRunAt, job.FieldLockedAt, job.FieldLeaseUntil, job.FieldWaitUntil:
+		case job.FieldCreatedAt, job.FieldRunAt, job.FieldLockedAt, job.FieldLeaseUntil, job.FieldWaitUntil, job.FieldProgressAt, job.FieldCancelRequestedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -277,6 +287,42 @@ func (_m *Job) assignValues(columns []string, values []any) error {
 				_m.ParentStepID = new(int64)
 				*_m.ParentStepID = value.Int64
 			}
+		case job.FieldProgress:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field progress", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Progress); err != nil {
+					return fmt.Errorf("unmarshal field progress: %w", err)
+				}
+			}
+		case job.FieldProgressMessage:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field progress_message", values[i])
+			} else if value.Valid {
+				_m.ProgressMessage = new(string)
+				*_m.ProgressMessage = value.String
+			}
+		case job.FieldProgressAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field progress_at", values[i])
+			} else if value.Valid {
+				_m.ProgressAt = new(time.Time)
+				*_m.ProgressAt = value.Time
+			}
+		case job.FieldCancelRequestedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field cancel_requested_at", values[i])
+			} else if value.Valid {
+				_m.CancelRequestedAt = new(time.Time)
+				*_m.CancelRequestedAt = value.Time
+			}
+		case job.FieldCancelNote:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field cancel_note", values[i])
+			} else if value.Valid {
+				_m.CancelNote = new(string)
+				*_m.CancelNote = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -410,6 +456,29 @@ func (_m *Job) String() string {
 	if v := _m.ParentStepID; v != nil {
 		builder.WriteString("parent_step_id=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	builder.WriteString("progress=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Progress))
+	builder.WriteString(", ")
+	if v := _m.ProgressMessage; v != nil {
+		builder.WriteString("progress_message=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.ProgressAt; v != nil {
+		builder.WriteString("progress_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.CancelRequestedAt; v != nil {
+		builder.WriteString("cancel_requested_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.CancelNote; v != nil {
+		builder.WriteString("cancel_note=")
+		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')
 	return builder.String()

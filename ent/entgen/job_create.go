@@ -308,6 +308,68 @@ func (_c *JobCreate) SetNillableParentStepID(v *int64) *JobCreate {
 	return _c
 }
 
+// SetProgress sets the "progress" field.
+func (_c *JobCreate) SetProgress(v json.RawMessage) *JobCreate {
+	_c.mutation.SetProgress(v)
+	return _c
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_c *JobCreate) SetProgressMessage(v string) *JobCreate {
+	_c.mutation.SetProgressMessage(v)
+	return _c
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_c *JobCreate) SetNillableProgressMessage(v *string) *JobCreate {
+	if v != nil {
+		_c.SetProgressMessage(*v)
+	}
+	return _c
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_c *JobCreate) SetProgressAt(v time.Time) *JobCreate {
+	_c.mutation.SetProgressAt(v)
+	return _c
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_c *JobCreate) SetNillableProgressAt(v *time.Time) *JobCreate {
+	if v != nil {
+		_c.SetProgressAt(*v)
+	}
+	return _c
+}
+
+// SetCancelRequestedAt sets the "cancel_requested_at" field.
+func (_c *JobCreate) SetCancelRequestedAt(v time.Time) *JobCreate {
+	_c.mutation.SetCancelRequestedAt(v)
+	return _c
+}
+
+// SetNillableCancelRequestedAt sets the "cancel_requested_at" field if the given value is not nil.
+func (_c *JobCreate) SetNillableCancelRequestedAt(v *time.Time) *JobCreate {
+	if v != nil {
+		_c.SetCancelRequestedAt(*v)
+	}
+	return _c
+}
+
+// SetCancelNote sets the "cancel_note" field.
+func (_c *JobCreate) SetCancelNote(v string) *JobCreate {
+	_c.mutation.SetCancelNote(v)
+	return _c
+}
+
+// SetNillableCancelNote sets the "cancel_note" field if the given value is not nil.
+func (_c *JobCreate) SetNillableCancelNote(v *string) *JobCreate {
+	if v != nil {
+		_c.SetCancelNote(*v)
+	}
+	return _c
+}
+
 // SetID sets the "id" field.
 func (_c *JobCreate) SetID(v int64) *JobCreate {
 	_c.mutation.SetID(v)
@@ -542,6 +604,26 @@ func (_c *JobCreate) createSpec() (*Job, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ParentStepID(); ok {
 		_spec.SetField(job.FieldParentStepID, field.TypeInt64, value)
 		_node.ParentStepID = &value
+	}
+	if value, ok := _c.mutation.Progress(); ok {
+		_spec.SetField(job.FieldProgress, field.TypeJSON, value)
+		_node.Progress = value
+	}
+	if value, ok := _c.mutation.ProgressMessage(); ok {
+		_spec.SetField(job.FieldProgressMessage, field.TypeString, value)
+		_node.ProgressMessage = &value
+	}
+	if value, ok := _c.mutation.ProgressAt(); ok {
+		_spec.SetField(job.FieldProgressAt, field.TypeTime, value)
+		_node.ProgressAt = &value
+	}
+	if value, ok := _c.mutation.CancelRequestedAt(); ok {
+		_spec.SetField(job.FieldCancelRequestedAt, field.TypeTime, value)
+		_node.CancelRequestedAt = &value
+	}
+	if value, ok := _c.mutation.CancelNote(); ok {
+		_spec.SetField(job.FieldCancelNote, field.TypeString, value)
+		_node.CancelNote = &value
 	}
 	return _node, _spec
 }

@@ -502,6 +502,104 @@ func (_u *JobUpdate) ClearParentStepID() *JobUpdate {
 	return _u
 }
 
+// SetProgress sets the "progress" field.
+func (_u *JobUpdate) SetProgress(v json.RawMessage) *JobUpdate {
+	_u.mutation.SetProgress(v)
+	return _u
+}
+
+// AppendProgress appends value to the "progress" field.
+func (_u *JobUpdate) AppendProgress(v json.RawMessage) *JobUpdate {
+	_u.mutation.AppendProgress(v)
+	return _u
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (_u *JobUpdate) ClearProgress() *JobUpdate {
+	_u.mutation.ClearProgress()
+	return _u
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_u *JobUpdate) SetProgressMessage(v string) *JobUpdate {
+	_u.mutation.SetProgressMessage(v)
+	return _u
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableProgressMessage(v *string) *JobUpdate {
+	if v != nil {
+		_u.SetProgressMessage(*v)
+	}
+	return _u
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (_u *JobUpdate) ClearProgressMessage() *JobUpdate {
+	_u.mutation.ClearProgressMessage()
+	return _u
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_u *JobUpdate) SetProgressAt(v time.Time) *JobUpdate {
+	_u.mutation.SetProgressAt(v)
+	return _u
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableProgressAt(v *time.Time) *JobUpdate {
+	if v != nil {
+		_u.SetProgressAt(*v)
+	}
+	return _u
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (_u *JobUpdate) ClearProgressAt() *JobUpdate {
+	_u.mutation.ClearProgressAt()
+	return _u
+}
+
+// SetCancelRequestedAt sets the "cancel_requested_at" field.
+func (_u *JobUpdate) SetCancelRequestedAt(v time.Time) *JobUpdate {
+	_u.mutation.SetCancelRequestedAt(v)
+	return _u
+}
+
+// SetNillableCancelRequestedAt sets the "cancel_requested_at" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableCancelRequestedAt(v *time.Time) *JobUpdate {
+	if v != nil {
+		_u.SetCancelRequestedAt(*v)
+	}
+	return _u
+}
+
+// ClearCancelRequestedAt clears the value of the "cancel_requested_at" field.
+func (_u *JobUpdate) ClearCancelRequestedAt() *JobUpdate {
+	_u.mutation.ClearCancelRequestedAt()
+	return _u
+}
+
+// SetCancelNote sets the "cancel_note" field.
+func (_u *JobUpdate) SetCancelNote(v string) *JobUpdate {
+	_u.mutation.SetCancelNote(v)
+	return _u
+}
+
+// SetNillableCancelNote sets the "cancel_note" field if the given value is not nil.
+func (_u *JobUpdate) SetNillableCancelNote(v *string) *JobUpdate {
+	if v != nil {
+		_u.SetCancelNote(*v)
+	}
+	return _u
+}
+
+// ClearCancelNote clears the value of the "cancel_note" field.
+func (_u *JobUpdate) ClearCancelNote() *JobUpdate {
+	_u.mutation.ClearCancelNote()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdate) Mutation() *JobMutation {
 	return _u.mutation
@@ -706,6 +804,41 @@ func (_u *JobUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ParentStepIDCleared() {
 		_spec.ClearField(job.FieldParentStepID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.Progress(); ok {
+		_spec.SetField(job.FieldProgress, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedProgress(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, job.FieldProgress, value)
+		})
+	}
+	if _u.mutation.ProgressCleared() {
+		_spec.ClearField(job.FieldProgress, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ProgressMessage(); ok {
+		_spec.SetField(job.FieldProgressMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProgressMessageCleared() {
+		_spec.ClearField(job.FieldProgressMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProgressAt(); ok {
+		_spec.SetField(job.FieldProgressAt, field.TypeTime, value)
+	}
+	if _u.mutation.ProgressAtCleared() {
+		_spec.ClearField(job.FieldProgressAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.CancelRequestedAt(); ok {
+		_spec.SetField(job.FieldCancelRequestedAt, field.TypeTime, value)
+	}
+	if _u.mutation.CancelRequestedAtCleared() {
+		_spec.ClearField(job.FieldCancelRequestedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.CancelNote(); ok {
+		_spec.SetField(job.FieldCancelNote, field.TypeString, value)
+	}
+	if _u.mutation.CancelNoteCleared() {
+		_spec.ClearField(job.FieldCancelNote, field.TypeString)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -1198,6 +1331,104 @@ func (_u *JobUpdateOne) ClearParentStepID() *JobUpdateOne {
 	return _u
 }
 
+// SetProgress sets the "progress" field.
+func (_u *JobUpdateOne) SetProgress(v json.RawMessage) *JobUpdateOne {
+	_u.mutation.SetProgress(v)
+	return _u
+}
+
+// AppendProgress appends value to the "progress" field.
+func (_u *JobUpdateOne) AppendProgress(v json.RawMessage) *JobUpdateOne {
+	_u.mutation.AppendProgress(v)
+	return _u
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (_u *JobUpdateOne) ClearProgress() *JobUpdateOne {
+	_u.mutation.ClearProgress()
+	return _u
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (_u *JobUpdateOne) SetProgressMessage(v string) *JobUpdateOne {
+	_u.mutation.SetProgressMessage(v)
+	return _u
+}
+
+// SetNillableProgressMessage sets the "progress_message" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableProgressMessage(v *string) *JobUpdateOne {
+	if v != nil {
+		_u.SetProgressMessage(*v)
+	}
+	return _u
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (_u *JobUpdateOne) ClearProgressMessage() *JobUpdateOne {
+	_u.mutation.ClearProgressMessage()
+	return _u
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (_u *JobUpdateOne) SetProgressAt(v time.Time) *JobUpdateOne {
+	_u.mutation.SetProgressAt(v)
+	return _u
+}
+
+// SetNillableProgressAt sets the "progress_at" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableProgressAt(v *time.Time) *JobUpdateOne {
+	if v != nil {
+		_u.SetProgressAt(*v)
+	}
+	return _u
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (_u *JobUpdateOne) ClearProgressAt() *JobUpdateOne {
+	_u.mutation.ClearProgressAt()
+	return _u
+}
+
+// SetCancelRequestedAt sets the "cancel_requested_at" field.
+func (_u *JobUpdateOne) SetCancelRequestedAt(v time.Time) *JobUpdateOne {
+	_u.mutation.SetCancelRequestedAt(v)
+	return _u
+}
+
+// SetNillableCancelRequestedAt sets the "cancel_requested_at" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableCancelRequestedAt(v *time.Time) *JobUpdateOne {
+	if v != nil {
+		_u.SetCancelRequestedAt(*v)
+	}
+	return _u
+}
+
+// ClearCancelRequestedAt clears the value of the "cancel_requested_at" field.
+func (_u *JobUpdateOne) ClearCancelRequestedAt() *JobUpdateOne {
+	_u.mutation.ClearCancelRequestedAt()
+	return _u
+}
+
+// SetCancelNote sets the "cancel_note" field.
+func (_u *JobUpdateOne) SetCancelNote(v string) *JobUpdateOne {
+	_u.mutation.SetCancelNote(v)
+	return _u
+}
+
+// SetNillableCancelNote sets the "cancel_note" field if the given value is not nil.
+func (_u *JobUpdateOne) SetNillableCancelNote(v *string) *JobUpdateOne {
+	if v != nil {
+		_u.SetCancelNote(*v)
+	}
+	return _u
+}
+
+// ClearCancelNote clears the value of the "cancel_note" field.
+func (_u *JobUpdateOne) ClearCancelNote() *JobUpdateOne {
+	_u.mutation.ClearCancelNote()
+	return _u
+}
+
 // Mutation returns the JobMutation object of the builder.
 func (_u *JobUpdateOne) Mutation() *JobMutation {
 	return _u.mutation
@@ -1432,6 +1663,41 @@ func (_u *JobUpdateOne) sqlSave(ctx context.Context) (_node *Job, err error) {
 	}
 	if _u.mutation.ParentStepIDCleared() {
 		_spec.ClearField(job.FieldParentStepID, field.TypeInt64)
+	}
+	if value, ok := _u.mutation.Progress(); ok {
+		_spec.SetField(job.FieldProgress, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedProgress(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, job.FieldProgress, value)
+		})
+	}
+	if _u.mutation.ProgressCleared() {
+		_spec.ClearField(job.FieldProgress, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ProgressMessage(); ok {
+		_spec.SetField(job.FieldProgressMessage, field.TypeString, value)
+	}
+	if _u.mutation.ProgressMessageCleared() {
+		_spec.ClearField(job.FieldProgressMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.ProgressAt(); ok {
+		_spec.SetField(job.FieldProgressAt, field.TypeTime, value)
+	}
+	if _u.mutation.ProgressAtCleared() {
+		_spec.ClearField(job.FieldProgressAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.CancelRequestedAt(); ok {
+		_spec.SetField(job.FieldCancelRequestedAt, field.TypeTime, value)
+	}
+	if _u.mutation.CancelRequestedAtCleared() {
+		_spec.ClearField(job.FieldCancelRequestedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.CancelNote(); ok {
+		_spec.SetField(job.FieldCancelNote, field.TypeString, value)
+	}
+	if _u.mutation.CancelNoteCleared() {
+		_spec.ClearField(job.FieldCancelNote, field.TypeString)
 	}
 	_node = &Job{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -66,6 +66,10 @@ type DeadJobMutation struct {
 	last_error        *string
 	result            *json.RawMessage
 	appendresult      json.RawMessage
+	progress          *json.RawMessage
+	appendprogress    json.RawMessage
+	progress_message  *string
+	progress_at       *time.Time
 	clearedFields     map[string]struct{}
 	done              bool
 	oldValue          func(context.Context) (*DeadJob, error)
@@ -1043,6 +1047,169 @@ func (m *DeadJobMutation) ResetResult() {
 	delete(m.clearedFields, deadjob.FieldResult)
 }
 
+// SetProgress sets the "progress" field.
+func (m *DeadJobMutation) SetProgress(jm json.RawMessage) {
+	m.progress = &jm
+	m.appendprogress = nil
+}
+
+// Progress returns the value of the "progress" field in the mutation.
+func (m *DeadJobMutation) Progress() (r json.RawMessage, exists bool) {
+	v := m.progress
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgress returns the old "progress" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldProgress(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgress is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgress requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgress: %w", err)
+	}
+	return oldValue.Progress, nil
+}
+
+// AppendProgress adds jm to the "progress" field.
+func (m *DeadJobMutation) AppendProgress(jm json.RawMessage) {
+	m.appendprogress = append(m.appendprogress, jm...)
+}
+
+// AppendedProgress returns the list of values that were appended to the "progress" field in this mutation.
+func (m *DeadJobMutation) AppendedProgress() (json.RawMessage, bool) {
+	if len(m.appendprogress) == 0 {
+		return nil, false
+	}
+	return m.appendprogress, true
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (m *DeadJobMutation) ClearProgress() {
+	m.progress = nil
+	m.appendprogress = nil
+	m.clearedFields[deadjob.FieldProgress] = struct{}{}
+}
+
+// ProgressCleared returns if the "progress" field was cleared in this mutation.
+func (m *DeadJobMutation) ProgressCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldProgress]
+	return ok
+}
+
+// ResetProgress resets all changes to the "progress" field.
+func (m *DeadJobMutation) ResetProgress() {
+	m.progress = nil
+	m.appendprogress = nil
+	delete(m.clearedFields, deadjob.FieldProgress)
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (m *DeadJobMutation) SetProgressMessage(s string) {
+	m.progress_message = &s
+}
+
+// ProgressMessage returns the value of the "progress_message" field in the mutation.
+func (m *DeadJobMutation) ProgressMessage() (r string, exists bool) {
+	v := m.progress_message
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgressMessage returns the old "progress_message" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldProgressMessage(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgressMessage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgressMessage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgressMessage: %w", err)
+	}
+	return oldValue.ProgressMessage, nil
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (m *DeadJobMutation) ClearProgressMessage() {
+	m.progress_message = nil
+	m.clearedFields[deadjob.FieldProgressMessage] = struct{}{}
+}
+
+// ProgressMessageCleared returns if the "progress_message" field was cleared in this mutation.
+func (m *DeadJobMutation) ProgressMessageCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldProgressMessage]
+	return ok
+}
+
+// ResetProgressMessage resets all changes to the "progress_message" field.
+func (m *DeadJobMutation) ResetProgressMessage() {
+	m.progress_message = nil
+	delete(m.clearedFields, deadjob.FieldProgressMessage)
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (m *DeadJobMutation) SetProgressAt(t time.Time) {
+	m.progress_at = &t
+}
+
+// ProgressAt returns the value of the "progress_at" field in the mutation.
+func (m *DeadJobMutation) ProgressAt() (r time.Time, exists bool) {
+	v := m.progress_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgressAt returns the old "progress_at" field's value of the DeadJob entity.
+// If the DeadJob object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *DeadJobMutation) OldProgressAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgressAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgressAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgressAt: %w", err)
+	}
+	return oldValue.ProgressAt, nil
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (m *DeadJobMutation) ClearProgressAt() {
+	m.progress_at = nil
+	m.clearedFields[deadjob.FieldProgressAt] = struct{}{}
+}
+
+// ProgressAtCleared returns if the "progress_at" field was cleared in this mutation.
+func (m *DeadJobMutation) ProgressAtCleared() bool {
+	_, ok := m.clearedFields[deadjob.FieldProgressAt]
+	return ok
+}
+
+// ResetProgressAt resets all changes to the "progress_at" field.
+func (m *DeadJobMutation) ResetProgressAt() {
+	m.progress_at = nil
+	delete(m.clearedFields, deadjob.FieldProgressAt)
+}
+
 // Where appends a list predicates to the DeadJobMutation builder.
 func (m *DeadJobMutation) Where(ps ...predicate.DeadJob) {
 	m.predicates = append(m.predicates, ps...)
@@ -1077,7 +1244,7 @@ func (m *DeadJobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *DeadJobMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 21)
 	if m.queue != nil {
 		fields = append(fields, deadjob.FieldQueue)
 	}
@@ -1132,6 +1299,15 @@ func (m *DeadJobMutation) Fields() []string {
 	if m.result != nil {
 		fields = append(fields, deadjob.FieldResult)
 	}
+	if m.progress != nil {
+		fields = append(fields, deadjob.FieldProgress)
+	}
+	if m.progress_message != nil {
+		fields = append(fields, deadjob.FieldProgressMessage)
+	}
+	if m.progress_at != nil {
+		fields = append(fields, deadjob.FieldProgressAt)
+	}
 	return fields
 }
 
@@ -1176,6 +1352,12 @@ func (m *DeadJobMutation) Field(name string) (ent.Value, bool) {
 		return m.LastError()
 	case deadjob.FieldResult:
 		return m.Result()
+	case deadjob.FieldProgress:
+		return m.Progress()
+	case deadjob.FieldProgressMessage:
+		return m.ProgressMessage()
+	case deadjob.FieldProgressAt:
+		return m.ProgressAt()
 	}
 	return nil, false
 }
@@ -1221,6 +1403,12 @@ func (m *DeadJobMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldLastError(ctx)
 	case deadjob.FieldResult:
 		return m.OldResult(ctx)
+	case deadjob.FieldProgress:
+		return m.OldProgress(ctx)
+	case deadjob.FieldProgressMessage:
+		return m.OldProgressMessage(ctx)
+	case deadjob.FieldProgressAt:
+		return m.OldProgressAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown DeadJob field %s", name)
 }
@@ -1356,6 +1544,27 @@ func (m *DeadJobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetResult(v)
 		return nil
+	case deadjob.FieldProgress:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgress(v)
+		return nil
+	case deadjob.FieldProgressMessage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgressMessage(v)
+		return nil
+	case deadjob.FieldProgressAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgressAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown DeadJob field %s", name)
 }
@@ -1458,6 +1667,15 @@ func (m *DeadJobMutation) ClearedFields() []string {
 	if m.FieldCleared(deadjob.FieldResult) {
 		fields = append(fields, deadjob.FieldResult)
 	}
+	if m.FieldCleared(deadjob.FieldProgress) {
+		fields = append(fields, deadjob.FieldProgress)
+	}
+	if m.FieldCleared(deadjob.FieldProgressMessage) {
+		fields = append(fields, deadjob.FieldProgressMessage)
+	}
+	if m.FieldCleared(deadjob.FieldProgressAt) {
+		fields = append(fields, deadjob.FieldProgressAt)
+	}
 	return fields
 }
 
@@ -1492,6 +1710,15 @@ func (m *DeadJobMutation) ClearField(name string) error {
 		return nil
 	case deadjob.FieldResult:
 		m.ClearResult()
+		return nil
+	case deadjob.FieldProgress:
+		m.ClearProgress()
+		return nil
+	case deadjob.FieldProgressMessage:
+		m.ClearProgressMessage()
+		return nil
+	case deadjob.FieldProgressAt:
+		m.ClearProgressAt()
 		return nil
 	}
 	return fmt.Errorf("unknown DeadJob nullable field %s", name)
@@ -1554,6 +1781,15 @@ func (m *DeadJobMutation) ResetField(name string) error {
 		return nil
 	case deadjob.FieldResult:
 		m.ResetResult()
+		return nil
+	case deadjob.FieldProgress:
+		m.ResetProgress()
+		return nil
+	case deadjob.FieldProgressMessage:
+		m.ResetProgressMessage()
+		return nil
+	case deadjob.FieldProgressAt:
+		m.ResetProgressAt()
 		return nil
 	}
 	return fmt.Errorf("unknown DeadJob field %s", name)
@@ -3240,6 +3476,12 @@ type JobMutation struct {
 	addchild_workflow_id *int64
 	parent_step_id       *int64
 	addparent_step_id    *int64
+	progress             *json.RawMessage
+	appendprogress       json.RawMessage
+	progress_message     *string
+	progress_at          *time.Time
+	cancel_requested_at  *time.Time
+	cancel_note          *string
 	clearedFields        map[string]struct{}
 	done                 bool
 	oldValue             func(context.Context) (*Job, error)
@@ -4648,6 +4890,267 @@ func (m *JobMutation) ResetParentStepID() {
 	delete(m.clearedFields, job.FieldParentStepID)
 }
 
+// SetProgress sets the "progress" field.
+func (m *JobMutation) SetProgress(jm json.RawMessage) {
+	m.progress = &jm
+	m.appendprogress = nil
+}
+
+// Progress returns the value of the "progress" field in the mutation.
+func (m *JobMutation) Progress() (r json.RawMessage, exists bool) {
+	v := m.progress
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgress returns the old "progress" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldProgress(ctx context.Context) (v json.RawMessage, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgress is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgress requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgress: %w", err)
+	}
+	return oldValue.Progress, nil
+}
+
+// AppendProgress adds jm to the "progress" field.
+func (m *JobMutation) AppendProgress(jm json.RawMessage) {
+	m.appendprogress = append(m.appendprogress, jm...)
+}
+
+// AppendedProgress returns the list of values that were appended to the "progress" field in this mutation.
+func (m *JobMutation) AppendedProgress() (json.RawMessage, bool) {
+	if len(m.appendprogress) == 0 {
+		return nil, false
+	}
+	return m.appendprogress, true
+}
+
+// ClearProgress clears the value of the "progress" field.
+func (m *JobMutation) ClearProgress() {
+	m.progress = nil
+	m.appendprogress = nil
+	m.clearedFields[job.FieldProgress] = struct{}{}
+}
+
+// ProgressCleared returns if the "progress" field was cleared in this mutation.
+func (m *JobMutation) ProgressCleared() bool {
+	_, ok := m.clearedFields[job.FieldProgress]
+	return ok
+}
+
+// ResetProgress resets all changes to the "progress" field.
+func (m *JobMutation) ResetProgress() {
+	m.progress = nil
+	m.appendprogress = nil
+	delete(m.clearedFields, job.FieldProgress)
+}
+
+// SetProgressMessage sets the "progress_message" field.
+func (m *JobMutation) SetProgressMessage(s string) {
+	m.progress_message = &s
+}
+
+// ProgressMessage returns the value of the "progress_message" field in the mutation.
+func (m *JobMutation) ProgressMessage() (r string, exists bool) {
+	v := m.progress_message
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgressMessage returns the old "progress_message" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldProgressMessage(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgressMessage is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgressMessage requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgressMessage: %w", err)
+	}
+	return oldValue.ProgressMessage, nil
+}
+
+// ClearProgressMessage clears the value of the "progress_message" field.
+func (m *JobMutation) ClearProgressMessage() {
+	m.progress_message = nil
+	m.clearedFields[job.FieldProgressMessage] = struct{}{}
+}
+
+// ProgressMessageCleared returns if the "progress_message" field was cleared in this mutation.
+func (m *JobMutation) ProgressMessageCleared() bool {
+	_, ok := m.clearedFields[job.FieldProgressMessage]
+	return ok
+}
+
+// ResetProgressMessage resets all changes to the "progress_message" field.
+func (m *JobMutation) ResetProgressMessage() {
+	m.progress_message = nil
+	delete(m.clearedFields, job.FieldProgressMessage)
+}
+
+// SetProgressAt sets the "progress_at" field.
+func (m *JobMutation) SetProgressAt(t time.Time) {
+	m.progress_at = &t
+}
+
+// ProgressAt returns the value of the "progress_at" field in the mutation.
+func (m *JobMutation) ProgressAt() (r time.Time, exists bool) {
+	v := m.progress_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldProgressAt returns the old "progress_at" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldProgressAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldProgressAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldProgressAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldProgressAt: %w", err)
+	}
+	return oldValue.ProgressAt, nil
+}
+
+// ClearProgressAt clears the value of the "progress_at" field.
+func (m *JobMutation) ClearProgressAt() {
+	m.progress_at = nil
+	m.clearedFields[job.FieldProgressAt] = struct{}{}
+}
+
+// ProgressAtCleared returns if the "progress_at" field was cleared in this mutation.
+func (m *JobMutation) ProgressAtCleared() bool {
+	_, ok := m.clearedFields[job.FieldProgressAt]
+	return ok
+}
+
+// ResetProgressAt resets all changes to the "progress_at" field.
+func (m *JobMutation) ResetProgressAt() {
+	m.progress_at = nil
+	delete(m.clearedFields, job.FieldProgressAt)
+}
+
+// SetCancelRequestedAt sets the "cancel_requested_at" field.
+func (m *JobMutation) SetCancelRequestedAt(t time.Time) {
+	m.cancel_requested_at = &t
+}
+
+// CancelRequestedAt returns the value of the "cancel_requested_at" field in the mutation.
+func (m *JobMutation) CancelRequestedAt() (r time.Time, exists bool) {
+	v := m.cancel_requested_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCancelRequestedAt returns the old "cancel_requested_at" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldCancelRequestedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCancelRequestedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCancelRequestedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCancelRequestedAt: %w", err)
+	}
+	return oldValue.CancelRequestedAt, nil
+}
+
+// ClearCancelRequestedAt clears the value of the "cancel_requested_at" field.
+func (m *JobMutation) ClearCancelRequestedAt() {
+	m.cancel_requested_at = nil
+	m.clearedFields[job.FieldCancelRequestedAt] = struct{}{}
+}
+
+// CancelRequestedAtCleared returns if the "cancel_requested_at" field was cleared in this mutation.
+func (m *JobMutation) CancelRequestedAtCleared() bool {
+	_, ok := m.clearedFields[job.FieldCancelRequestedAt]
+	return ok
+}
+
+// ResetCancelRequestedAt resets all changes to the "cancel_requested_at" field.
+func (m *JobMutation) ResetCancelRequestedAt() {
+	m.cancel_requested_at = nil
+	delete(m.clearedFields, job.FieldCancelRequestedAt)
+}
+
+// SetCancelNote sets the "cancel_note" field.
+func (m *JobMutation) SetCancelNote(s string) {
+	m.cancel_note = &s
+}
+
+// CancelNote returns the value of the "cancel_note" field in the mutation.
+func (m *JobMutation) CancelNote() (r string, exists bool) {
+	v := m.cancel_note
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCancelNote returns the old "cancel_note" field's value of the Job entity.
+// If the Job object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *JobMutation) OldCancelNote(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCancelNote is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCancelNote requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCancelNote: %w", err)
+	}
+	return oldValue.CancelNote, nil
+}
+
+// ClearCancelNote clears the value of the "cancel_note" field.
+func (m *JobMutation) ClearCancelNote() {
+	m.cancel_note = nil
+	m.clearedFields[job.FieldCancelNote] = struct{}{}
+}
+
+// CancelNoteCleared returns if the "cancel_note" field was cleared in this mutation.
+func (m *JobMutation) CancelNoteCleared() bool {
+	_, ok := m.clearedFields[job.FieldCancelNote]
+	return ok
+}
+
+// ResetCancelNote resets all changes to the "cancel_note" field.
+func (m *JobMutation) ResetCancelNote() {
+	m.cancel_note = nil
+	delete(m.clearedFields, job.FieldCancelNote)
+}
+
 // Where appends a list predicates to the JobMutation builder.
 func (m *JobMutation) Where(ps ...predicate.Job) {
 	m.predicates = append(m.predicates, ps...)
@@ -4682,7 +5185,7 @@ func (m *JobMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *JobMutation) Fields() []string {
-	fields := make([]string, 0, 25)
+	fields := make([]string, 0, 30)
 	if m.queue != nil {
 		fields = append(fields, job.FieldQueue)
 	}
@@ -4758,6 +5261,21 @@ func (m *JobMutation) Fields() []string {
 	if m.parent_step_id != nil {
 		fields = append(fields, job.FieldParentStepID)
 	}
+	if m.progress != nil {
+		fields = append(fields, job.FieldProgress)
+	}
+	if m.progress_message != nil {
+		fields = append(fields, job.FieldProgressMessage)
+	}
+	if m.progress_at != nil {
+		fields = append(fields, job.FieldProgressAt)
+	}
+	if m.cancel_requested_at != nil {
+		fields = append(fields, job.FieldCancelRequestedAt)
+	}
+	if m.cancel_note != nil {
+		fields = append(fields, job.FieldCancelNote)
+	}
 	return fields
 }
 
@@ -4816,6 +5334,16 @@ func (m *JobMutation) Field(name string) (ent.Value, bool) {
 		return m.ChildWorkflowID()
 	case job.FieldParentStepID:
 		return m.ParentStepID()
+	case job.FieldProgress:
+		return m.Progress()
+	case job.FieldProgressMessage:
+		return m.ProgressMessage()
+	case job.FieldProgressAt:
+		return m.ProgressAt()
+	case job.FieldCancelRequestedAt:
+		return m.CancelRequestedAt()
+	case job.FieldCancelNote:
+		return m.CancelNote()
 	}
 	return nil, false
 }
@@ -4875,6 +5403,16 @@ func (m *JobMutation) OldField(ctx context.Context, name string) (ent.Value, err
 		return m.OldChildWorkflowID(ctx)
 	case job.FieldParentStepID:
 		return m.OldParentStepID(ctx)
+	case job.FieldProgress:
+		return m.OldProgress(ctx)
+	case job.FieldProgressMessage:
+		return m.OldProgressMessage(ctx)
+	case job.FieldProgressAt:
+		return m.OldProgressAt(ctx)
+	case job.FieldCancelRequestedAt:
+		return m.OldCancelRequestedAt(ctx)
+	case job.FieldCancelNote:
+		return m.OldCancelNote(ctx)
 	}
 	return nil, fmt.Errorf("unknown Job field %s", name)
 }
@@ -5059,6 +5597,41 @@ func (m *JobMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetParentStepID(v)
 		return nil
+	case job.FieldProgress:
+		v, ok := value.(json.RawMessage)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgress(v)
+		return nil
+	case job.FieldProgressMessage:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgressMessage(v)
+		return nil
+	case job.FieldProgressAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetProgressAt(v)
+		return nil
+	case job.FieldCancelRequestedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCancelRequestedAt(v)
+		return nil
+	case job.FieldCancelNote:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCancelNote(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)
 }
@@ -5242,6 +5815,21 @@ func (m *JobMutation) ClearedFields() []string {
 	if m.FieldCleared(job.FieldParentStepID) {
 		fields = append(fields, job.FieldParentStepID)
 	}
+	if m.FieldCleared(job.FieldProgress) {
+		fields = append(fields, job.FieldProgress)
+	}
+	if m.FieldCleared(job.FieldProgressMessage) {
+		fields = append(fields, job.FieldProgressMessage)
+	}
+	if m.FieldCleared(job.FieldProgressAt) {
+		fields = append(fields, job.FieldProgressAt)
+	}
+	if m.FieldCleared(job.FieldCancelRequestedAt) {
+		fields = append(fields, job.FieldCancelRequestedAt)
+	}
+	if m.FieldCleared(job.FieldCancelNote) {
+		fields = append(fields, job.FieldCancelNote)
+	}
 	return fields
 }
 
@@ -5297,6 +5885,21 @@ func (m *JobMutation) ClearField(name string) error {
 		return nil
 	case job.FieldParentStepID:
 		m.ClearParentStepID()
+		return nil
+	case job.FieldProgress:
+		m.ClearProgress()
+		return nil
+	case job.FieldProgressMessage:
+		m.ClearProgressMessage()
+		return nil
+	case job.FieldProgressAt:
+		m.ClearProgressAt()
+		return nil
+	case job.FieldCancelRequestedAt:
+		m.ClearCancelRequestedAt()
+		return nil
+	case job.FieldCancelNote:
+		m.ClearCancelNote()
 		return nil
 	}
 	return fmt.Errorf("unknown Job nullable field %s", name)
@@ -5380,6 +5983,21 @@ func (m *JobMutation) ResetField(name string) error {
 		return nil
 	case job.FieldParentStepID:
 		m.ResetParentStepID()
+		return nil
+	case job.FieldProgress:
+		m.ResetProgress()
+		return nil
+	case job.FieldProgressMessage:
+		m.ResetProgressMessage()
+		return nil
+	case job.FieldProgressAt:
+		m.ResetProgressAt()
+		return nil
+	case job.FieldCancelRequestedAt:
+		m.ResetCancelRequestedAt()
+		return nil
+	case job.FieldCancelNote:
+		m.ResetCancelNote()
 		return nil
 	}
 	return fmt.Errorf("unknown Job field %s", name)

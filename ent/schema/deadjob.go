@@ -30,6 +30,12 @@ func (DeadJob) Fields() []ent.Field {
 			Comment("Error of the last attempt, if any."),
 		field.JSON("result", json.RawMessage{}).Optional().
 			Comment("What the handler recorded with Job.SetResult, as JSON; null when nothing. May carry personal data."),
+		field.JSON("progress", json.RawMessage{}).Optional().
+			Comment("The last progress value the job reported while it ran, if any."),
+		field.String("progress_message").SchemaType(text).Optional().Nillable().
+			Comment("The last progress message the job reported while it ran, if any."),
+		field.Time("progress_at").Optional().Nillable().
+			Comment("When the last progress was written."),
 	}
 }
 

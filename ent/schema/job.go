@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"encoding/json"
+
 	"github.com/google/uuid"
 
 	"entgo.io/ent"
@@ -45,6 +47,16 @@ func (Job) Fields() []ent.Field {
 			Comment("The child workflow a waiting job waits for (docket_workflows), if any."),
 		field.Int64("parent_step_id").Optional().Nillable().
 			Comment("On a job of a child workflow: the job that waits for that workflow."),
+		field.JSON("progress", json.RawMessage{}).Optional().
+			Comment("The last progress value the running job's handler reported (handlers.SetProgress)."),
+		field.String("progress_message").SchemaType(text).Optional().Nillable().
+			Comment("The last progress message the running job's handler reported."),
+		field.Time("progress_at").Optional().Nillable().
+			Comment("When the last reported progress was written."),
+		field.Time("cancel_requested_at").Optional().Nillable().
+			Comment("When an operator asked to cancel the running job; it then ends dead, reason cancelled."),
+		field.String("cancel_note").SchemaType(text).Optional().Nillable().
+			Comment("The note of the cancel request, recorded as the dead job's error."),
 	}
 }
 

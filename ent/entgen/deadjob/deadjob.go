@@ -47,6 +47,12 @@ const (
 	FieldLastError = "last_error"
 	// FieldResult holds the string denoting the result field in the database.
 	FieldResult = "result"
+	// FieldProgress holds the string denoting the progress field in the database.
+	FieldProgress = "progress"
+	// FieldProgressMessage holds the string denoting the progress_message field in the database.
+	FieldProgressMessage = "progress_message"
+	// FieldProgressAt holds the string denoting the progress_at field in the database.
+	FieldProgressAt = "progress_at"
 	// Table holds the table name of the deadjob in the database.
 	Table = "docket_jobs_dead"
 )
@@ -72,6 +78,9 @@ var Columns = []string{
 	FieldReason,
 	FieldLastError,
 	FieldResult,
+	FieldProgress,
+	FieldProgressMessage,
+	FieldProgressAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -171,4 +180,14 @@ func ByReason(opts ...sql.OrderTermOption) OrderOption {
 // ByLastError orders the results by the last_error field.
 func ByLastError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldLastError, opts...).ToFunc()
+}
+
+// ByProgressMessage orders the results by the progress_message field.
+func ByProgressMessage(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressMessage, opts...).ToFunc()
+}
+
+// ByProgressAt orders the results by the progress_at field.
+func ByProgressAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressAt, opts...).ToFunc()
 }

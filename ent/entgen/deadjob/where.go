@@ -124,6 +124,16 @@ func LastError(v string) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldEQ(FieldLastError, v))
 }
 
+// ProgressMessage applies equality check predicate on the "progress_message" field. It's identical to ProgressMessageEQ.
+func ProgressMessage(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldProgressMessage, v))
+}
+
+// ProgressAt applies equality check predicate on the "progress_at" field. It's identical to ProgressAtEQ.
+func ProgressAt(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldProgressAt, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldEQ(FieldQueue, v))
@@ -927,6 +937,141 @@ func ResultIsNil() predicate.DeadJob {
 // ResultNotNil applies the NotNil predicate on the "result" field.
 func ResultNotNil() predicate.DeadJob {
 	return predicate.DeadJob(sql.FieldNotNull(FieldResult))
+}
+
+// ProgressIsNil applies the IsNil predicate on the "progress" field.
+func ProgressIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldProgress))
+}
+
+// ProgressNotNil applies the NotNil predicate on the "progress" field.
+func ProgressNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldProgress))
+}
+
+// ProgressMessageEQ applies the EQ predicate on the "progress_message" field.
+func ProgressMessageEQ(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldProgressMessage, v))
+}
+
+// ProgressMessageNEQ applies the NEQ predicate on the "progress_message" field.
+func ProgressMessageNEQ(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNEQ(FieldProgressMessage, v))
+}
+
+// ProgressMessageIn applies the In predicate on the "progress_message" field.
+func ProgressMessageIn(vs ...string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIn(FieldProgressMessage, vs...))
+}
+
+// ProgressMessageNotIn applies the NotIn predicate on the "progress_message" field.
+func ProgressMessageNotIn(vs ...string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotIn(FieldProgressMessage, vs...))
+}
+
+// ProgressMessageGT applies the GT predicate on the "progress_message" field.
+func ProgressMessageGT(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGT(FieldProgressMessage, v))
+}
+
+// ProgressMessageGTE applies the GTE predicate on the "progress_message" field.
+func ProgressMessageGTE(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGTE(FieldProgressMessage, v))
+}
+
+// ProgressMessageLT applies the LT predicate on the "progress_message" field.
+func ProgressMessageLT(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLT(FieldProgressMessage, v))
+}
+
+// ProgressMessageLTE applies the LTE predicate on the "progress_message" field.
+func ProgressMessageLTE(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLTE(FieldProgressMessage, v))
+}
+
+// ProgressMessageContains applies the Contains predicate on the "progress_message" field.
+func ProgressMessageContains(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldContains(FieldProgressMessage, v))
+}
+
+// ProgressMessageHasPrefix applies the HasPrefix predicate on the "progress_message" field.
+func ProgressMessageHasPrefix(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldHasPrefix(FieldProgressMessage, v))
+}
+
+// ProgressMessageHasSuffix applies the HasSuffix predicate on the "progress_message" field.
+func ProgressMessageHasSuffix(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldHasSuffix(FieldProgressMessage, v))
+}
+
+// ProgressMessageIsNil applies the IsNil predicate on the "progress_message" field.
+func ProgressMessageIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldProgressMessage))
+}
+
+// ProgressMessageNotNil applies the NotNil predicate on the "progress_message" field.
+func ProgressMessageNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldProgressMessage))
+}
+
+// ProgressMessageEqualFold applies the EqualFold predicate on the "progress_message" field.
+func ProgressMessageEqualFold(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEqualFold(FieldProgressMessage, v))
+}
+
+// ProgressMessageContainsFold applies the ContainsFold predicate on the "progress_message" field.
+func ProgressMessageContainsFold(v string) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldContainsFold(FieldProgressMessage, v))
+}
+
+// ProgressAtEQ applies the EQ predicate on the "progress_at" field.
+func ProgressAtEQ(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldEQ(FieldProgressAt, v))
+}
+
+// ProgressAtNEQ applies the NEQ predicate on the "progress_at" field.
+func ProgressAtNEQ(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNEQ(FieldProgressAt, v))
+}
+
+// ProgressAtIn applies the In predicate on the "progress_at" field.
+func ProgressAtIn(vs ...time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIn(FieldProgressAt, vs...))
+}
+
+// ProgressAtNotIn applies the NotIn predicate on the "progress_at" field.
+func ProgressAtNotIn(vs ...time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotIn(FieldProgressAt, vs...))
+}
+
+// ProgressAtGT applies the GT predicate on the "progress_at" field.
+func ProgressAtGT(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGT(FieldProgressAt, v))
+}
+
+// ProgressAtGTE applies the GTE predicate on the "progress_at" field.
+func ProgressAtGTE(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldGTE(FieldProgressAt, v))
+}
+
+// ProgressAtLT applies the LT predicate on the "progress_at" field.
+func ProgressAtLT(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLT(FieldProgressAt, v))
+}
+
+// ProgressAtLTE applies the LTE predicate on the "progress_at" field.
+func ProgressAtLTE(v time.Time) predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldLTE(FieldProgressAt, v))
+}
+
+// ProgressAtIsNil applies the IsNil predicate on the "progress_at" field.
+func ProgressAtIsNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldIsNull(FieldProgressAt))
+}
+
+// ProgressAtNotNil applies the NotNil predicate on the "progress_at" field.
+func ProgressAtNotNil() predicate.DeadJob {
+	return predicate.DeadJob(sql.FieldNotNull(FieldProgressAt))
 }
 
 // And groups predicates with the AND operator between them.

@@ -63,6 +63,16 @@ const (
 	FieldChildWorkflowID = "child_workflow_id"
 	// FieldParentStepID holds the string denoting the parent_step_id field in the database.
 	FieldParentStepID = "parent_step_id"
+	// FieldProgress holds the string denoting the progress field in the database.
+	FieldProgress = "progress"
+	// FieldProgressMessage holds the string denoting the progress_message field in the database.
+	FieldProgressMessage = "progress_message"
+	// FieldProgressAt holds the string denoting the progress_at field in the database.
+	FieldProgressAt = "progress_at"
+	// FieldCancelRequestedAt holds the string denoting the cancel_requested_at field in the database.
+	FieldCancelRequestedAt = "cancel_requested_at"
+	// FieldCancelNote holds the string denoting the cancel_note field in the database.
+	FieldCancelNote = "cancel_note"
 	// Table holds the table name of the job in the database.
 	Table = "docket_jobs"
 )
@@ -95,6 +105,11 @@ var Columns = []string{
 	FieldWaitUntil,
 	FieldChildWorkflowID,
 	FieldParentStepID,
+	FieldProgress,
+	FieldProgressMessage,
+	FieldProgressAt,
+	FieldCancelRequestedAt,
+	FieldCancelNote,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -262,4 +277,24 @@ func ByChildWorkflowID(opts ...sql.OrderTermOption) OrderOption {
 // ByParentStepID orders the results by the parent_step_id field.
 func ByParentStepID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldParentStepID, opts...).ToFunc()
+}
+
+// ByProgressMessage orders the results by the progress_message field.
+func ByProgressMessage(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressMessage, opts...).ToFunc()
+}
+
+// ByProgressAt orders the results by the progress_at field.
+func ByProgressAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldProgressAt, opts...).ToFunc()
+}
+
+// ByCancelRequestedAt orders the results by the cancel_requested_at field.
+func ByCancelRequestedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCancelRequestedAt, opts...).ToFunc()
+}
+
+// ByCancelNote orders the results by the cancel_note field.
+func ByCancelNote(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCancelNote, opts...).ToFunc()
 }

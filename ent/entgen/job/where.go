@@ -160,6 +160,26 @@ func ParentStepID(v int64) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldParentStepID, v))
 }
 
+// ProgressMessage applies equality check predicate on the "progress_message" field. It's identical to ProgressMessageEQ.
+func ProgressMessage(v string) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldProgressMessage, v))
+}
+
+// ProgressAt applies equality check predicate on the "progress_at" field. It's identical to ProgressAtEQ.
+func ProgressAt(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldProgressAt, v))
+}
+
+// CancelRequestedAt applies equality check predicate on the "cancel_requested_at" field. It's identical to CancelRequestedAtEQ.
+func CancelRequestedAt(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldCancelRequestedAt, v))
+}
+
+// CancelNote applies equality check predicate on the "cancel_note" field. It's identical to CancelNoteEQ.
+func CancelNote(v string) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldCancelNote, v))
+}
+
 // QueueEQ applies the EQ predicate on the "queue" field.
 func QueueEQ(v string) predicate.Job {
 	return predicate.Job(sql.FieldEQ(FieldQueue, v))
@@ -1308,6 +1328,266 @@ func ParentStepIDIsNil() predicate.Job {
 // ParentStepIDNotNil applies the NotNil predicate on the "parent_step_id" field.
 func ParentStepIDNotNil() predicate.Job {
 	return predicate.Job(sql.FieldNotNull(FieldParentStepID))
+}
+
+// ProgressIsNil applies the IsNil predicate on the "progress" field.
+func ProgressIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldProgress))
+}
+
+// ProgressNotNil applies the NotNil predicate on the "progress" field.
+func ProgressNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldProgress))
+}
+
+// ProgressMessageEQ applies the EQ predicate on the "progress_message" field.
+func ProgressMessageEQ(v string) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldProgressMessage, v))
+}
+
+// ProgressMessageNEQ applies the NEQ predicate on the "progress_message" field.
+func ProgressMessageNEQ(v string) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldProgressMessage, v))
+}
+
+// ProgressMessageIn applies the In predicate on the "progress_message" field.
+func ProgressMessageIn(vs ...string) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldProgressMessage, vs...))
+}
+
+// ProgressMessageNotIn applies the NotIn predicate on the "progress_message" field.
+func ProgressMessageNotIn(vs ...string) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldProgressMessage, vs...))
+}
+
+// ProgressMessageGT applies the GT predicate on the "progress_message" field.
+func ProgressMessageGT(v string) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldProgressMessage, v))
+}
+
+// ProgressMessageGTE applies the GTE predicate on the "progress_message" field.
+func ProgressMessageGTE(v string) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldProgressMessage, v))
+}
+
+// ProgressMessageLT applies the LT predicate on the "progress_message" field.
+func ProgressMessageLT(v string) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldProgressMessage, v))
+}
+
+// ProgressMessageLTE applies the LTE predicate on the "progress_message" field.
+func ProgressMessageLTE(v string) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldProgressMessage, v))
+}
+
+// ProgressMessageContains applies the Contains predicate on the "progress_message" field.
+func ProgressMessageContains(v string) predicate.Job {
+	return predicate.Job(sql.FieldContains(FieldProgressMessage, v))
+}
+
+// ProgressMessageHasPrefix applies the HasPrefix predicate on the "progress_message" field.
+func ProgressMessageHasPrefix(v string) predicate.Job {
+	return predicate.Job(sql.FieldHasPrefix(FieldProgressMessage, v))
+}
+
+// ProgressMessageHasSuffix applies the HasSuffix predicate on the "progress_message" field.
+func ProgressMessageHasSuffix(v string) predicate.Job {
+	return predicate.Job(sql.FieldHasSuffix(FieldProgressMessage, v))
+}
+
+// ProgressMessageIsNil applies the IsNil predicate on the "progress_message" field.
+func ProgressMessageIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldProgressMessage))
+}
+
+// ProgressMessageNotNil applies the NotNil predicate on the "progress_message" field.
+func ProgressMessageNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldProgressMessage))
+}
+
+// ProgressMessageEqualFold applies the EqualFold predicate on the "progress_message" field.
+func ProgressMessageEqualFold(v string) predicate.Job {
+	return predicate.Job(sql.FieldEqualFold(FieldProgressMessage, v))
+}
+
+// ProgressMessageContainsFold applies the ContainsFold predicate on the "progress_message" field.
+func ProgressMessageContainsFold(v string) predicate.Job {
+	return predicate.Job(sql.FieldContainsFold(FieldProgressMessage, v))
+}
+
+// ProgressAtEQ applies the EQ predicate on the "progress_at" field.
+func ProgressAtEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldProgressAt, v))
+}
+
+// ProgressAtNEQ applies the NEQ predicate on the "progress_at" field.
+func ProgressAtNEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldProgressAt, v))
+}
+
+// ProgressAtIn applies the In predicate on the "progress_at" field.
+func ProgressAtIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldProgressAt, vs...))
+}
+
+// ProgressAtNotIn applies the NotIn predicate on the "progress_at" field.
+func ProgressAtNotIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldProgressAt, vs...))
+}
+
+// ProgressAtGT applies the GT predicate on the "progress_at" field.
+func ProgressAtGT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldProgressAt, v))
+}
+
+// ProgressAtGTE applies the GTE predicate on the "progress_at" field.
+func ProgressAtGTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldProgressAt, v))
+}
+
+// ProgressAtLT applies the LT predicate on the "progress_at" field.
+func ProgressAtLT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldProgressAt, v))
+}
+
+// ProgressAtLTE applies the LTE predicate on the "progress_at" field.
+func ProgressAtLTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldProgressAt, v))
+}
+
+// ProgressAtIsNil applies the IsNil predicate on the "progress_at" field.
+func ProgressAtIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldProgressAt))
+}
+
+// ProgressAtNotNil applies the NotNil predicate on the "progress_at" field.
+func ProgressAtNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldProgressAt))
+}
+
+// CancelRequestedAtEQ applies the EQ predicate on the "cancel_requested_at" field.
+func CancelRequestedAtEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtNEQ applies the NEQ predicate on the "cancel_requested_at" field.
+func CancelRequestedAtNEQ(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtIn applies the In predicate on the "cancel_requested_at" field.
+func CancelRequestedAtIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldCancelRequestedAt, vs...))
+}
+
+// CancelRequestedAtNotIn applies the NotIn predicate on the "cancel_requested_at" field.
+func CancelRequestedAtNotIn(vs ...time.Time) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldCancelRequestedAt, vs...))
+}
+
+// CancelRequestedAtGT applies the GT predicate on the "cancel_requested_at" field.
+func CancelRequestedAtGT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtGTE applies the GTE predicate on the "cancel_requested_at" field.
+func CancelRequestedAtGTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtLT applies the LT predicate on the "cancel_requested_at" field.
+func CancelRequestedAtLT(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtLTE applies the LTE predicate on the "cancel_requested_at" field.
+func CancelRequestedAtLTE(v time.Time) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldCancelRequestedAt, v))
+}
+
+// CancelRequestedAtIsNil applies the IsNil predicate on the "cancel_requested_at" field.
+func CancelRequestedAtIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldCancelRequestedAt))
+}
+
+// CancelRequestedAtNotNil applies the NotNil predicate on the "cancel_requested_at" field.
+func CancelRequestedAtNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldCancelRequestedAt))
+}
+
+// CancelNoteEQ applies the EQ predicate on the "cancel_note" field.
+func CancelNoteEQ(v string) predicate.Job {
+	return predicate.Job(sql.FieldEQ(FieldCancelNote, v))
+}
+
+// CancelNoteNEQ applies the NEQ predicate on the "cancel_note" field.
+func CancelNoteNEQ(v string) predicate.Job {
+	return predicate.Job(sql.FieldNEQ(FieldCancelNote, v))
+}
+
+// CancelNoteIn applies the In predicate on the "cancel_note" field.
+func CancelNoteIn(vs ...string) predicate.Job {
+	return predicate.Job(sql.FieldIn(FieldCancelNote, vs...))
+}
+
+// CancelNoteNotIn applies the NotIn predicate on the "cancel_note" field.
+func CancelNoteNotIn(vs ...string) predicate.Job {
+	return predicate.Job(sql.FieldNotIn(FieldCancelNote, vs...))
+}
+
+// CancelNoteGT applies the GT predicate on the "cancel_note" field.
+func CancelNoteGT(v string) predicate.Job {
+	return predicate.Job(sql.FieldGT(FieldCancelNote, v))
+}
+
+// CancelNoteGTE applies the GTE predicate on the "cancel_note" field.
+func CancelNoteGTE(v string) predicate.Job {
+	return predicate.Job(sql.FieldGTE(FieldCancelNote, v))
+}
+
+// CancelNoteLT applies the LT predicate on the "cancel_note" field.
+func CancelNoteLT(v string) predicate.Job {
+	return predicate.Job(sql.FieldLT(FieldCancelNote, v))
+}
+
+// CancelNoteLTE applies the LTE predicate on the "cancel_note" field.
+func CancelNoteLTE(v string) predicate.Job {
+	return predicate.Job(sql.FieldLTE(FieldCancelNote, v))
+}
+
+// CancelNoteContains applies the Contains predicate on the "cancel_note" field.
+func CancelNoteContains(v string) predicate.Job {
+	return predicate.Job(sql.FieldContains(FieldCancelNote, v))
+}
+
+// CancelNoteHasPrefix applies the HasPrefix predicate on the "cancel_note" field.
+func CancelNoteHasPrefix(v string) predicate.Job {
+	return predicate.Job(sql.FieldHasPrefix(FieldCancelNote, v))
+}
+
+// CancelNoteHasSuffix applies the HasSuffix predicate on the "cancel_note" field.
+func CancelNoteHasSuffix(v string) predicate.Job {
+	return predicate.Job(sql.FieldHasSuffix(FieldCancelNote, v))
+}
+
+// CancelNoteIsNil applies the IsNil predicate on the "cancel_note" field.
+func CancelNoteIsNil() predicate.Job {
+	return predicate.Job(sql.FieldIsNull(FieldCancelNote))
+}
+
+// CancelNoteNotNil applies the NotNil predicate on the "cancel_note" field.
+func CancelNoteNotNil() predicate.Job {
+	return predicate.Job(sql.FieldNotNull(FieldCancelNote))
+}
+
+// CancelNoteEqualFold applies the EqualFold predicate on the "cancel_note" field.
+func CancelNoteEqualFold(v string) predicate.Job {
+	return predicate.Job(sql.FieldEqualFold(FieldCancelNote, v))
+}
+
+// CancelNoteContainsFold applies the ContainsFold predicate on the "cancel_note" field.
+func CancelNoteContainsFold(v string) predicate.Job {
+	return predicate.Job(sql.FieldContainsFold(FieldCancelNote, v))
 }
 
 // And groups predicates with the AND operator between them.

@@ -77,12 +77,13 @@ var (
 	ErrTimeout   = errors.New("docket: job timed out")
 	ErrLeaseLost = errors.New("docket: job lease lost")
 	ErrShutdown  = errors.New("docket: worker shutting down")
+	ErrCancelled = errors.New("docket: job cancelled by an operator")
 )
 
 // Dead-letter reasons recorded in docket_jobs_dead.reason.
 const (
 	ReasonExhausted    = "exhausted"     // every attempt failed
-	ReasonCancelled    = "cancelled"     // the handler cancelled the job
+	ReasonCancelled    = "cancelled"     // the handler, an operator or a failed workflow parent cancelled the job
 	ReasonUndecodable  = "undecodable"   // the payload does not decode into the args type
 	ReasonLeaseExpired = "lease_expired" // the last attempt's worker stopped heartbeating
 	ReasonTimedOut     = "timed_out"     // a workflow step's signal did not come before its WaitTimeout

@@ -10,36 +10,41 @@ import (
 // columns reason and err) into the dead-letter table, with their
 // attempt_log as it is. Outcomes, the reaper and cancelling a job all end
 // this way. A workflow job keeps its workflow_id there, which its
-// dependents' trigger reads as "failed" (migration 014).
-const DeadInsert = `INSERT INTO {{schema}}.docket_jobs_dead
-	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log)
-SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id, attempt_log
+// dependents' trigger reads as "failed" (migration 014). A job's last
+// reported progress goes with it (020).
+const DeadInsert = deadInsertInto + `)
+SELECT ` + deadValues + `attempt_log
 FROM gone
 RETURNING id`
 
 // DeadInsertEnded is DeadInsert for runs that ended: "gone" also has
 // column ended_log, the job's attempt_log with the entry of the run that
 // ended (AttemptAppend), which the dead letter keeps instead.
-const DeadInsertEnded = `INSERT INTO {{schema}}.docket_jobs_dead
-	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log)
-SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id, ended_log
+const DeadInsertEnded = deadInsertInto + `)
+SELECT ` + deadValues + `ended_log
 FROM gone
 RETURNING id`
 
 // DeadInsertOutcome is DeadInsertEnded for a run's outcome, whose CTE
 // "gone" also has a column result: what the failed run recorded with
 // SetResult, or NULL.
-const DeadInsertOutcome = `INSERT INTO {{schema}}.docket_jobs_dead
-	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	 created_at, run_at, reason, last_error, payload, meta, workflow_id, attempt_log, result)
-SELECT id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
-	created_at, run_at, reason, err, payload, meta, workflow_id, ended_log, result
+const DeadInsertOutcome = deadInsertInto + `, result)
+SELECT ` + deadValues + `ended_log, result
 FROM gone
 RETURNING id`
+
+// deadInsertInto and deadValues are what the DeadInsert statements share:
+// the dead letter's columns, and the values of CTE "gone" for all but the
+// last, attempt_log.
+const (
+	deadInsertInto = `INSERT INTO {{schema}}.docket_jobs_dead
+	(id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	 created_at, run_at, reason, last_error, payload, meta, workflow_id,
+	 progress, progress_message, progress_at, attempt_log`
+	deadValues = `id, queue, kind, priority, tenant, serial_key, unique_key, attempts, max_attempts,
+	created_at, run_at, reason, err, payload, meta, workflow_id,
+	progress, progress_message, progress_at, `
+)
 
 // NextReadySeq draws a job's place in line when it becomes ready. Ids come
 // from the same sequence (migration 005), so a job inserted with a
@@ -68,6 +73,11 @@ const TableExists = `SELECT to_regclass($1::text) IS NOT NULL`
 // the queues of schema that received due jobs (the payload names them) and
 // workers listen. A schema name is at most 56 bytes, so it fits.
 func NotifyChannel(schema string) string { return "docket_" + schema }
+
+// CancelPayload starts the payload of the notification, on NotifyChannel,
+// that an operator asked to cancel a running job; the job's id follows.
+// No queue name holds a space, so no queue's announcement starts with it.
+const CancelPayload = "cancel "
 
 // EventChannel is the LISTEN/NOTIFY channel on which publishers announce
 // committed events of schema and relays listen. A channel name must fit in

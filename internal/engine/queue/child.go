@@ -16,12 +16,13 @@ import (
 
 var (
 	// sqlPark parks the run ($1 id, $3 claim) of worker $2: waiting for
-	// child workflow $4. Fenced by the claim like every outcome. locked_at
-	// stays: it is the run's start, recorded in history when the job
-	// completes.
+	// child workflow $4. Fenced by the claim like every outcome, and
+	// refused like them once an operator asked to cancel the run (020).
+	// locked_at stays: it is the run's start, recorded in history when the
+	// job completes.
 	sqlPark = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = 'waiting', child_workflow_id = $4, locked_by = NULL, lease_until = NULL
-WHERE j.id = $1 AND j.claim_id = $3 AND j.locked_by = $2
+WHERE j.id = $1 AND j.claim_id = $3 AND j.locked_by = $2 AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 
 	// sqlSweepChildren walks up to $1 steps waiting for a child workflow

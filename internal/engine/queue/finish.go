@@ -15,6 +15,17 @@ import (
 // package doc). A run that lost its lease (reaped, maybe claimed again, even
 // by the same worker) changes nothing, and the job is missing from the
 // returned ids.
+//
+// A run whose job an operator asked to cancel (cancel_requested_at set,
+// see admin Jobs.Cancel) is refused by every outcome but Cancelled, and
+// is missing from the returned ids too: the worker then writes Cancelled
+// for it. Whichever commits first wins: an outcome written before the
+// request stands (the request then finds no running job), and after it the
+// run can only end cancelled.
+
+// CancelledError is the error recorded on a cancelled running job whose
+// request carried no note.
+const CancelledError = "cancelled by an operator while running"
 
 // completeHistory is the statement that moves runs ($1 ids, $3 their
 // claims, see runClaims) of worker $2 to history, finished at $4, or when
@@ -29,6 +40,7 @@ func completeHistory(results bool) string {
 	return `WITH d AS (
 	DELETE FROM {{schema}}.docket_jobs j
 	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+		AND j.cancel_requested_at IS NULL
 	RETURNING j.*
 )` + keep + `
 INSERT INTO {{schema}}.docket_jobs_done
@@ -70,6 +82,7 @@ var (
 
 	sqlCompleteDelete = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs j
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+	AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 
 	// sqlCompleteDeleteResults is sqlCompleteDelete for a batch of which
@@ -90,6 +103,7 @@ SELECT id FROM d`)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts >= j.max_attempts
+		AND j.cancel_requested_at IS NULL
 	RETURNING j.*, 'exhausted'::text AS reason, i.err, $6::jsonb -> j.id::text AS result,
 		` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "'exhausted'", "i.err")) + ` AS ended_log
 ), dead AS (` + pgsql.DeadInsertOutcome + `
@@ -101,6 +115,7 @@ SELECT id FROM d`)
 		attempt_log = ` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "'failed'", "i.err")) + `
 	FROM i
 	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.attempts < j.max_attempts
+		AND j.cancel_requested_at IS NULL
 	RETURNING j.id
 )
 SELECT id, true FROM dead UNION ALL SELECT id, false FROM retried`)
@@ -111,7 +126,7 @@ SET state = CASE WHEN i.delay_ms > 0 THEN 'scheduled' ELSE 'ready' END,
 	run_at = now() + i.delay_ms * interval '1 millisecond', ready_seq = ` + pgsql.NextReadySeq + `,
 	attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 FROM unnest($1::bigint[], $3::bigint[], $4::bigint[]) AS i(id, delay_ms, claim_id)
-WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
+WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 
 	// sqlDeadLetter moves jobs to dead with the results their runs
@@ -120,17 +135,30 @@ RETURNING j.id`)
 	SELECT * FROM unnest($1::bigint[], $3::text[], $4::text[], $5::bigint[]) AS i(id, reason, err, claim_id)
 ), gone AS (
 	DELETE FROM {{schema}}.docket_jobs j USING i
-	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2
+	WHERE j.id = i.id AND j.claim_id = i.claim_id AND j.locked_by = $2 AND j.cancel_requested_at IS NULL
 	RETURNING j.*, i.reason, i.err, $6::jsonb -> j.id::text AS result,
 		` + pgsql.AttemptAppend("j.attempt_log", pgsql.AttemptEntry("j", "$2", "i.reason", "i.err")) + ` AS ended_log
 )
 ` + pgsql.DeadInsertOutcome)
+
+	// sqlCancelled dead-letters runs ($1 ids, $3 their claims) of worker $2
+	// whose job an operator cancelled (reason cancelled, the operator's
+	// note as the error): what becomes of such a run whatever its handler
+	// returned, since every other outcome above is refused for it.
+	sqlCancelled = pgsql.SQL(`WITH gone AS (
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+		AND j.cancel_requested_at IS NOT NULL
+	RETURNING j.*, 'cancelled'::text AS reason, COALESCE(j.cancel_note, '` + CancelledError + `') AS err
+)
+` + pgsql.DeadInsert)
 
 	// sqlRelease hands unfinished jobs back at shutdown; the interrupted
 	// attempt is not counted.
 	sqlRelease = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
 WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+	AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 )
 
@@ -277,4 +305,16 @@ func (q *Queue) Release(ctx context.Context, db DB, worker uuid.UUID, runs []Run
 	}
 	ids, claims := runClaims(runs)
 	return q.ids(ctx, db, sqlRelease.For(q.schema), ids, worker, claims)
+}
+
+// Cancelled moves the worker's runs whose job an operator asked to cancel
+// to the dead-letter table (reason "cancelled", the request's note as the
+// error) and returns their ids. Runs that were lost, or whose job has no
+// cancel request, are left alone.
+func (q *Queue) Cancelled(ctx context.Context, db DB, worker uuid.UUID, runs []Run) ([]int64, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	ids, claims := runClaims(runs)
+	return q.ids(ctx, db, sqlCancelled.For(q.schema), ids, worker, claims)
 }

@@ -101,14 +101,14 @@ func TestHeartbeatAndLostJobs(t *testing.T) {
 	owner, stranger := uuid.New(), uuid.New()
 	jobs := b.Claim(t, owner, 3, time.Minute)
 	runs := jobtest.RunsOf(jobs)
-	kept, err := b.Q.Heartbeat(b.Ctx, b.Pool, stranger, runs, time.Hour)
+	kept, err := heldIDs(b.Q.Heartbeat(b.Ctx, b.Pool, stranger, runs, time.Hour, nil))
 	if err != nil || len(kept) != 0 {
 		t.Fatalf("stranger heartbeat kept %v (%v)", kept, err)
 	}
 	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE lease_until > now() + interval '5 minutes'`); n != 0 {
 		t.Fatal("stranger's heartbeat extended a lease")
 	}
-	kept, err = b.Q.Heartbeat(b.Ctx, b.Pool, owner, runs, time.Hour)
+	kept, err = heldIDs(b.Q.Heartbeat(b.Ctx, b.Pool, owner, runs, time.Hour, nil))
 	if err != nil || len(kept) != 3 {
 		t.Fatalf("owner heartbeat kept %v (%v)", kept, err)
 	}
@@ -167,7 +167,7 @@ func TestReapedJobLateOutcomeChangesNothing(t *testing.T) {
 // runs stale, changes nothing.
 func (b *bundle) requireStale(t *testing.T, worker uuid.UUID, stale []queue.Run) {
 	t.Helper()
-	if kept, _ := b.Q.Heartbeat(b.Ctx, b.Pool, worker, stale, time.Hour); len(kept) != 0 {
+	if kept, _ := heldIDs(b.Q.Heartbeat(b.Ctx, b.Pool, worker, stale, time.Hour, nil)); len(kept) != 0 {
 		t.Fatalf("stale heartbeat kept %v", kept)
 	}
 	if done, _ := b.Q.Complete(b.Ctx, b.Pool, worker, stale, time.Time{}); len(done) != 0 {
@@ -220,7 +220,7 @@ func TestSameWorkerReclaimFencesStaleRun(t *testing.T) {
 	}
 	// Both runs' outcomes in one statement: only the current one lands.
 	current := jobtest.RunsOf(second)
-	if kept, err := b.Q.Heartbeat(b.Ctx, b.Pool, w, append(stale, current...), time.Hour); err != nil || len(kept) != 3 {
+	if kept, err := heldIDs(b.Q.Heartbeat(b.Ctx, b.Pool, w, append(stale, current...), time.Hour, nil)); err != nil || len(kept) != 3 {
 		t.Fatalf("heartbeat of both runs kept %v (%v), want the 3 current", kept, err)
 	}
 	done, err := b.Q.Complete(b.Ctx, b.Pool, w, append(stale, current...), time.Time{})
@@ -449,3 +449,6 @@ func TestHistoryOff(t *testing.T) {
 		t.Fatalf("%d rows left with history off", n)
 	}
 }
+
+// heldIDs returns the runs a heartbeat still held.
+func heldIDs(b queue.Beat, err error) ([]int64, error) { return b.Held, err }

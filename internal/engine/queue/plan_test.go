@@ -153,12 +153,14 @@ func TestHotPathPlans(t *testing.T) {
 			assertIndexPlan(t, "capped claim, "+what, capped, "docket_jobs_tenant_idx")
 			assertIndexPlan(t, "capped claim's untenanted jobs, "+what, capped, "docket_jobs_claim_idx")
 			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, sqlPromote.For(c.schema), 100), "docket_jobs_scheduled_idx")
-			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, sqlReap.For(c.schema), 100, "x"), "docket_jobs_running_idx")
+			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, sqlReap.For(c.schema), 100, "x", "y"), "docket_jobs_running_idx")
 			assertIndexPlan(t, "deadline sweep, "+what, explain(t, ctx, pool, mode, sqlSweepDeadlines.For(c.schema), 100), "docket_jobs_wait_until_idx")
 			for name, plan := range map[string]planNode{
-				"heartbeat": explain(t, ctx, pool, mode, sqlHeartbeat.For(c.schema), ids, w, lease, claims),
-				"complete":  explain(t, ctx, pool, mode, sqlCompleteHistory.For(c.schema), ids, w, claims, noTime),
-				"release":   explain(t, ctx, pool, mode, sqlRelease.For(c.schema), ids, w, claims),
+				"heartbeat":               explain(t, ctx, pool, mode, sqlHeartbeat.For(c.schema), ids, w, lease, claims),
+				"heartbeat with progress": explain(t, ctx, pool, mode, sqlHeartbeatProgress.For(c.schema), ids, w, lease, claims, `{"1":{"v":1,"m":"x"}}`),
+				"cancelled":               explain(t, ctx, pool, mode, sqlCancelled.For(c.schema), ids, w, claims),
+				"complete":                explain(t, ctx, pool, mode, sqlCompleteHistory.For(c.schema), ids, w, claims, noTime),
+				"release":                 explain(t, ctx, pool, mode, sqlRelease.For(c.schema), ids, w, claims),
 			} {
 				assertIndexPlan(t, name+", "+what, plan, "docket_jobs_pkey")
 				assertNoJoin(t, name+", "+what, plan)
@@ -262,7 +264,9 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		{"snooze", pgsql.IndexSettings, sqlSnooze.For(c.schema), []any{ids, w, []int64{0, 0, 0}, ids}},
 		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids, nil}},
 		{"release", pgsql.IndexSettings, sqlRelease.For(c.schema), []any{ids, w, claims}},
-		{"reap", pgsql.IndexSettings, sqlReap.For(c.schema), []any{100, "x"}},
+		{"reap", pgsql.IndexSettings, sqlReap.For(c.schema), []any{100, "x", "y"}},
+		{"progress", pgsql.IndexSettings, sqlHeartbeatProgress.For(c.schema), []any{ids, w, lease, claims, `{"1":{"v":1,"m":"x"}}`}},
+		{"cancelled", pgsql.IndexSettings, sqlCancelled.For(c.schema), []any{ids, w, claims}},
 		{"promote", pgsql.IndexSettings, sqlPromote.For(c.schema), []any{100}},
 		{"next", pgsql.IndexSettings, sqlNextScheduled.For(c.schema), nil},
 	}

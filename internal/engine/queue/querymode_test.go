@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestProtocolInQueryModesWithoutPreparing(t *testing.T) {
 				t.Fatalf("claimed %d jobs, want 5", len(jobs))
 			}
 			runs := jobtest.RunsOf(jobs)
-			if got, err := b.Q.Heartbeat(ctx, pool, me, runs, time.Minute); err != nil || len(got) != 5 {
+			if got, err := heldIDs(b.Q.Heartbeat(ctx, pool, me, runs, time.Minute, []queue.Progress{{ID: runs[0].ID, Value: json.RawMessage(`{"done":1}`), Message: "one"}})); err != nil || len(got) != 5 {
 				t.Fatalf("heartbeat: %d jobs, %v", len(got), err)
 			}
 			if got, err := b.Q.Complete(ctx, pool, me, runs[:1], time.Time{}); err != nil || len(got) != 1 {

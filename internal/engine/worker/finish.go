@@ -23,6 +23,7 @@ const (
 	oSnooze
 	oDead
 	oRelease
+	oCancelled // an operator cancelled the job while it ran
 )
 
 // outcome is one job's result waiting to be written.
@@ -199,6 +200,8 @@ type flushScratch struct {
 	dead         []*task
 	releaseRuns  []queue.Run
 	released     []*task
+	cancelRuns   []queue.Run
+	cancelled    []*task
 	dropped      []*task
 	wake         []*pool
 	hooked       []outcome // final outcomes of kinds with an OutcomeHook
@@ -210,6 +213,7 @@ func (f *flushScratch) reset() {
 	clear(f.snoozed)
 	clear(f.dead)
 	clear(f.released)
+	clear(f.cancelled)
 	clear(f.dropped)
 	clear(f.wake)
 	clear(f.hooked)
@@ -219,6 +223,7 @@ func (f *flushScratch) reset() {
 	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
 	f.deads, f.dead = f.deads[:0], f.dead[:0]
 	f.releaseRuns, f.released = f.releaseRuns[:0], f.released[:0]
+	f.cancelRuns, f.cancelled = f.cancelRuns[:0], f.cancelled[:0]
 	f.dropped = f.dropped[:0]
 }
 
@@ -251,8 +256,10 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 			f.deads, f.dead = append(f.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err}), append(f.dead, o.task)
 		case oRelease:
 			f.releaseRuns, f.released = append(f.releaseRuns, run), append(f.released, o.task)
+		case oCancelled:
+			f.cancelRuns, f.cancelled = append(f.cancelRuns, run), append(f.cancelled, o.task)
 		}
-		if o.task.job.SerialKey != "" && (o.what == oComplete || o.what == oDead) {
+		if o.task.job.SerialKey != "" && (o.what == oComplete || o.what == oDead || o.what == oCancelled) {
 			// The next job of its key becomes ready as this one leaves,
 			// most often in the same queue: claim it without waiting for
 			// the NOTIFY to come back.
@@ -303,6 +310,11 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 			return q.Release(ctx, db, me, f.releaseRuns)
 		})
 	}
+	if len(f.cancelled) > 0 {
+		c.write(stop, "cancelled", f.cancelled, func(ctx context.Context) ([]int64, error) {
+			return q.Cancelled(ctx, db, me, f.cancelRuns)
+		})
+	}
 	if len(f.hooked) > 0 {
 		c.writeHooked(stop, f.hooked)
 	}
@@ -332,6 +344,9 @@ func (c *finisher) write(stop context.Context, what string, tasks []*task, op fu
 		ids, err := op(ctx)
 		cancel()
 		if err == nil {
+			if len(ids) < len(tasks) && what != "cancelled" {
+				ids = c.cancelMissing(stop, tasks, ids)
+			}
 			if len(ids) < len(tasks) {
 				c.logLost(what, tasks, ids)
 			}
@@ -362,6 +377,59 @@ func (c *finisher) write(stop context.Context, what string, tasks []*task, op fu
 		case <-stop.Done():
 		}
 		wait = min(2*wait, time.Second)
+	}
+}
+
+// cancelMissing writes the cancellation of the runs of tasks missing from
+// ids, the runs an outcome statement refused, and returns ids with the
+// runs it cancelled. An outcome is refused for a run that was lost or
+// whose job an operator asked to cancel; only the latter are cancelled
+// (the statement is fenced like every outcome). This costs a statement
+// only when an outcome was refused. When it fails, the jobs are left to
+// the reaper, which dead-letters them as cancelled once their lease ends.
+func (c *finisher) cancelMissing(stop context.Context, tasks []*task, ids []int64) []int64 {
+	w := c.w
+	missing := missingRuns(tasks, ids)
+	ctx, cancel := context.WithTimeout(stop, w.lease)
+	defer cancel()
+	got, err := w.q.Cancelled(ctx, w.db, w.id, missing)
+	if err != nil {
+		w.log.Warn("writing the cancellation of jobs an operator cancelled failed; the reaper dead-letters them when their lease ends",
+			slog.Int("jobs", len(missing)), slog.String("error", err.Error()))
+		return ids
+	}
+	if len(got) > 0 {
+		c.logCancelled(tasks, got)
+	}
+	return append(ids, got...)
+}
+
+// missingRuns returns the runs of tasks whose job is not in ids.
+func missingRuns(tasks []*task, ids []int64) []queue.Run {
+	got := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		got[id] = true
+	}
+	var out []queue.Run
+	for _, t := range tasks {
+		if !got[t.job.ID] {
+			out = append(out, queue.RunOf(t.job))
+		}
+	}
+	return out
+}
+
+func (c *finisher) logCancelled(tasks []*task, ids []int64) {
+	byID := make(map[int64]*task, len(tasks))
+	for _, t := range tasks {
+		byID[t.job.ID] = t
+	}
+	for _, id := range ids {
+		if t := byID[id]; t != nil {
+			c.w.met.outcome(t.job.Kind, "cancelled")
+			c.w.log.Warn("job dead-lettered: an operator cancelled it while it ran; its handler's outcome is dropped",
+				core.JobAttrs(t.job)...)
+		}
 	}
 }
 
@@ -419,11 +487,17 @@ type finals struct {
 	complete []queue.Run
 	// park is a transactional run that waits for the child workflow its
 	// handler enqueued (child), instead of completing.
-	park   *queue.Run
-	child  int64
-	fails  []queue.Failure
-	failed []*task // the tasks of fails, in order
-	deads  []queue.Dead
+	park    *queue.Run
+	child   int64
+	fails   []queue.Failure
+	failed  []*task // the tasks of fails, in order
+	deads   []queue.Dead
+	cancels []queue.Run
+	// handlerTx is set when the transaction holds a transactional
+	// handler's writes: a run refused there (lost, or cancelled by an
+	// operator) must roll them back, so its cancellation is not written
+	// in it.
+	handlerTx bool
 }
 
 // finalsWritten is what commitFinals wrote, or learnt when it failed.
@@ -489,10 +563,26 @@ func (c *finisher) commitFinals(ctx context.Context, tx pgx.Tx, fin *finals) (re
 	if err != nil {
 		return res, err
 	}
+	cancelled, err := w.q.Cancelled(ctx, tx, w.id, fin.cancels)
+	if err != nil {
+		return res, err
+	}
 	if len(failed.Dead) > 0 {
 		c.logDead(fin.failed, failed.Dead)
 	}
-	dead = append(dead, failed.Dead...)
+	dead = append(append(dead, failed.Dead...), cancelled...)
+	if n := len(done) + len(dead) + len(failed.Retried); n < len(fin.tasks) && !fin.handlerTx {
+		// Refused runs: cancel those an operator cancelled, here, so that
+		// their kinds' hooks see them dead.
+		got, err := w.q.Cancelled(ctx, tx, w.id, missingRuns(fin.tasks, append(append(done, dead...), failed.Retried...)))
+		if err != nil {
+			return res, err
+		}
+		if len(got) > 0 {
+			c.logCancelled(fin.tasks, got)
+		}
+		dead = append(dead, got...)
+	}
 	// One hook call per kind, with that kind's jobs.
 	type pair struct{ done, dead []*core.Job }
 	perKind := map[*kindRun]*pair{}
@@ -553,6 +643,8 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 			fin.failed = append(fin.failed, o.task)
 		case oDead:
 			fin.deads = append(fin.deads, queue.Dead{Run: run, Reason: o.reason, Error: o.err})
+		case oCancelled:
+			fin.cancels = append(fin.cancels, run)
 		}
 	}
 	var due time.Duration = -1
@@ -595,7 +687,7 @@ func (c *finisher) writeHooked(stop context.Context, batch []outcome) {
 // stFinishing; tx is committed or rolled back when it returns.
 func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task, child int64) {
 	w := c.w
-	fin := &finals{tasks: []*task{t}}
+	fin := &finals{tasks: []*task{t}, handlerTx: true}
 	if child > 0 {
 		run := queue.RunOf(t.job)
 		fin.park, fin.child = &run, child
@@ -612,9 +704,11 @@ func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task, child i
 	case err != nil:
 		c.completionFailed(t, err, res)
 	case len(res.ids) == 0:
-		t.state.Store(stLost)
-		w.inflight.remove(t)
-		w.dropped(t)
+		// Refused: the run was lost, or an operator cancelled the job
+		// meanwhile. The handler's writes are rolled back; the
+		// cancellation, if that is what it was, is written apart (a lost
+		// run's is refused too, and the outcome dropped).
+		c.add(outcome{task: t, what: oCancelled})
 	case child > 0:
 		w.met.outcome(t.job.Kind, "parked")
 		w.inflight.remove(t)

@@ -15,10 +15,23 @@ import (
 // again elsewhere or here: their handlers are cancelled and their outcomes
 // dropped. When the database cannot be reached, the leaseWatch gives up the
 // runs whose lease runs out.
+//
+// The same statement writes the progress handlers reported since the last
+// one (handlers.SetProgress) and reports the runs whose job an operator
+// asked to cancel, whose handlers are then cancelled (the NOTIFY of the
+// request usually comes first; this is the fallback when it is lost). A
+// reported progress brings the next heartbeat forward, to at most
+// progressEvery after the previous one: progress is written within about
+// a second, at the cost of at most one heartbeat per progressEvery while
+// handlers report it, never one per report.
 type heartbeat struct {
 	loop
 	w *Worker
 }
+
+// progressEvery is the shortest time between two heartbeats brought
+// forward by reported progress (capped by the heartbeat interval).
+const progressEvery = time.Second
 
 func (h *heartbeat) start(ctx context.Context) { h.run(ctx, h.beats) }
 
@@ -26,36 +39,70 @@ func (h *heartbeat) beats(bg context.Context) {
 	w := h.w
 	t := time.NewTicker(w.hbInterval)
 	defer t.Stop()
+	every := min(progressEvery, w.hbInterval)
+	early := time.NewTimer(time.Hour)
+	early.Stop()
 	var (
-		tasks  []*task
-		runs   []queue.Run
-		owned  = map[int64]struct{}{}
-		failed bool
+		tasks    []*task
+		runs     []queue.Run
+		progress []queue.Progress
+		sent     []*task // the tasks of progress, in order
+		owned    = map[int64]struct{}{}
+		failed   bool
+		armed    bool // early is set for a progress beat
+		last     time.Time
 	)
 	for {
 		select {
 		case <-bg.Done():
+			early.Stop()
 			return
 		case <-t.C:
+		case <-w.progressKick:
+			if armed {
+				continue
+			}
+			if wait := time.Until(last.Add(every)); wait > 0 {
+				early.Reset(wait)
+				armed = true
+				continue
+			}
+		case <-early.C:
+			armed = false
+		}
+		if armed {
+			// This beat writes the pending progress too.
+			early.Stop()
+			armed = false
 		}
 		tasks = w.inflight.snapshot(tasks[:0])
 		if len(tasks) == 0 {
 			continue
 		}
-		runs = runs[:0]
+		runs, progress, sent = runs[:0], progress[:0], sent[:0]
 		for _, t := range tasks {
 			runs = append(runs, queue.RunOf(t.job))
+			if p := t.progress.Swap(nil); p != nil {
+				progress, sent = append(progress, *p), append(sent, t)
+			}
 		}
 		start := time.Now()
+		last = start
 		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
-		got, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease)
+		beat, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease, progress)
 		cancel()
 		if err != nil {
 			if !failed {
 				w.log.Warn("heartbeat failed; will retry", slog.Int("jobs", len(tasks)), slog.String("error", err.Error()))
 			}
 			failed = true
+			// Keep the progress for the next heartbeat, unless newer came.
+			for i, t := range sent {
+				p := progress[i]
+				t.progress.CompareAndSwap(nil, &p)
+			}
 			clear(tasks)
+			clear(sent)
 			continue
 		}
 		if failed {
@@ -63,7 +110,7 @@ func (h *heartbeat) beats(bg context.Context) {
 			failed = false
 		}
 		clear(owned)
-		for _, id := range got {
+		for _, id := range beat.Held {
 			owned[id] = struct{}{}
 		}
 		until := start.Add(w.lease).UnixNano()
@@ -78,7 +125,11 @@ func (h *heartbeat) beats(bg context.Context) {
 				w.lose(t, "lease lost: the job was reaped")
 			}
 		}
+		for _, id := range beat.Cancel {
+			w.cancelRequested(id)
+		}
 		clear(tasks)
+		clear(sent)
 	}
 }
 
@@ -125,6 +176,20 @@ func (l *leaseWatch) watch(ctx context.Context) {
 // leaseMargin is how long, as a fraction of the lease, before its local end
 // the watchdog gives a run up.
 const leaseMargin = 0.1
+
+// cancelRequested cancels the handler of job id, if this process runs it,
+// because an operator asked to cancel the job (admin Jobs.Cancel). The run
+// then ends cancelled whatever the handler returns: the outcome statements
+// refuse anything else for the job. A job this process does not hold (it
+// finished, or its lease was lost) is left alone.
+func (w *Worker) cancelRequested(id int64) {
+	t := w.inflight.get(id)
+	if t == nil || t.state.Load() != stRunning || !t.cancelSeen.CompareAndSwap(false, true) {
+		return
+	}
+	w.log.Warn("job cancelled by an operator while running; cancelling its handler", core.JobAttrs(t.job)...)
+	t.cancel(core.ErrCancelled)
+}
 
 // lose marks a run as lost: a running handler is cancelled and whatever it
 // returns is dropped; a buffered outcome is skipped. Only runs that were

@@ -30,5 +30,5 @@ func hooked(o *outcome) bool {
 	if o.task.kind == nil || o.task.kind.hook == nil {
 		return false
 	}
-	return o.what == oComplete || o.what == oDead || o.what == oFail
+	return o.what == oComplete || o.what == oDead || o.what == oFail || o.what == oCancelled
 }

@@ -2,11 +2,13 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/docketq/docket/internal/engine/queue"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -33,6 +35,51 @@ type task struct {
 
 	state      atomic.Int32
 	leaseUntil atomic.Int64 // local clock, unix ns: after it the lease may have been reaped
+
+	// progress is what the handler reported last and the heartbeat has not
+	// written yet (nil: nothing new); kick wakes the heartbeat for it (nil
+	// outside a worker's run).
+	progress atomic.Pointer[queue.Progress]
+	kick     chan<- struct{}
+	// cancelSeen is set once the worker learnt that an operator cancelled
+	// the job (Worker.cancelRequested): the run can only end cancelled.
+	cancelSeen atomic.Bool
+	rctx       runCtx // what ctx points to
+}
+
+// runCtx is a run's context: the handler's cancellable context, which
+// also answers core.ProgressKey with the run. It lives in its task, so it
+// costs no allocation of its own.
+type runCtx struct {
+	context.Context
+	t *task
+}
+
+// Value answers core.ProgressKey with the run, and any other key as the
+// wrapped context does.
+func (c *runCtx) Value(key any) any {
+	if _, ok := key.(core.ProgressKey); ok {
+		return core.ProgressReporter(c.t)
+	}
+	return c.Context.Value(key)
+}
+
+// setContext sets the task's context: ctx, cancelled by cancel.
+func (t *task) setContext(ctx context.Context, cancel context.CancelCauseFunc) {
+	t.rctx = runCtx{Context: ctx, t: t}
+	t.ctx, t.cancel = &t.rctx, cancel
+}
+
+// ReportProgress keeps the handler's latest progress for the next
+// heartbeat (core.ProgressReporter) and wakes the heartbeat.
+func (t *task) ReportProgress(value json.RawMessage, message string) {
+	t.progress.Store(&queue.Progress{ID: t.job.ID, Value: value, Message: message})
+	if t.kick != nil {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (t *task) leaseExpired(now time.Time) bool { return now.UnixNano() > t.leaseUntil.Load() }
@@ -84,6 +131,13 @@ func (s *inflight) snapshot(dst []*task) []*task {
 		}
 	}
 	return dst
+}
+
+// get returns the in-flight run of job id, or nil.
+func (s *inflight) get(id int64) *task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[id]
 }
 
 // has reports whether t is still the in-flight run of its job.

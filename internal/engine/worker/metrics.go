@@ -191,6 +191,8 @@ func outcomeName(o outcome) string {
 		return "dead"
 	case oRelease:
 		return "released"
+	case oCancelled:
+		return "cancelled"
 	}
 	return "other"
 }

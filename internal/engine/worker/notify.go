@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
@@ -71,8 +73,15 @@ func (l *listener) start(ctx context.Context) {
 	l.run(ctx, func(ctx context.Context) { l.Run(ctx, conn) })
 }
 
-// notified handles one notification: its payload is a queue name.
+// notified handles one notification: its payload is a queue name, or a
+// running job's cancel request (pgsql.CancelPayload and the job's id).
 func (w *Worker) notified(queue string) {
+	if id, ok := strings.CutPrefix(queue, pgsql.CancelPayload); ok {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			w.cancelRequested(n)
+		}
+		return
+	}
 	debounce := w.notifyDebounce
 	for _, p := range w.byQueue[queue] {
 		p.notified(debounce)

@@ -337,8 +337,8 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error) {
 	until := start.Add(w.lease).UnixNano()
 	tasks := make([]*task, len(jobs))
 	for i, j := range jobs {
-		ctx, cancel := context.WithCancelCause(w.handlerCtx)
-		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, ctx: ctx, cancel: cancel}
+		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, kick: w.progressKick}
+		t.setContext(context.WithCancelCause(w.handlerCtx))
 		t.leaseUntil.Store(until)
 		tasks[i] = t
 	}

@@ -87,7 +87,7 @@ func TestPayloadNeverInLogsErrorsOrMetrics(t *testing.T) {
 		ids[c.name] = e.enqueue(privacyArgs{Case: c.name, Secret: payloadMarker}, c.opts)
 	}
 	ids["undecodable"] = e.enqueue(privacyWrongArgs{Secret: []string{payloadMarker}}, enqueue.Opts{})
-	if err := e.ops.Jobs().Cancel(t.Context(), e.pool, ids["operator_cancel"], "not needed"); err != nil {
+	if _, err := e.ops.Jobs().Cancel(t.Context(), e.pool, ids["operator_cancel"], "not needed"); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{

@@ -154,6 +154,7 @@ func workerProcess() int {
 	}
 	registerFenceKinds(reg, effects, schema, me)
 	registerFlowKinds(reg, effects, schema)
+	registerCancelKinds(reg, effects, schema)
 	lease := time.Duration(envInt(envLease, 2000)) * time.Millisecond
 	w, err := New(Config{
 		DB: pool, Schema: schema, Handlers: reg, ID: id,

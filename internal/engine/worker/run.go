@@ -115,7 +115,7 @@ func (w *Worker) runInTx(t *task) {
 	defer rollback()
 	run := &core.TxRun{Tx: tx, JobID: t.job.ID, ClaimID: t.job.ClaimID}
 	timedOut, err := w.call(t, run)
-	if err != nil {
+	if err != nil || cancelled(t) {
 		rollback() // the handler's writes, a child workflow among them
 		w.finish(t, err, timedOut)
 		return
@@ -164,8 +164,16 @@ func (w *Worker) dropped(t *task) {
 	w.log.Warn("outcome dropped: the job was lost or released while its handler ran", core.JobAttrs(t.job)...)
 }
 
+// cancelled reports whether the worker learnt that an operator cancelled
+// t's job while it ran (see Worker.cancelRequested).
+func cancelled(t *task) bool { return t.cancelSeen.Load() }
+
 // classify maps a handler's result to what happens to the job.
 func (w *Worker) classify(t *task, err error, timedOut bool) outcome {
+	if cancelled(t) {
+		// Whatever the handler returned: the job can only end cancelled.
+		return outcome{task: t, what: oCancelled}
+	}
 	if err == nil {
 		return outcome{task: t, what: oComplete}
 	}

@@ -65,7 +65,7 @@ func RunOne(ctx context.Context, r OneRun) (OneResult, error) {
 	}
 	w := &Worker{log: slog.New(slog.DiscardHandler)}
 	t := &task{job: r.Job, kind: kr}
-	t.ctx, t.cancel = context.WithCancelCause(ctx)
+	t.setContext(context.WithCancelCause(ctx))
 	defer t.cancel(errJobDone)
 
 	var tx pgx.Tx

@@ -258,7 +258,7 @@ func TestSerialKeyPassesWhenHolderLeaves(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs WHERE id = $1 AND run_at > created_at + interval '250 milliseconds'`, ids[1]); n != 1 {
 		t.Errorf("the new head's run_at was not moved to when it got the key")
 	}
-	if err := e.ops.Jobs().Cancel(ctx, e.pool, ids[1], "test"); err != nil {
+	if _, err := e.ops.Jobs().Cancel(ctx, e.pool, ids[1], "test"); err != nil {
 		t.Fatal(err)
 	}
 	check("the holder cancelled", "", "dead", "", "ready", "waiting")

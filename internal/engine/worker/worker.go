@@ -162,8 +162,11 @@ type Worker struct {
 
 	inflight  *inflight
 	executing *executing
-	fin       *finisher // writes every outcome
-	connSem   chan struct{}
+	// progressKick wakes the heartbeat when a handler reported progress
+	// (task.ReportProgress).
+	progressKick chan struct{}
+	fin          *finisher // writes every outcome
+	connSem      chan struct{}
 
 	// services run beside the pools from Start to Stop (see service); the
 	// ones the rest of the worker talks to are named too.
@@ -222,23 +225,24 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		db:         cfg.DB,
-		schema:     q.Schema(),
-		history:    !cfg.DisableHistory,
-		parts:      partition.Of(q.Schema()),
-		latest:     cfg.LatestMigration,
-		q:          q,
-		id:         cfg.ID,
-		log:        cfg.Logger,
-		poll:       orDefault(cfg.PollInterval, DefaultPollInterval),
-		lease:      orDefault(cfg.Lease, DefaultLease),
-		onClaim:    cfg.OnClaim,
-		shutdown:   orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
-		inflight:   newInflight(),
-		executing:  newExecuting(),
-		byQueue:    map[string][]*pool{},
-		stopClaims: make(chan struct{}),
-		tracing:    newTracing(cfg.TracerProvider, cfg.Propagator),
+		db:           cfg.DB,
+		schema:       q.Schema(),
+		history:      !cfg.DisableHistory,
+		parts:        partition.Of(q.Schema()),
+		latest:       cfg.LatestMigration,
+		q:            q,
+		id:           cfg.ID,
+		log:          cfg.Logger,
+		poll:         orDefault(cfg.PollInterval, DefaultPollInterval),
+		lease:        orDefault(cfg.Lease, DefaultLease),
+		onClaim:      cfg.OnClaim,
+		shutdown:     orDefault(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+		inflight:     newInflight(),
+		progressKick: make(chan struct{}, 1),
+		executing:    newExecuting(),
+		byQueue:      map[string][]*pool{},
+		stopClaims:   make(chan struct{}),
+		tracing:      newTracing(cfg.TracerProvider, cfg.Propagator),
 	}
 	w.hbInterval = orDefault(cfg.HeartbeatInterval, w.lease/3)
 	if w.hbInterval >= w.lease {
