@@ -103,7 +103,12 @@ func TestFaultWorkflowSignalSurvivesKillAndRestart(t *testing.T) {
 		t.Fatalf("workflow ended %+v", st)
 	}
 	for ref, want := range map[string]string{"ship": `signal:{"amount": 42}`, "early": `signal:{"n": 1}`, "late": "timed_out", "timer": "proc_block"} {
-		if n := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE job_id = $1 AND kind = $2`, id[ref], want); n != 1 {
+		n := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE job_id = $1 AND kind = $2`, id[ref], want)
+		// "early" may run just before the kill, its completion still in
+		// the finisher's buffer: it then runs again after the restart, as
+		// any job killed mid-outcome does (at least once). Every run reads
+		// the signal sent before it waited.
+		if n != 1 && (ref != "early" || n == 0) {
 			t.Errorf("%s recorded %q %d times, want once", ref, want, n)
 		}
 		if n := e.count(`SELECT count(*) FROM {{schema}}.effects WHERE job_id = $1 AND kind <> $2 AND kind <> $3`, id[ref], want, blockStarted); n != 0 {
