@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,12 +14,18 @@ import (
 	"github.com/docketq/docket/internal/engine/plural"
 )
 
-// maxBulk bounds the jobs one bulk action touches: a page's worth.
+// maxBulk bounds the jobs one bulk action on a selection touches: a
+// page's worth.
 const maxBulk = admin.MaxJobPage
+
+// cancelNote is the error a job cancelled from the dashboard is given.
+const cancelNote = "cancelled from the dashboard"
 
 // jobAction runs retry, cancel or delete on the selected jobs (field id,
 // repeated), each through the operation docket jobs uses, and reports what
-// happened to each: a running job is refused, never touched.
+// happened: a running job is refused, never touched. Cancel and delete are
+// confirmed first (see confirm.go): the preview counts the selected jobs
+// they can act on, and the confirmation carries those ids only.
 func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 	verb := r.PostFormValue("action")
 	var op func(id int64) error
@@ -27,7 +34,7 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 	case "retry":
 		op = func(id int64) error { return d.ops.Jobs().Retry(ctx, d.pool, id) }
 	case "cancel":
-		op = func(id int64) error { return d.ops.Jobs().Cancel(ctx, d.pool, id, "cancelled from the dashboard") }
+		op = func(id int64) error { return d.ops.Jobs().Cancel(ctx, d.pool, id, cancelNote) }
 	case "delete":
 		op = func(id int64) error { return d.ops.Jobs().Delete(ctx, d.pool, id) }
 	default:
@@ -52,6 +59,16 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		}
 		ids[i] = id
 	}
+	if verb != "retry" && !confirmed(r) {
+		d.confirmJobs(w, r, verb, ids)
+		return
+	}
+	if verb != "retry" {
+		if _, err := confirmedCount(r, int64(len(ids))); err != nil {
+			d.fail(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
 	var done int64
 	var refused []string
 	for _, id := range ids {
@@ -60,18 +77,77 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		case err == nil:
 			done++
 			d.logger(r).Info("dashboard: job "+verb, slog.Int64("job", id))
-		case errors.Is(err, admin.ErrJobRunning), errors.Is(err, admin.ErrJobNotFound):
-			refused = append(refused, fmt.Sprintf("job %d: %s", id, strings.TrimPrefix(err.Error(), "docket: ")))
+		case errors.Is(err, admin.ErrJobRunning):
+			refused = append(refused, fmt.Sprintf("job %d is running", id))
+		case errors.Is(err, admin.ErrJobNotFound):
+			refused = append(refused, fmt.Sprintf("job %d is gone", id))
 		default:
 			d.internal(w, r, verb, err)
 			return
 		}
 	}
-	msg := fmt.Sprintf("%s: %s", verb, plural.Count(done, "job", "jobs"))
+	msg := fmt.Sprintf("%s %s", pastTense[verb], plural.Count(done, "job", "jobs"))
 	if len(refused) > 0 {
-		msg += "; refused " + strings.Join(refused, "; ")
+		msg += "; refused: " + strings.Join(refused, ", ")
 	}
-	back(w, r, msg)
+	to := returnPath(r)
+	// A deleted job has no page left to return to: its list has.
+	if verb == "delete" && strings.HasPrefix(to, "/jobs/") && done > 0 {
+		to = "/jobs"
+	}
+	backTo(w, r, to, msg)
+}
+
+// pastTense is what a message says a verb did.
+var pastTense = map[string]string{"retry": "retried", "cancel": "cancelled", "delete": "deleted", "replay": "replayed"}
+
+// confirmJobs previews cancel or delete of a selection: the jobs it can
+// act on (not running; cancel: live), counted now.
+func (d *dash) confirmJobs(w http.ResponseWriter, r *http.Request, verb string, ids []int64) {
+	states, err := d.ops.Jobs().States(r.Context(), d.pool, ids)
+	if err != nil {
+		d.internal(w, r, "reading the selected jobs", err)
+		return
+	}
+	c := confirmData{Action: "jobs/action", Button: "Yes, " + verb, Class: "danger",
+		Fields: []field{{"action", verb}, {"return", returnPath(r)}}}
+	var running, gone, dead int
+	for _, id := range ids {
+		switch s := states[id]; {
+		case s == "":
+			gone++
+		case s == admin.StateRunning:
+			running++
+		case s == admin.StateDead && verb == "cancel":
+			dead++
+		default:
+			c.Count++
+			c.Fields = append(c.Fields, field{"id", strconv.FormatInt(id, 10)})
+		}
+	}
+	if verb == "delete" {
+		c.What = fmt.Sprintf("Delete %s for good: they never run and leave no dead letter.", plural.Count(c.Count, "job", "jobs"))
+	} else {
+		c.What = fmt.Sprintf("Cancel %s: they move to the dead letters with reason cancelled.", plural.Count(c.Count, "job", "jobs"))
+	}
+	if running > 0 {
+		c.Notes = append(c.Notes, plural.Count(int64(running), "selected job is", "selected jobs are")+" running and left to its worker.")
+	}
+	if dead > 0 {
+		c.Notes = append(c.Notes, plural.Count(int64(dead), "selected job is", "selected jobs are")+" already dead.")
+	}
+	if gone > 0 {
+		c.Notes = append(c.Notes, plural.Count(int64(gone), "selected job is", "selected jobs are")+" gone (finished or removed).")
+	}
+	d.confirm(w, r, fmt.Sprintf("%s %s?", title(verb), plural.Count(c.Count, "job", "jobs")), c)
+}
+
+// title capitalises a verb for a page title.
+func title(verb string) string {
+	if verb == "" {
+		return ""
+	}
+	return strings.ToUpper(verb[:1]) + verb[1:]
 }
 
 // queueAction pauses or resumes a queue.
@@ -105,15 +181,56 @@ func (d *dash) queueAction(w http.ResponseWriter, r *http.Request) {
 	back(w, r, fmt.Sprintf("queue %s: %sd", queue, verb))
 }
 
-// replayGroup replays the dead letters of one kind and error at a rate of
-// at most Config.MaxReplayRate, as docket dlq replay does, for at most 30
-// seconds: a larger group is replayed in several clicks. Leaving the page
-// stops it between batches.
-func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
+// deadGroup reads the dead-letter group a form names (kind and error) as
+// a filter, or answers 400.
+func (d *dash) deadGroup(w http.ResponseWriter, r *http.Request) (admin.DeadGroup, admin.DeadFilter, bool) {
 	g := admin.DeadGroup{Kind: r.PostFormValue("kind"), Error: r.PostFormValue("error")}
 	f, ok := g.Filter()
 	if g.Kind == "" || !ok {
 		d.fail(w, r, http.StatusBadRequest, "a group is a kind and an error")
+		return g, f, false
+	}
+	return g, f, true
+}
+
+// previewDead counts the dead jobs of f that died before now, for a
+// confirmation whose fields then carry that time as "before".
+func (d *dash) previewDead(w http.ResponseWriter, r *http.Request, f admin.DeadFilter, c *confirmData) bool {
+	now := time.Now()
+	f.Before = now
+	n, err := d.ops.DeadLetters().Count(r.Context(), d.pool, f)
+	if err != nil {
+		d.internal(w, r, "counting dead letters", err)
+		return false
+	}
+	c.Count = n
+	c.Fields = append(c.Fields, field{"before", strconv.FormatInt(now.UnixNano(), 10)})
+	return true
+}
+
+// confirmedDead reads a dead-letter confirmation's bound into f: the
+// death time and the count.
+func (d *dash) confirmedDead(w http.ResponseWriter, r *http.Request, f *admin.DeadFilter) bool {
+	before, err := confirmedTime(r, "before")
+	if err == nil {
+		var n int64
+		n, err = confirmedCount(r, math.MaxInt32)
+		f.Before, f.Limit = before, int(n)
+	}
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
+// replayGroup replays the dead letters of one kind and error at a rate of
+// at most Config.MaxReplayRate, as docket dlq replay does, for at most 30
+// seconds: a larger group is replayed in several clicks. Leaving the page
+// stops it between batches. It is confirmed first.
+func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
+	g, f, ok := d.deadGroup(w, r)
+	if !ok {
 		return
 	}
 	rate, err := strconv.ParseFloat(r.PostFormValue("rate"), 64)
@@ -121,7 +238,22 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("rate: want 0 to %g jobs per second", d.cfg.MaxReplayRate))
 		return
 	}
-	f.Limit = max(1, int(rate*30))
+	if !confirmed(r) {
+		c := confirmData{Action: "dead/replay", Button: "Yes, replay", Class: "",
+			Fields: []field{{"kind", g.Kind}, {"error", g.Error}, {"rate", r.PostFormValue("rate")}, {"return", returnPath(r)}}}
+		if !d.previewDead(w, r, f, &c) {
+			return
+		}
+		c.What = fmt.Sprintf("Replay the %s of kind %s that died with this error, at %g per second: they go back to their queue and run again.",
+			plural.Count(c.Count, "dead job", "dead jobs"), g.Kind, rate)
+		c.Notes = []string{"Error: " + g.Error, fmt.Sprintf("A replay runs for up to 30 seconds: %s per click at this rate.", plural.Count(int64(max(1, int(rate*30))), "job", "jobs"))}
+		d.confirm(w, r, "Replay this group?", c)
+		return
+	}
+	if !d.confirmedDead(w, r, &f) {
+		return
+	}
+	f.Limit = min(f.Limit, max(1, int(rate*30)))
 	res, err := d.ops.DeadLetters().Replay(r.Context(), d.pool, f, admin.ReplayOptions{Rate: rate})
 	if err != nil {
 		d.internal(w, r, "replay", err)
@@ -135,14 +267,64 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 	back(w, r, msg)
 }
 
-// purge deletes the dead letters that died before a duration ago.
+// discardGroup deletes the dead letters of one kind and error for good,
+// after a confirmation that counts them.
+func (d *dash) discardGroup(w http.ResponseWriter, r *http.Request) {
+	g, f, ok := d.deadGroup(w, r)
+	if !ok {
+		return
+	}
+	if !confirmed(r) {
+		c := confirmData{Action: "dead/discard", Button: "Yes, discard", Class: "danger",
+			Fields: []field{{"kind", g.Kind}, {"error", g.Error}, {"return", returnPath(r)}}}
+		if !d.previewDead(w, r, f, &c) {
+			return
+		}
+		c.What = fmt.Sprintf("Discard the %s of kind %s that died with this error, for good: they are never replayed.",
+			plural.Count(c.Count, "dead job", "dead jobs"), g.Kind)
+		c.Notes = []string{"Error: " + g.Error, "Jobs of this group that die after this page was drawn are kept."}
+		d.confirm(w, r, "Discard this group?", c)
+		return
+	}
+	if !d.confirmedDead(w, r, &f) {
+		return
+	}
+	n, err := d.ops.DeadLetters().Discard(r.Context(), d.pool, f)
+	if err != nil {
+		d.internal(w, r, "discard", err)
+		return
+	}
+	d.logger(r).Info("dashboard: discard", slog.String("kind", g.Kind), slog.Int64("deleted", n))
+	back(w, r, fmt.Sprintf("discarded %s of kind %s", plural.Count(n, "dead job", "dead jobs"), g.Kind))
+}
+
+// purge deletes the dead letters that died before a duration ago, of
+// every group, after a confirmation that counts them.
 func (d *dash) purge(w http.ResponseWriter, r *http.Request) {
 	age, err := time.ParseDuration(r.PostFormValue("older_than"))
 	if err != nil || age < 0 {
 		d.fail(w, r, http.StatusBadRequest, "older than: want a duration such as 168h")
 		return
 	}
-	n, err := d.ops.DeadLetters().Purge(r.Context(), d.pool, time.Now().Add(-age))
+	if !confirmed(r) {
+		now := time.Now()
+		cutoff := now.Add(-age)
+		n, err := d.ops.DeadLetters().Count(r.Context(), d.pool, admin.DeadFilter{Before: cutoff})
+		if err != nil {
+			d.internal(w, r, "counting dead letters", err)
+			return
+		}
+		d.confirm(w, r, "Purge dead letters?", confirmData{Action: "dead/purge", Button: "Yes, purge", Class: "danger", Count: n,
+			What: fmt.Sprintf("Delete for good the %s, of every kind and error, that died more than %s ago (before %s).",
+				plural.Count(n, "dead job", "dead jobs"), age, when(cutoff)),
+			Fields: []field{{"older_than", age.String()}, {"before", strconv.FormatInt(cutoff.UnixNano(), 10)}, {"return", returnPath(r)}}})
+		return
+	}
+	f := admin.DeadFilter{}
+	if !d.confirmedDead(w, r, &f) {
+		return
+	}
+	n, err := d.ops.DeadLetters().Discard(r.Context(), d.pool, f)
 	if err != nil {
 		d.internal(w, r, "purge", err)
 		return

@@ -125,6 +125,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /queues/action", d.action(d.queueAction))
 	mux.HandleFunc("POST /dead/replay", d.action(d.replayGroup))
 	mux.HandleFunc("POST /dead/purge", d.action(d.purge))
+	mux.HandleFunc("POST /dead/discard", d.action(d.discardGroup))
 	mux.HandleFunc("POST /schedules/action", d.action(d.scheduleAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "no such page")
@@ -201,13 +202,12 @@ func (d *dash) internal(w http.ResponseWriter, r *http.Request, what string, err
 	d.fail(w, r, http.StatusInternalServerError, what+" failed; the server log says why")
 }
 
-// back redirects to the page an action came from with a message.
-func back(w http.ResponseWriter, r *http.Request, msg string) {
-	to := r.PostFormValue("return")
-	// Only a path of this dashboard: never another site.
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.Contains(to, "\\") {
-		to = "/"
-	}
+// back redirects to the page an action came from (its form's "return")
+// with a message.
+func back(w http.ResponseWriter, r *http.Request, msg string) { backTo(w, r, returnPath(r), msg) }
+
+// backTo redirects to a path of this dashboard with a message.
+func backTo(w http.ResponseWriter, r *http.Request, to, msg string) {
 	u, err := url.Parse(to)
 	if err != nil {
 		u = &url.URL{Path: "/"}

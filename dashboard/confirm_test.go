@@ -1,0 +1,96 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/docketq/docket/admin"
+	"github.com/docketq/docket/dashboard"
+)
+
+// confirmForm reads the hidden fields of a confirmation page's form.
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
+
+func confirmForm(t *testing.T, body string) url.Values {
+	t.Helper()
+	i := strings.Index(body, `id="confirm-form"`)
+	if i < 0 {
+		t.Fatalf("no confirmation form:\n%s", body)
+	}
+	form := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(body[i:], -1) {
+		form.Add(m[1], htmlUnescape(m[2]))
+	}
+	return form
+}
+
+func htmlUnescape(s string) string {
+	return strings.NewReplacer("&amp;", "&", "&#34;", `"`, "&#39;", "'", "&lt;", "<", "&gt;", ">", "&#43;", "+").Replace(s)
+}
+
+var confirmCount = regexp.MustCompile(`id="confirm-count">([0-9,]+)<`)
+
+// Every destructive action first answers with a confirmation page that
+// counts what it would touch, and changes nothing; only the confirmation's
+// own POST acts, on at most that many rows.
+func TestConfirmBeforeDestroying(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	token := csrf(t, c, b.Srv.URL+"/jobs")
+	exists := func(id int64) bool {
+		s, err := b.Ops.Jobs().States(b.Ctx, b.Pool, []int64{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[id] != ""
+	}
+	dead := func() int64 {
+		n, err := b.Ops.DeadLetters().Count(b.Ctx, b.Pool, admin.DeadFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	preview := func(path string, form url.Values, wantCount string) url.Values {
+		t.Helper()
+		form.Set("csrf", token)
+		code, body, _ := post(t, c, b.Srv.URL+path, form)
+		m := confirmCount.FindStringSubmatch(body)
+		if code != http.StatusOK || m == nil || m[1] != wantCount {
+			t.Fatalf("POST %s %v without confirm: %d, want a confirmation of %s:\n%s", path, form, code, wantCount, body)
+		}
+		return confirmForm(t, body)
+	}
+
+	// Delete of a selection: the running job is not counted.
+	ids := []string{fmt.Sprint(b.Ready), fmt.Sprint(b.Running), fmt.Sprint(b.Dead)}
+	form := preview("/jobs/action", url.Values{"action": {"delete"}, "return": {"/jobs"}, "id": ids}, "2")
+	if !exists(b.Ready) || !exists(b.Dead) {
+		t.Fatalf("the preview deleted jobs")
+	}
+	// Cancel, purge, group replay and discard: previews change nothing.
+	preview("/jobs/action", url.Values{"action": {"cancel"}, "id": ids}, "1")
+	preview("/dead/purge", url.Values{"older_than": {"0s"}}, "1")
+	group := url.Values{"kind": {"mail"}, "error": {"smtp: 550 mailbox unavailable"}}
+	preview("/dead/discard", group, "1")
+	group.Set("rate", "10")
+	preview("/dead/replay", group, "1")
+	if !exists(b.Ready) || dead() != 1 {
+		t.Fatalf("previews changed jobs: ready %v, %d dead", exists(b.Ready), dead())
+	}
+
+	// The confirmation acts.
+	code, _, h := post(t, c, b.Srv.URL+"/jobs/action", form)
+	loc, _ := url.Parse(h.Get("Location"))
+	if msg := loc.Query().Get("msg"); code != http.StatusSeeOther || !strings.Contains(msg, "deleted 2 jobs") {
+		t.Errorf("confirmed delete: %d %q", code, msg)
+	}
+	if exists(b.Ready) || exists(b.Dead) || !exists(b.Running) {
+		t.Errorf("after the confirmed delete: ready %v dead %v running %v", exists(b.Ready), exists(b.Dead), exists(b.Running))
+	}
+}
