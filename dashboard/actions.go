@@ -360,3 +360,6 @@ func (d *dash) scheduleAction(w http.ResponseWriter, r *http.Request) {
 	d.logger(r).Info("dashboard: schedule "+verb, slog.String("schedule", name))
 	back(w, r, msg)
 }
+
+// trimDocket is an error's text without the "docket: " of package admin.
+func trimDocket(err error) string { return strings.TrimPrefix(err.Error(), "docket: ") }

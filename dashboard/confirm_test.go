@@ -94,3 +94,51 @@ func TestConfirmBeforeDestroying(t *testing.T) {
 		t.Errorf("after the confirmed delete: ready %v dead %v running %v", exists(b.Ready), exists(b.Dead), exists(b.Running))
 	}
 }
+
+// "Apply to all matching" counts every page of the filter, acts on no job
+// enqueued after the count, and refuses filters that match every live job
+// or jobs it cannot act on.
+func TestApplyToAllMatching(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	token := csrf(t, c, b.Srv.URL+"/jobs")
+	var n int
+	b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM "`+b.Schema+`".docket_jobs WHERE queue = 'bounce'`).Scan(&n)
+	code, body, _ := post(t, c, b.Srv.URL+"/jobs/matching", url.Values{"csrf": {token}, "action": {"cancel"}, "queue": {"bounce"}, "return": {"/jobs?queue=bounce"}})
+	m := confirmCount.FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil || m[1] != "0" {
+		t.Fatalf("cancel all of bounce (only a running job): %d %v, want a preview of 0:\n%s", code, m, body)
+	}
+	code, body, _ = post(t, c, b.Srv.URL+"/jobs/matching", url.Values{"csrf": {token}, "action": {"cancel"}, "queue": {"mail"}, "return": {"/jobs?queue=mail"}})
+	if m := confirmCount.FindStringSubmatch(body); code != http.StatusOK || m == nil || m[1] != "1" {
+		t.Fatalf("cancel all of mail: %d, want a preview of 1:\n%s", code, body)
+	}
+	form := confirmForm(t, body)
+	late := enqueueMail(t, b, "mail")
+	code, _, h := post(t, c, b.Srv.URL+"/jobs/matching", form)
+	loc, _ := url.Parse(h.Get("Location"))
+	if msg := loc.Query().Get("msg"); code != http.StatusSeeOther || msg != "cancelled 1 job of the 1 matching" || loc.Path != "/jobs" || loc.Query().Get("queue") != "mail" {
+		t.Errorf("confirmed: %d %q", code, h.Get("Location"))
+	}
+	s, _ := b.Ops.Jobs().States(b.Ctx, b.Pool, []int64{b.Ready, late})
+	if s[b.Ready] != admin.StateDead || s[late] != admin.StateReady {
+		t.Errorf("after cancel all: %v, want the counted job dead and the later one ready", s)
+	}
+	for _, form := range []url.Values{
+		{"action": {"delete"}},                                                      // every live job
+		{"action": {"delete"}, "state": {"completed"}},                              // history
+		{"action": {"cancel"}, "state": {"running"}},                                // workers' jobs
+		{"action": {"cancel"}, "state": {"dead"}},                                   // already dead
+		{"action": {"explode"}, "queue": {"mail"}},                                  // unknown action
+		{"action": {"delete"}, "queue": {"mail"}, "confirm": {"1"}, "count": {"1"}}, // no bound
+	} {
+		form.Set("csrf", token)
+		if code, body, _ := post(t, c, b.Srv.URL+"/jobs/matching", form); code != http.StatusBadRequest {
+			t.Errorf("POST %v: %d, want 400:\n%s", form, code, body)
+		}
+	}
+	if s, _ := b.Ops.Jobs().States(b.Ctx, b.Pool, []int64{late, b.Running}); len(s) != 2 {
+		t.Errorf("refused filters changed jobs: %v", s)
+	}
+}

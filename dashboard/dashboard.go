@@ -122,6 +122,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /throughput", d.throughput)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer()))
 	mux.HandleFunc("POST /jobs/action", d.action(d.jobAction))
+	mux.HandleFunc("POST /jobs/matching", d.action(d.matchingAction))
 	mux.HandleFunc("POST /queues/action", d.action(d.queueAction))
 	mux.HandleFunc("POST /dead/replay", d.action(d.replayGroup))
 	mux.HandleFunc("POST /dead/purge", d.action(d.purge))

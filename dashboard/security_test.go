@@ -159,7 +159,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("read-only GET %s: %d, shows actions:\n%s", path, code, body)
 		}
 	}
-	for _, path := range []string{"/jobs/action", "/queues/action", "/dead/replay", "/dead/purge", "/dead/discard", "/schedules/action"} {
+	for _, path := range []string{"/jobs/action", "/jobs/matching", "/queues/action", "/dead/replay", "/dead/purge", "/dead/discard", "/schedules/action"} {
 		if code, _, _ := post(t, c, b.Srv.URL+path, url.Values{"action": {"delete"}, "id": {fmt.Sprint(b.Dead)}}); code != http.StatusForbidden {
 			t.Errorf("read-only POST %s: %d, want 403", path, code)
 		}

@@ -97,3 +97,59 @@ func TestBrowserConfirm(t *testing.T) {
 		t.Errorf("confirmed discard: %d dead letters, want %d", got, deadBefore-n)
 	}
 }
+
+// TestBrowserApplyToAllMatching cancels every one of 10,000 jobs a filter
+// matches, across all its pages: the confirmation counts 10,000, declining
+// changes nothing, accepting cancels exactly 10,000 and no other job.
+func TestBrowserApplyToAllMatching(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tab := browser(t, ctx)
+	b := setup(t, dashboard.Config{})
+	cl, err := docket.NewClient(b.Pool, docket.Config{Schema: b.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]docket.Item, 10_000)
+	for i := range items {
+		items[i] = docket.Item{Args: mail{To: "x"}, Opts: docket.Opts{Queue: "bulk"}}
+	}
+	if _, err := cl.EnqueueMany(ctx, b.Pool, items); err != nil {
+		t.Fatal(err)
+	}
+	ready := `SELECT count(*) FROM "` + b.Schema + `".docket_jobs WHERE queue = 'bulk'`
+	cancelled := `SELECT count(*) FROM "` + b.Schema + `".docket_jobs_dead WHERE queue = 'bulk' AND reason = 'cancelled'`
+	others := `SELECT count(*) FROM "` + b.Schema + `".docket_jobs WHERE queue <> 'bulk'`
+	othersBefore := count(t, ctx, b.Pool, others)
+
+	open := chromedp.Steps(chromedp.Navigate(b.Srv.URL+"/jobs?state=ready&queue=bulk"), chromedp.WaitVisible(css(`#matching`)),
+		chromedp.Click(css(`#matching button[value="cancel"]`)), chromedp.WaitVisible(css(`#confirm-count`)))
+	do(t, tab, "cancel all", open)
+	if n := previewed(t, tab); n != 10_000 {
+		t.Fatalf("preview: %d, want 10,000", n)
+	}
+	do(t, tab, "decline", chromedp.Click(css(`#confirm-no`)), chromedp.WaitVisible(css(`#jobs`)))
+	if n := count(t, ctx, b.Pool, ready); n != 10_000 {
+		t.Fatalf("declined: %d jobs left of 10,000", n)
+	}
+	do(t, tab, "cancel all", open)
+	n := previewed(t, tab)
+	start := time.Now()
+	do(t, tab, "confirm", chromedp.Click(css(`#confirm-yes`)), chromedp.WaitVisible(css(`.msg`)))
+	took := time.Since(start)
+	if got := count(t, ctx, b.Pool, cancelled); got != n {
+		t.Errorf("cancelled %d jobs, previewed %d", got, n)
+	}
+	if got := count(t, ctx, b.Pool, ready); got != 0 {
+		t.Errorf("%d bulk jobs left", got)
+	}
+	if got := count(t, ctx, b.Pool, others); got != othersBefore {
+		t.Errorf("other queues: %d jobs, were %d", got, othersBefore)
+	}
+	msg := value(t, tab, "message", chromedp.Text(css(`.msg`)))
+	if msg != "cancelled 10,000 jobs of the 10,000 matching" {
+		t.Errorf("message %q", msg)
+	}
+	t.Logf("cancelled 10,000 matching jobs in %v (10 statements of 1,000)", took)
+}
