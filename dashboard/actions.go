@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -225,9 +226,9 @@ func (d *dash) confirmedDead(w http.ResponseWriter, r *http.Request, f *admin.De
 }
 
 // replayGroup replays the dead letters of one kind and error at a rate of
-// at most Config.MaxReplayRate, as docket dlq replay does, for at most 30
-// seconds: a larger group is replayed in several clicks. Leaving the page
-// stops it between batches. It is confirmed first.
+// at most Config.MaxReplayRate, as docket dlq replay does, after a
+// confirmation that counts them. The replay runs as a task (tasks.go): the
+// POST returns at once, the pages show its progress, Stop ends it.
 func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 	g, f, ok := d.deadGroup(w, r)
 	if !ok {
@@ -244,27 +245,46 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		if !d.previewDead(w, r, f, &c) {
 			return
 		}
-		c.What = fmt.Sprintf("Replay the %s of kind %s that died with this error, at %g per second: they go back to their queue and run again.",
-			plural.Count(c.Count, "dead job", "dead jobs"), g.Kind, rate)
-		c.Notes = []string{"Error: " + g.Error, fmt.Sprintf("A replay runs for up to 30 seconds: %s per click at this rate.", plural.Count(int64(max(1, int(rate*30))), "job", "jobs"))}
+		if c.Count > admin.MaxMatching {
+			c.Count, c.More = admin.MaxMatching, true
+		}
+		c.What = fmt.Sprintf("Replay the %s of kind %s that died with this error, at %g per second (about %s): they go back to their queue and run again.",
+			plural.Count(c.Count, "dead job", "dead jobs"), g.Kind, rate, dur(time.Duration(float64(c.Count)/rate*float64(time.Second))))
+		c.Notes = []string{"Error: " + g.Error,
+			"The replay runs on the server as a task: it goes on if you close this page; the dead-letters and Tasks pages show its progress and can stop it. " +
+				"If the dashboard's process exits it stops: what was replayed stays replayed, the rest stays dead."}
 		d.confirm(w, r, "Replay this group?", c)
 		return
 	}
 	if !d.confirmedDead(w, r, &f) {
 		return
 	}
-	f.Limit = min(f.Limit, max(1, int(rate*30)))
-	res, err := d.ops.DeadLetters().Replay(r.Context(), d.pool, f, admin.ReplayOptions{Rate: rate})
-	if err != nil {
-		d.internal(w, r, "replay", err)
+	f.Limit = min(f.Limit, admin.MaxMatching)
+	title := fmt.Sprintf("replay of kind %s, error %s", g.Kind, clipError(g.Error))
+	_, err = d.tasks.start(d.logger(r), "replay\x00"+g.Kind+"\x00"+g.Error, title, int64(f.Limit), func(ctx context.Context, t *task) error {
+		_, err := d.ops.DeadLetters().Replay(ctx, d.pool, f, admin.ReplayOptions{Rate: rate, Progress: func(res admin.ReplayResult) {
+			t.done.Store(int64(len(res.Replayed)))
+			t.skipped.Store(int64(len(res.Skipped)))
+		}})
+		return err
+	})
+	if errors.Is(err, errTaskRunning) {
+		back(w, r, "a replay of this group is already running: see its progress below or on Tasks")
 		return
 	}
-	d.logger(r).Info("dashboard: replay", slog.String("kind", g.Kind), slog.Int("replayed", len(res.Replayed)))
-	msg := fmt.Sprintf("%s of kind %s replayed", plural.Count(int64(len(res.Replayed)), "dead job", "dead jobs"), g.Kind)
-	if len(res.Skipped) > 0 {
-		msg += fmt.Sprintf("; %d skipped (unique key held by a live job, or replayed by someone else)", len(res.Skipped))
+	back(w, r, fmt.Sprintf("replay of up to %s of kind %s started", plural.Count(int64(f.Limit), "dead job", "dead jobs"), g.Kind))
+}
+
+// clipError cuts an error for a title or a table cell: its first line, at
+// most 120 characters.
+func clipError(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
 	}
-	back(w, r, msg)
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:119]) + "…"
+	}
+	return s
 }
 
 // discardGroup deletes the dead letters of one kind and error for good,

@@ -60,7 +60,8 @@ type Config struct {
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds admin.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
-	// letter group is replayed from the page. Zero means 100.
+	// letter group (or every dead job a filter matches) is replayed from the
+	// pages, as a task (see docs/dashboard.md, "Tasks"). Zero means 100.
 	MaxReplayRate float64
 	// Refresh is how often live parts of the pages poll. Zero means 2s.
 	Refresh time.Duration
@@ -111,7 +112,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if cfg.TokenMaxAge == 0 {
 		cfg.TokenMaxAge = defaultTokenMaxAge
 	}
-	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ops: ops, pages: parsePages()}
+	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ops: ops, pages: parsePages(), tasks: &taskList{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /jobs", d.jobs)
@@ -120,6 +121,8 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /schedules", d.schedules)
 	mux.HandleFunc("GET /workers", d.workers)
 	mux.HandleFunc("GET /throughput", d.throughput)
+	mux.HandleFunc("GET /tasks", d.tasksPage)
+	mux.HandleFunc("POST /tasks/stop", d.action(d.stopTask))
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer()))
 	mux.HandleFunc("POST /jobs/action", d.action(d.jobAction))
 	mux.HandleFunc("POST /jobs/matching", d.action(d.matchingAction))
@@ -141,6 +144,7 @@ type dash struct {
 	pool  *pgxpool.Pool
 	ops   *admin.Client
 	pages map[string]*template.Template
+	tasks *taskList // long actions running in this process (tasks.go)
 }
 
 // view is what every page template gets.
@@ -151,6 +155,7 @@ type view struct {
 	CSRF     string
 	ReadOnly bool
 	Refresh  int // milliseconds between polls of live parts
+	Tasks    int // tasks running, for the menu
 	Msg      string
 	Data     any
 }
@@ -171,6 +176,7 @@ func base(r *http.Request) string {
 func (d *dash) render(w http.ResponseWriter, r *http.Request, name string, v view) {
 	v.Base, v.CSRF, v.ReadOnly = base(r), csrfToken(r), d.cfg.ReadOnly
 	v.Refresh = int(d.cfg.Refresh / time.Millisecond)
+	v.Tasks = d.tasks.running()
 	v.Msg = r.URL.Query().Get("msg")
 	tmpl := "page"
 	if r.URL.Query().Get("live") == "1" {

@@ -42,6 +42,8 @@ func BenchmarkPages(b *testing.B) {
 		{"jobs_completed", "/jobs?state=completed"},
 		{"job", "/jobs/500000"},
 		{"dead_groups", "/dead"},
+		{"dead_live", "/dead?live=1"},
+		{"tasks", "/tasks"},
 		{"schedules", "/schedules"},
 		{"workers", "/workers"},
 	} {

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,11 +61,11 @@ func (d *dash) matchingAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := admin.Matching{Count: n, MaxID: maxID}
-	o := admin.BulkOptions{Note: cancelNote}
 	if f.State == admin.StateDead && act == admin.BulkRetry {
-		o.Rate = d.cfg.MaxReplayRate // replays are paced
+		d.replayMatching(w, r, f, m)
+		return
 	}
-	done, err := d.ops.Jobs().ApplyMatching(r.Context(), d.pool, f, act, m, o)
+	done, err := d.ops.Jobs().ApplyMatching(r.Context(), d.pool, f, act, m, admin.BulkOptions{Note: cancelNote})
 	if d.bulkRefused(w, r, err) {
 		return
 	}
@@ -92,7 +93,7 @@ func matchingWhat(f admin.JobFilter, act admin.BulkAction, n int64) string {
 	jobs := plural.Count(n, "job", "jobs")
 	switch {
 	case act == admin.BulkRetry && f.State == admin.StateDead:
-		return fmt.Sprintf("Replay %s: they go back to their queue and run again.", jobs)
+		return fmt.Sprintf("Replay %s: they go back to their queue and run again, at the replay rate (a task on the server: the Tasks page shows its progress and can stop it).", jobs)
 	case act == admin.BulkRetry:
 		return fmt.Sprintf("Run %s now: scheduled jobs become due now (ready and waiting ones have nothing to hurry and are not counted).", jobs)
 	case act == admin.BulkCancel:
@@ -114,4 +115,20 @@ func describeFilter(f admin.JobFilter) string {
 		}
 	}
 	return s
+}
+
+// replayMatching replays the dead jobs a filter matches, paced at
+// Config.MaxReplayRate, as a task (tasks.go).
+func (d *dash) replayMatching(w http.ResponseWriter, r *http.Request, f admin.JobFilter, m admin.Matching) {
+	desc := describeFilter(f)
+	_, err := d.tasks.start(d.logger(r), "replay-matching\x00"+desc, "replay of dead jobs, "+desc, m.Count, func(ctx context.Context, t *task) error {
+		_, err := d.ops.Jobs().ApplyMatching(ctx, d.pool, f, admin.BulkRetry, m, admin.BulkOptions{Rate: d.cfg.MaxReplayRate,
+			Progress: func(n int64) { t.done.Store(n) }})
+		return err
+	})
+	if errors.Is(err, errTaskRunning) {
+		back(w, r, "a replay of these dead jobs is already running: see Tasks")
+		return
+	}
+	back(w, r, fmt.Sprintf("replay of up to %s started: see Tasks", plural.Count(m.Count, "dead job", "dead jobs")))
 }

@@ -163,6 +163,7 @@ type deadData struct {
 	Groups  []admin.DeadGroup
 	MaxRate float64
 	Scope   int64 // how many of the latest dead jobs are grouped
+	Tasks   taskTable
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +172,8 @@ func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "grouping dead letters", err)
 		return
 	}
-	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: admin.DeadGroupsScope}})
+	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: admin.DeadGroupsScope,
+		Tasks: d.taskTable(r, time.Minute, "/dead")}})
 }
 
 func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {

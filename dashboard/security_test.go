@@ -153,13 +153,13 @@ func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dashboard.Config{ReadOnly: true})
 	c := client(t)
-	for _, path := range []string{"/", "/jobs", fmt.Sprintf("/jobs/%d", b.Dead), "/dead", "/schedules"} {
+	for _, path := range []string{"/", "/jobs", fmt.Sprintf("/jobs/%d", b.Dead), "/dead", "/schedules", "/tasks"} {
 		code, body, _ := get(t, c, b.Srv.URL+path)
 		if code != http.StatusOK || strings.Contains(body, `method="post"`) || strings.Contains(body, "<button") && !strings.Contains(path, "jobs") {
 			t.Errorf("read-only GET %s: %d, shows actions:\n%s", path, code, body)
 		}
 	}
-	for _, path := range []string{"/jobs/action", "/jobs/matching", "/queues/action", "/dead/replay", "/dead/purge", "/dead/discard", "/schedules/action"} {
+	for _, path := range []string{"/jobs/action", "/jobs/matching", "/queues/action", "/dead/replay", "/dead/purge", "/dead/discard", "/schedules/action", "/tasks/stop"} {
 		if code, _, _ := post(t, c, b.Srv.URL+path, url.Values{"action": {"delete"}, "id": {fmt.Sprint(b.Dead)}}); code != http.StatusForbidden {
 			t.Errorf("read-only POST %s: %d, want 403", path, code)
 		}

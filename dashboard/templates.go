@@ -10,7 +10,7 @@ import (
 
 // pageNames are the templates/<name>.html files; each is parsed with
 // templates/layout.html, which defines "page" around the file's "content".
-var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "confirm", "error"}
+var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "confirm", "tasks", "error"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
