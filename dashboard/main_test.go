@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/dashboard/internal/dashtest"
 	"github.com/docketq/docket/internal/testkit/pgtest"
@@ -88,3 +89,6 @@ func enqueueMail(t *testing.T, b *bundle, q string) int64 {
 	}
 	return e.ID
 }
+
+// dashboardFilter selects the dead jobs of queue q.
+func dashboardFilter(q string) admin.JobFilter { return admin.JobFilter{State: admin.StateDead, Queue: q} }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docketq/docket/admin"
@@ -149,11 +150,7 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 	}
 	data := jobData{Job: j, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
 	if d.cfg.ShowPayloads {
-		var v any
-		if json.Unmarshal(j.Payload, &v) == nil {
-			b, _ := json.MarshalIndent(v, "", "  ")
-			data.Payload = string(b)
-		}
+		data.Payload = indentJSON(j.Payload)
 	}
 	d.render(w, r, "job", view{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Data: data})
 }
@@ -198,4 +195,22 @@ func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: list, At: time.Now()}})
+}
+
+// indentJSON indents a payload for the job page without escaping <, > and
+// & as \u003c: html/template escapes the page's text for HTML once. Text
+// that is not JSON is shown as it is.
+func indentJSON(raw []byte) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -27,6 +27,9 @@ func parsePages() map[string]*template.Template {
 		},
 		// noun agrees a noun with a count: noun 1 "live worker" "live workers".
 		"noun": plural.Noun,
+		// clip cuts an error for a table cell: its first line, at most
+		// 120 characters; the job page shows it whole.
+		"clip": clipError,
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"

@@ -96,6 +96,26 @@ func TestBrowserConfirm(t *testing.T) {
 	if got := count(t, ctx, b.Pool, dead); got != deadBefore-n {
 		t.Errorf("confirmed discard: %d dead letters, want %d", got, deadBefore-n)
 	}
+
+	// Delete from a job's page: confirmed, then the jobs list says so.
+	e, err := cl.Enqueue(ctx, b.Pool, mail{To: secret}, docket.Opts{Queue: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, tab, "job page", chromedp.Navigate(u+"/jobs/"+strconv.FormatInt(e.ID, 10)), chromedp.WaitVisible(css(`#delete`)),
+		chromedp.Click(css(`#delete`)), chromedp.WaitVisible(css(`#confirm-count`)))
+	if n := previewed(t, tab); n != 1 {
+		t.Errorf("job page delete preview: %d", n)
+	}
+	do(t, tab, "confirm", chromedp.Click(css(`#confirm-yes`)), chromedp.WaitVisible(css(`.msg`)))
+	loc := value(t, tab, "location", chromedp.Evaluate[string](`location.pathname + location.search`))
+	msg := value(t, tab, "message", chromedp.Text(css(`.msg`)))
+	if loc != "/jobs?msg=deleted+1+job" || msg != "deleted 1 job" {
+		t.Errorf("after delete from the job page: at %q, message %q", loc, msg)
+	}
+	if s, _ := b.Ops.Jobs().States(ctx, b.Pool, []int64{e.ID}); len(s) != 0 {
+		t.Errorf("job %d not deleted: %v", e.ID, s)
+	}
 }
 
 // TestBrowserApplyToAllMatching cancels every one of 10,000 jobs a filter
