@@ -91,4 +91,6 @@ func enqueueMail(t *testing.T, b *bundle, q string) int64 {
 }
 
 // dashboardFilter selects the dead jobs of queue q.
-func dashboardFilter(q string) admin.JobFilter { return admin.JobFilter{State: admin.StateDead, Queue: q} }
+func dashboardFilter(q string) admin.JobFilter {
+	return admin.JobFilter{State: admin.StateDead, Queue: q}
+}
