@@ -30,6 +30,8 @@ func parsePages() map[string]*template.Template {
 		// clip cuts an error for a table cell: its first line, at most
 		// 120 characters; the job page shows it whole.
 		"clip": clipError,
+		// asset is an embedded file's fingerprinted URL.
+		"asset": assetURL,
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"
