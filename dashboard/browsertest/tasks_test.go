@@ -36,7 +36,7 @@ func TestBrowserReplayTask(t *testing.T) {
 	}
 	start := time.Now()
 	do(t, first, "confirm", chromedp.Click(css(`#confirm-yes`)), chromedp.WaitVisible(css(`#live tr.task-running`)))
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 20*time.Second { // the whole replay takes 50s
 		t.Errorf("the confirmed replay held the page %v", took)
 	}
 	// The bar moves without a reload.
