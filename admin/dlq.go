@@ -569,7 +569,7 @@ func (h DeadLetters) Count(ctx context.Context, db DB, f DeadFilter) (int64, err
 // Discard deletes the dead jobs that match f for good, oldest death first,
 // in batches of BulkBatch (one statement each), at most f.Limit of them
 // (zero means 100; -1 means all), and returns how many it deleted. They
-// are counted as removed, as Purge counts them. When ctx ends it stops
+// are counted as removed, and the removal log is pruned, as Purge does. When ctx ends it stops
 // between batches and returns what it did with ctx's error.
 func (h DeadLetters) Discard(ctx context.Context, db DB, f DeadFilter) (int64, error) {
 	c := h.c
@@ -595,5 +595,7 @@ func (h DeadLetters) Discard(ctx context.Context, db DB, f DeadFilter) (int64, e
 			break
 		}
 	}
-	return total, nil
+	// Keep the removal log as short as Purge keeps it.
+	_, err := db.Exec(ctx, sqlPruneRemoved.For(c.schema))
+	return total, c.wrapErr(err)
 }
