@@ -260,8 +260,8 @@ func (d *dash) replayGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Limit = min(f.Limit, admin.MaxMatching)
-	title := fmt.Sprintf("replay of kind %s, error %s", g.Kind, clipError(g.Error))
-	_, err = d.tasks.start(d.logger(r), "replay\x00"+g.Kind+"\x00"+g.Error, title, int64(f.Limit), func(ctx context.Context, t *task) error {
+	name := fmt.Sprintf("replay of kind %s, error %s", g.Kind, clipError(g.Error))
+	_, err = d.tasks.start(d.logger(r), "replay\x00"+g.Kind+"\x00"+g.Error, name, int64(f.Limit), func(ctx context.Context, t *task) error {
 		_, err := d.ops.DeadLetters().Replay(ctx, d.pool, f, admin.ReplayOptions{Rate: rate, Progress: func(res admin.ReplayResult) {
 			t.done.Store(int64(len(res.Replayed)))
 			t.skipped.Store(int64(len(res.Skipped)))
