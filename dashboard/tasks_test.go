@@ -80,3 +80,36 @@ func TestReplayTask(t *testing.T) {
 		t.Errorf("stopped after %s replayed, %d left dead of 40", m[1], left)
 	}
 }
+
+// "Replay all…" on the dead jobs of a filter runs as a paced task too.
+func TestReplayAllMatchingIsATask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{MaxReplayRate: 50})
+	b.DeadN(t, "again", 5, "flaky")
+	c := client(t)
+	token := csrf(t, c, b.Srv.URL+"/jobs?state=dead&queue=again")
+	_, body, _ := post(t, c, b.Srv.URL+"/jobs/matching", url.Values{"csrf": {token}, "action": {"retry"}, "state": {"dead"}, "queue": {"again"}, "return": {"/jobs?state=dead&queue=again"}})
+	if m := confirmCount.FindStringSubmatch(body); m == nil || m[1] != "5" {
+		t.Fatalf("preview: %v\n%s", m, body)
+	}
+	code, _, h := post(t, c, b.Srv.URL+"/jobs/matching", confirmForm(t, body))
+	if code != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "started") {
+		t.Fatalf("confirmed: %d %q", code, h.Get("Location"))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, page, _ := get(t, c, b.Srv.URL+"/tasks")
+		if strings.Contains(page, `<td class="task-state">done</td>`) && strings.Contains(page, `class="n task-done">5<`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not finish:\n%s", page)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var left int
+	b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM "`+b.Schema+`".docket_jobs_dead WHERE queue = 'again'`).Scan(&left)
+	if left != 0 {
+		t.Errorf("%d dead jobs left in queue again, want 0", left)
+	}
+}
