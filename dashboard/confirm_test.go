@@ -142,3 +142,18 @@ func TestApplyToAllMatching(t *testing.T) {
 		t.Errorf("refused filters changed jobs: %v", s)
 	}
 }
+
+// The jobs page offers "all matching" only for filters it can act on.
+func TestApplyToAllOffered(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	c := client(t)
+	for path, want := range map[string]bool{
+		"/jobs": false, "/jobs?state=running": false, "/jobs?state=completed": false,
+		"/jobs?queue=mail": true, "/jobs?state=dead": true, "/jobs?state=ready": true,
+	} {
+		if _, body, _ := get(t, c, b.Srv.URL+path); strings.Contains(body, `id="matching"`) != want {
+			t.Errorf("GET %s: offers apply to all matching: %v, want %v", path, !want, want)
+		}
+	}
+}
