@@ -1,12 +1,12 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/docketq/docket/admin"
@@ -201,20 +201,14 @@ func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: list, At: time.Now()}})
 }
 
-// indentJSON indents a payload for the job page without escaping <, > and
-// & as \u003c: html/template escapes the page's text for HTML once. Text
-// that is not JSON is shown as it is.
+// indentJSON indents a payload for the job page as stored: no \u003c
+// for <, > and & (html/template escapes the page's text for HTML once),
+// and numbers as written, never rounded through float64. Text that is not
+// JSON is shown as it is.
 func indentJSON(raw []byte) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if enc.Encode(v) != nil {
-		return string(raw)
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return b.String()
 }
