@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -21,12 +22,36 @@ var (
 	sqlDeadList = pgsql.SQL(`SELECT id, queue, kind, priority, tenant, attempts, max_attempts, created_at, run_at,
 	dead_at, reason, COALESCE(last_error, ''), COALESCE(unique_key, ''), COALESCE(serial_key, ''), meta,
 	CASE WHEN $7 THEN payload END
-FROM {{schema}}.docket_jobs_dead
-WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR queue = $2)
-	AND ($3 = '' OR last_error LIKE $3) AND ($4::timestamptz IS NULL OR dead_at >= $4)
-	AND ($5::bigint[] IS NULL OR id = ANY($5)) AND ($8::timestamptz IS NULL OR dead_at < $8)
+FROM {{schema}}.docket_jobs_dead` + sqlDeadWhere + `
 ORDER BY dead_at, id
 LIMIT $6`)
+
+	// sqlDeadWhere is DeadFilter's condition: $1 kind, $2 queue, $3 error
+	// LIKE pattern, $4 since, $5 ids, $8 before.
+	sqlDeadWhere = `
+WHERE ($1 = '' OR kind = $1) AND ($2 = '' OR queue = $2)
+	AND ($3 = '' OR last_error LIKE $3) AND ($4::timestamptz IS NULL OR dead_at >= $4)
+	AND ($5::bigint[] IS NULL OR id = ANY($5)) AND ($8::timestamptz IS NULL OR dead_at < $8)`
+
+	// sqlDeadCount counts the dead jobs a DeadFilter matches, up to $6;
+	// $7 is the filter's before.
+	sqlDeadCount = pgsql.SQL(`SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs_dead` +
+		strings.ReplaceAll(sqlDeadWhere, "$8", "$7") + `
+LIMIT $6) d`)
+
+	// sqlDiscardDead deletes up to $6 of the dead jobs a DeadFilter
+	// matches ($7 is its before), oldest death first, counted as removed as a purge counts
+	// them.
+	sqlDiscardDead = pgsql.SQL(`WITH del AS (
+	DELETE FROM {{schema}}.docket_jobs_dead
+	WHERE id IN (SELECT id FROM {{schema}}.docket_jobs_dead` + strings.ReplaceAll(sqlDeadWhere, "$8", "$7") + `
+		ORDER BY dead_at, id LIMIT $6)
+	RETURNING queue, dead_at
+), logged AS (
+	INSERT INTO {{schema}}.docket_dead_removed (queue, dead_minute, n)
+	SELECT queue, date_trunc('minute', dead_at), count(*) FROM del GROUP BY 1, 2
+)
+SELECT count(*) FROM del`)
 
 	// sqlReplay moves dead jobs $1 back into docket_jobs in one statement:
 	// the dead row is deleted only when its job was inserted, so a dead job
@@ -568,3 +593,56 @@ const (
 	ReasonTimedOut     = core.ReasonTimedOut     // a workflow step's signal did not come before its WaitTimeout
 	ReasonChildFailed  = core.ReasonChildFailed  // the child workflow the job waited for failed or was cancelled
 )
+
+// deadArgs are the arguments of sqlDeadCount and sqlDiscardDead for f,
+// with limit as $6.
+func deadArgs(f DeadFilter, limit int64) []any {
+	var ids any
+	if f.IDs != nil {
+		ids = f.IDs
+	}
+	return []any{f.Kind, f.Queue, f.ErrorLike, timeOrNil(f.Since), ids, limit, timeOrNil(f.Before)}
+}
+
+// Count returns how many dead jobs match f (f.Limit and f.WithPayload are
+// ignored): the preview of a purge or of a group's discard or replay.
+func (h DeadLetters) Count(ctx context.Context, db DB, f DeadFilter) (int64, error) {
+	c := h.c
+	var n int64
+	err := db.QueryRow(ctx, sqlDeadCount.For(c.schema), deadArgs(f, math.MaxInt64)...).Scan(&n)
+	return n, c.wrapErr(err)
+}
+
+// Discard deletes the dead jobs that match f for good, oldest death first,
+// in batches of BulkBatch (one statement each), at most f.Limit of them
+// (zero means 100; -1 means all), and returns how many it deleted. They
+// are counted as removed, and the removal log is pruned, as Purge does. When ctx ends it stops
+// between batches and returns what it did with ctx's error.
+func (h DeadLetters) Discard(ctx context.Context, db DB, f DeadFilter) (int64, error) {
+	c := h.c
+	left := int64(f.Limit)
+	switch {
+	case f.Limit == 0:
+		left = 100
+	case f.Limit < 0:
+		left = math.MaxInt64
+	}
+	var total int64
+	for left > 0 {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		batch := min(left, BulkBatch)
+		if err := db.QueryRow(ctx, sqlDiscardDead.For(c.schema), deadArgs(f, batch)...).Scan(&n); err != nil {
+			return total, c.wrapErr(err)
+		}
+		total, left = total+n, left-n
+		if n < batch {
+			break
+		}
+	}
+	// Keep the removal log as short as Purge keeps it.
+	_, err := db.Exec(ctx, sqlPruneRemoved.For(c.schema))
+	return total, c.wrapErr(err)
+}

@@ -61,7 +61,8 @@ type Config struct {
 	// Thresholds decide the warnings of the overview, as docket status.
 	Thresholds admin.Thresholds
 	// MaxReplayRate caps the rate, in jobs per second, at which a dead
-	// letter group is replayed from the page. Zero means 100.
+	// letter group (or every dead job a filter matches) is replayed from the
+	// pages, as a task (see docs/dashboard.md, "Tasks"). Zero means 100.
 	MaxReplayRate float64
 	// Refresh is how often live parts of the pages poll. Zero means 2s.
 	Refresh time.Duration
@@ -112,7 +113,7 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if cfg.TokenMaxAge == 0 {
 		cfg.TokenMaxAge = defaultTokenMaxAge
 	}
-	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ops: ops, pages: parsePages()}
+	d := &dash{cfg: cfg, hosts: hosts, pool: pool, ops: ops, pages: parsePages(), tasks: &taskList{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overview)
 	mux.HandleFunc("GET /jobs", d.jobs)
@@ -121,11 +122,16 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /schedules", d.schedules)
 	mux.HandleFunc("GET /workers", d.workers)
 	mux.HandleFunc("GET /throughput", d.throughput)
-	mux.Handle("GET /assets/", http.StripPrefix("/assets/", assetServer()))
+	mux.HandleFunc("GET /tasks", d.tasksPage)
+	mux.HandleFunc("POST /tasks/stop", d.action(d.stopTask))
+	mux.HandleFunc("GET /assets/{name}", d.assetHandler)
+	mux.HandleFunc("GET /favicon.ico", d.favicon)
 	mux.HandleFunc("POST /jobs/action", d.action(d.jobAction))
+	mux.HandleFunc("POST /jobs/matching", d.action(d.matchingAction))
 	mux.HandleFunc("POST /queues/action", d.action(d.queueAction))
 	mux.HandleFunc("POST /dead/replay", d.action(d.replayGroup))
 	mux.HandleFunc("POST /dead/purge", d.action(d.purge))
+	mux.HandleFunc("POST /dead/discard", d.action(d.discardGroup))
 	mux.HandleFunc("POST /schedules/action", d.action(d.scheduleAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "no such page")
@@ -140,6 +146,7 @@ type dash struct {
 	pool  *pgxpool.Pool
 	ops   *admin.Client
 	pages map[string]*template.Template
+	tasks *taskList // long actions running in this process (tasks.go)
 }
 
 // view is what every page template gets.
@@ -150,6 +157,7 @@ type view struct {
 	CSRF     string
 	ReadOnly bool
 	Refresh  int // milliseconds between polls of live parts
+	Tasks    int // tasks running, for the menu
 	Msg      string
 	Data     any
 }
@@ -170,6 +178,7 @@ func base(r *http.Request) string {
 func (d *dash) render(w http.ResponseWriter, r *http.Request, name string, v view) {
 	v.Base, v.CSRF, v.ReadOnly = base(r), csrfToken(r), d.cfg.ReadOnly
 	v.Refresh = int(d.cfg.Refresh / time.Millisecond)
+	v.Tasks = d.tasks.running()
 	v.Msg = r.URL.Query().Get("msg")
 	tmpl := "page"
 	if r.URL.Query().Get("live") == "1" {
@@ -202,13 +211,12 @@ func (d *dash) internal(w http.ResponseWriter, r *http.Request, what string, err
 	d.fail(w, r, http.StatusInternalServerError, what+" failed; the server log says why")
 }
 
-// back redirects to the page an action came from with a message.
-func back(w http.ResponseWriter, r *http.Request, msg string) {
-	to := r.PostFormValue("return")
-	// Only a path of this dashboard: never another site.
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.Contains(to, "\\") {
-		to = "/"
-	}
+// back redirects to the page an action came from (its form's "return")
+// with a message.
+func back(w http.ResponseWriter, r *http.Request, msg string) { backTo(w, r, returnPath(r), msg) }
+
+// backTo redirects to a path of this dashboard with a message.
+func backTo(w http.ResponseWriter, r *http.Request, to, msg string) {
 	u, err := url.Parse(to)
 	if err != nil {
 		u = &url.URL{Path: "/"}

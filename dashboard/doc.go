@@ -18,7 +18,12 @@
 // Overview (per-queue backlog, lag, throughput chart, warnings as docket
 // status raises them), Jobs (filters and keyset pages over live, dead and
 // completed jobs), a job page, Dead letters (grouped by kind and error;
-// replay a group at a rate; purge), Schedules and Workers. Pages are
+// replay a group at a rate, discard a group; purge by age), Schedules,
+// Workers and Tasks (replays running in this process: progress, stop).
+// Every destructive action is confirmed on a page that counts the rows it
+// will touch, and never touches more (confirm.go). Long replays run as
+// tasks in the serving process (tasks.go): they outlive their page, and
+// stop when the process exits. Pages are
 // rendered on the server with html/template; live parts are refreshed by
 // htmx polling, the chart by uPlot. Both libraries are embedded (see
 // assets.lock and `go generate`): the pages need no network.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docketq/docket"
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/dashboard/internal/dashtest"
 	"github.com/docketq/docket/internal/testkit/pgtest"
@@ -72,4 +74,23 @@ func csrf(t *testing.T, c *http.Client, u string) string {
 		t.Fatalf("GET %s: %d, no CSRF field:\n%s", u, code, body)
 	}
 	return m[1]
+}
+
+// enqueueMail enqueues one more mail job in queue q.
+func enqueueMail(t *testing.T, b *bundle, q string) int64 {
+	t.Helper()
+	cl, err := docket.NewClient(b.Pool, docket.Config{Schema: b.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cl.Enqueue(b.Ctx, b.Pool, mail{To: secret}, docket.Opts{Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.ID
+}
+
+// dashboardFilter selects the dead jobs of queue q.
+func dashboardFilter(q string) admin.JobFilter {
+	return admin.JobFilter{State: admin.StateDead, Queue: q}
 }

@@ -160,16 +160,11 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 	}
 	data := jobData{Job: j, Attempts: attempts, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
 	if d.cfg.ShowPayloads {
-		var v any
-		if json.Unmarshal(j.Payload, &v) == nil {
-			b, _ := json.MarshalIndent(v, "", "  ")
-			data.Payload = string(b)
-		}
 		// Indented as stored: no re-encoding, so no \u003c for "<" (the
 		// template escapes it once, for HTML).
-		var res bytes.Buffer
-		if j.Result != nil && json.Indent(&res, j.Result, "", "  ") == nil {
-			data.Result = res.String()
+		data.Payload = indentJSON(j.Payload)
+		if j.Result != nil {
+			data.Result = indentJSON(j.Result)
 		}
 	}
 	d.render(w, r, "job", view{Title: "Job " + strconv.FormatInt(id, 10), Nav: "jobs", Data: data})
@@ -180,15 +175,21 @@ type deadData struct {
 	Groups  []admin.DeadGroup
 	MaxRate float64
 	Scope   int64 // how many of the latest dead jobs are grouped
+	Tasks   taskTable
 }
 
 func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
-	groups, err := d.ops.DeadLetters().Groups(r.Context(), d.pool, 100)
-	if err != nil {
-		d.internal(w, r, "grouping dead letters", err)
-		return
+	var groups []admin.DeadGroup
+	// The live part is the replays' bar alone: no grouping for a poll.
+	if r.URL.Query().Get("live") != "1" {
+		var err error
+		if groups, err = d.ops.DeadLetters().Groups(r.Context(), d.pool, 100); err != nil {
+			d.internal(w, r, "grouping dead letters", err)
+			return
+		}
 	}
-	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: admin.DeadGroupsScope}})
+	d.render(w, r, "dead", view{Title: "Dead letters", Nav: "dead", Data: deadData{Groups: groups, MaxRate: d.cfg.MaxReplayRate, Scope: admin.DeadGroupsScope,
+		Tasks: d.taskTable(r, time.Minute, "/dead")}})
 }
 
 func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
@@ -213,4 +214,16 @@ func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: list, At: time.Now()}})
+}
+
+// indentJSON indents a payload for the job page as stored: no \u003c
+// for <, > and & (html/template escapes the page's text for HTML once),
+// and numbers as written, never rounded through float64. Text that is not
+// JSON is shown as it is.
+func indentJSON(raw []byte) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
 }

@@ -10,7 +10,7 @@ import (
 
 // pageNames are the templates/<name>.html files; each is parsed with
 // templates/layout.html, which defines "page" around the file's "content".
-var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "error"}
+var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "confirm", "tasks", "error"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
@@ -27,6 +27,11 @@ func parsePages() map[string]*template.Template {
 		},
 		// noun agrees a noun with a count: noun 1 "live worker" "live workers".
 		"noun": plural.Noun,
+		// clip cuts an error for a table cell: its first line, at most
+		// 120 characters; the job page shows it whole.
+		"clip": clipError,
+		// asset is an embedded file's fingerprinted URL.
+		"asset": assetURL,
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"

@@ -94,6 +94,12 @@ func TestBrowserCancelRunningJob(t *testing.T) {
 	}
 	shoot(t, tab, "job-running")
 	clickLive(t, tab, "cancel", `#cancel`)
+	// Confirmed first, like every cancel: the running job is the one row.
+	do(t, tab, "confirmation", chromedp.WaitVisible(css(`#confirm-count`)))
+	if n := previewed(t, tab); n != 1 {
+		t.Errorf("the confirmation counts %d rows, want the running job", n)
+	}
+	do(t, tab, "confirm", chromedp.Click(css(`#confirm-yes`)))
 	do(t, tab, "cancelled", chromedp.WaitVisible(css(`#job-state.state-dead`)))
 	select {
 	case err := <-cause:

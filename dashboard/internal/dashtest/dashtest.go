@@ -139,3 +139,35 @@ func (b *SyncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// DeadN dead-letters n more mail jobs of queue q with error msg.
+func (b *Bundle) DeadN(t testing.TB, q string, n int, msg string) {
+	t.Helper()
+	cl, err := docket.NewClient(b.Pool, docket.Config{Schema: b.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]docket.Item, n)
+	for i := range items {
+		items[i] = docket.Item{Args: Mail{To: Secret}, Opts: docket.Opts{Queue: q}}
+	}
+	if _, err := cl.EnqueueMany(b.Ctx, b.Pool, items); err != nil {
+		t.Fatal(err)
+	}
+	qq, err := queue.New(b.Schema, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	jobs, err := qq.Claim(b.Ctx, b.Pool, queue.ClaimParams{Worker: w, Queues: []string{q}, Kinds: []string{"mail"}, Limit: n, Lease: time.Hour})
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claim: %d %v", len(jobs), err)
+	}
+	dead := make([]queue.Dead, n)
+	for i, j := range jobs {
+		dead[i] = queue.Dead{Run: queue.RunOf(j), Reason: admin.ReasonExhausted, Error: msg}
+	}
+	if _, err := qq.DeadLetter(b.Ctx, b.Pool, w, dead); err != nil {
+		t.Fatal(err)
+	}
+}
