@@ -74,7 +74,9 @@ func TestConfirmBeforeDestroying(t *testing.T) {
 		t.Fatalf("the preview deleted jobs")
 	}
 	// Cancel, purge, group replay and discard: previews change nothing.
-	preview("/jobs/action", url.Values{"action": {"cancel"}, "id": ids}, "1")
+	// Cancel counts the running job (its worker is asked to stop it), not
+	// the dead one.
+	preview("/jobs/action", url.Values{"action": {"cancel"}, "id": ids}, "2")
 	preview("/dead/purge", url.Values{"older_than": {"0s"}}, "1")
 	group := url.Values{"kind": {"mail"}, "error": {"smtp: 550 mailbox unavailable"}}
 	preview("/dead/discard", group, "1")
