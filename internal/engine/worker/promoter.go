@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -155,12 +154,13 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		}
 	}
 	if sweep {
-		serial := p.sweep(bg, "serial-key lines", &p.sweepErrs, up.q.SweepSerial)
-		flows := p.sweep(bg, "workflow jobs", &p.flowErrs, up.q.SweepWorkflows)
-		deadlines := p.sweep(bg, "workflow deadlines", &p.deadlineErrs, up.q.SweepDeadlines)
-		p.sweep(bg, "steps waiting for child workflows", &p.childErrs, up.q.SweepChildWorkflows)
-		p.sweep(bg, "workflow results", &p.resultErrs, up.q.SweepWorkflowResults)
-		for _, q := range slices.Concat(serial, flows, deadlines) {
+		for _, q := range p.sweepAll(bg, []sweepOf{
+			{"serial-key lines", &p.sweepErrs, up.q.SweepSerial},
+			{"workflow jobs", &p.flowErrs, up.q.SweepWorkflows},
+			{"workflow deadlines", &p.deadlineErrs, up.q.SweepDeadlines},
+			{"steps waiting for child workflows", &p.childErrs, up.q.SweepChildWorkflows},
+			{"workflow results", &p.resultErrs, up.q.SweepWorkflowResults},
+		}) {
 			if !seen[q] {
 				seen[q] = true
 				queues = append(queues, q)
@@ -184,8 +184,54 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 	return next
 }
 
-// sweep runs one of the sweeps that move waiting jobs on (what names it in
-// logs) at READ COMMITTED, whatever the server's default isolation, and
+// sweepOf is one of the sweeps that move waiting jobs on: what names it in
+// logs, errs is its error streak, run runs it and returns the queues of
+// the jobs it made ready.
+type sweepOf struct {
+	what string
+	errs *errStreak
+	run  func(ctx context.Context, db queue.DB, limit int) ([]string, error)
+}
+
+// sweepAll runs the sweeps in one transaction at READ COMMITTED, whatever
+// the server's default isolation: a poll round costs one BEGIN and one
+// COMMIT, not one of each per sweep (with five sweeps and a short poll
+// interval those round trips were most of an idle worker's statements).
+// If one fails, the transaction is rolled back and each sweep runs again
+// in a transaction of its own, so that one failing sweep stops no other.
+// It returns the queues of the jobs the sweeps made ready.
+func (p *promoter) sweepAll(bg context.Context, sweeps []sweepOf) []string {
+	ctx, cancel := context.WithTimeout(bg, p.up.lease)
+	defer cancel()
+	var queues []string
+	err := pgx.BeginTxFunc(ctx, p.up.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		queues = nil
+		for _, s := range sweeps {
+			got, err := s.run(ctx, tx, maintenanceBatch)
+			if err != nil {
+				return err
+			}
+			queues = append(queues, got...)
+		}
+		return nil
+	})
+	if err == nil {
+		for _, s := range sweeps {
+			s.errs.ok(p.up.log, "sweeping "+s.what+" recovered")
+		}
+		return queues
+	}
+	if bg.Err() != nil {
+		return nil
+	}
+	queues = nil
+	for _, s := range sweeps {
+		queues = append(queues, p.sweep(bg, s.what, s.errs, s.run)...)
+	}
+	return queues
+}
+
+// sweep runs one sweep alone (what names it in logs) at READ COMMITTED and
 // returns the queues of the jobs it made ready.
 func (p *promoter) sweep(bg context.Context, what string, errs *errStreak,
 	run func(ctx context.Context, db queue.DB, limit int) ([]string, error)) []string {
