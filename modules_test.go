@@ -1,8 +1,10 @@
 package docket_test
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,4 +84,63 @@ func hasLine(text, line string) bool {
 		}
 	}
 	return false
+}
+
+// The test command's pattern reaches every module of the repository: each
+// go.mod in the tree is a workspace module (go.work) whose path lies under
+// the pattern, so `go test` of the pattern enters it. A nested module left
+// out of go.work, or named outside the prefix, fails here instead of
+// going untested.
+func TestTestCommandReachesEveryModule(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	inWorkspace := map[string]bool{}
+	for _, dir := range strings.Fields(string(out)) {
+		inWorkspace[filepath.Clean(dir)] = true
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && d.Name() == "go.mod" {
+			mods = append(mods, filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mods) < 2 {
+		t.Fatalf("found %d go.mod files under %s, want the root's and the nested modules'", len(mods), root)
+	}
+	for _, dir := range mods {
+		if !inWorkspace[dir] {
+			t.Errorf("%s has a go.mod that go.work does not use: the test command skips it", dir)
+		}
+	}
+	// Each workspace module's packages are matched by the pattern.
+	pkgs, err := exec.Command("go", "list", "-f", "{{.Module.Dir}}", "github.com/docketq/docket/...").Output()
+	if err != nil {
+		t.Fatalf("go list of the test command's pattern: %v", err)
+	}
+	reached := map[string]bool{}
+	for _, dir := range strings.Fields(string(pkgs)) {
+		reached[filepath.Clean(dir)] = true
+	}
+	for _, dir := range mods {
+		if !reached[dir] {
+			t.Errorf("the test command's pattern github.com/docketq/docket/... matches no package of the module in %s", dir)
+		}
+	}
 }
