@@ -69,7 +69,7 @@ func (j *Job[T]) SetResult(v any) error {
 	if !utf8.Valid(raw) {
 		return fmt.Errorf("%w: job %d kind %s: not valid UTF-8", ErrInvalidResult, j.ID, j.Kind)
 	}
-	rendered, problem := enqueue.CheckJSON(raw)
+	rendered, problem := enqueue.CheckJSONB(raw)
 	if problem != "" {
 		return fmt.Errorf("%w: job %d kind %s: PostgreSQL cannot store it: it %s", ErrInvalidResult, j.ID, j.Kind, problem)
 	}

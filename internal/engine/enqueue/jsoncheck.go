@@ -424,11 +424,3 @@ func hex4(b []byte, i int) rune {
 	}
 	return r
 }
-
-// CheckJSON reports what is wrong with the JSON text b for PostgreSQL's
-// jsonb, as a phrase ("" when nothing; see checkJSONB), and the length of
-// the text PostgreSQL writes back for it. Job results are checked with it.
-func CheckJSON(b []byte) (rendered int64, problem string) {
-	size, p := checkJSONB(b)
-	return size.rendered, p
-}
