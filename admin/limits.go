@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
@@ -34,13 +35,18 @@ FROM {{schema}}.docket_limits ORDER BY name`)
 
 	// sqlLimitUsage counts each key's running jobs the way the limited
 	// claim does (docket_claim_limited), and reads its bucket.
-	sqlLimitUsage = pgsql.SQL(`SELECT name, key, sum(running)::integer, max(tokens) FROM (
-	SELECT l.name, CASE WHEN l.per_tenant THEN j.tenant ELSE '' END AS key, 1 AS running, NULL::float8 AS tokens
+	// A bucket's tokens now are what the claim would find: its stored
+	// tokens refilled at the limit's rate since, up to the burst.
+	sqlLimitUsage = pgsql.SQL(`SELECT name, key, sum(running)::integer, max(tokens), max(tokens_now) FROM (
+	SELECT l.name, CASE WHEN l.per_tenant THEN j.tenant ELSE '' END AS key, 1 AS running,
+		NULL::float8 AS tokens, NULL::float8 AS tokens_now
 	FROM {{schema}}.docket_jobs j
 	JOIN {{schema}}.docket_limits l ON l.name = {{schema}}.docket_limit_of(j.queue, j.kind)
 	WHERE j.state = 'running'
 	UNION ALL
-	SELECT name, key, 0, tokens FROM {{schema}}.docket_limit_buckets
+	SELECT b.name, b.key, 0, b.tokens, least(l.burst::float8,
+		b.tokens + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms)
+	FROM {{schema}}.docket_limit_buckets b JOIN {{schema}}.docket_limits l ON l.name = b.name
 ) u
 GROUP BY 1, 2
 ORDER BY 1, 2`)
@@ -164,6 +170,27 @@ func (l Limit) Scope() string {
 	return "every job"
 }
 
+// Describe says what l allows, in a line: "kind mail, per tenant: 5
+// running at once, 100 started per 1m0s (burst 10)".
+func (l Limit) Describe() string {
+	var parts []string
+	if l.MaxRunning > 0 {
+		parts = append(parts, fmt.Sprintf("%d running at once", l.MaxRunning))
+	}
+	if l.Rate > 0 {
+		burst := ""
+		if l.Burst > 0 && l.Burst != l.Rate {
+			burst = fmt.Sprintf(" (burst %d)", l.Burst)
+		}
+		parts = append(parts, fmt.Sprintf("%d started per %s%s", l.Rate, l.Per, burst))
+	}
+	scope := l.Scope()
+	if l.PerTenant {
+		scope += ", per tenant"
+	}
+	return scope + ": " + strings.Join(parts, ", ")
+}
+
 // Remove deletes the limit named name; false if there was none.
 func (h Limits) Remove(ctx context.Context, db DB, name string) (bool, error) {
 	c := h.c
@@ -201,6 +228,10 @@ type LimitUsage struct {
 	// Tokens is what the key's rate bucket held when a claim last looked;
 	// -1 without a bucket (no rate, or no claim yet).
 	Tokens float64
+	// TokensNow is what the bucket holds now: Tokens refilled at the
+	// limit's rate since, up to its burst; the starts a claim may make at
+	// once. -1 without a bucket.
+	TokensNow float64
 }
 
 // Usage reports each limit's keys that have running jobs or a rate
@@ -210,13 +241,16 @@ func (h Limits) Usage(ctx context.Context, db DB) ([]LimitUsage, error) {
 	var out []LimitUsage
 	err := c.each(ctx, db, sqlLimitUsage.For(c.schema), nil, func(scan func(...any) error) error {
 		var u LimitUsage
-		var tokens *float64
-		if err := scan(&u.Limit, &u.Tenant, &u.Running, &tokens); err != nil {
+		var tokens, now *float64
+		if err := scan(&u.Limit, &u.Tenant, &u.Running, &tokens, &now); err != nil {
 			return err
 		}
-		u.Tokens = -1
+		u.Tokens, u.TokensNow = -1, -1
 		if tokens != nil {
 			u.Tokens = *tokens
+		}
+		if now != nil {
+			u.TokensNow = *now
 		}
 		out = append(out, u)
 		return nil

@@ -133,6 +133,12 @@ func Handler(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /dead/purge", d.action(d.purge))
 	mux.HandleFunc("POST /dead/discard", d.action(d.discardGroup))
 	mux.HandleFunc("POST /schedules/action", d.action(d.scheduleAction))
+	mux.HandleFunc("GET /limits", d.limits)
+	mux.HandleFunc("POST /limits/set", d.action(d.setLimit))
+	mux.HandleFunc("POST /limits/remove", d.action(d.removeLimit))
+	mux.HandleFunc("GET /workflows", d.workflows)
+	mux.HandleFunc("GET /workflows/{id}", d.workflow)
+	mux.HandleFunc("POST /workflows/cancel", d.action(d.cancelWorkflow))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "no such page")
 	})

@@ -135,7 +135,10 @@ type jobData struct {
 	// Result is the job's result, indented, when payloads are shown and
 	// the job has one: a result may hold personal data too.
 	Result string
-	Self   string
+	// Workflow is the workflow the job is a step of and the child
+	// workflow it started, each 0 if none.
+	Workflow admin.JobWorkflow
+	Self     string
 }
 
 func (d *dash) job(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +161,12 @@ func (d *dash) job(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "reading the job's attempts", err)
 		return
 	}
-	data := jobData{Job: j, Attempts: attempts, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
+	wf, err := d.ops.Workflows().OfJob(r.Context(), d.pool, id)
+	if err != nil {
+		d.internal(w, r, "reading the job's workflow", err)
+		return
+	}
+	data := jobData{Job: j, Attempts: attempts, Workflow: wf, ShowPayload: d.cfg.ShowPayloads, Self: r.URL.Path}
 	if d.cfg.ShowPayloads {
 		// Indented as stored: no re-encoding, so no \u003c for "<" (the
 		// template escapes it once, for HTML).

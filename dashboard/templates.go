@@ -10,7 +10,8 @@ import (
 
 // pageNames are the templates/<name>.html files; each is parsed with
 // templates/layout.html, which defines "page" around the file's "content".
-var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "confirm", "tasks", "error"}
+var pageNames = []string{"overview", "jobs", "job", "dead", "schedules", "workers", "confirm", "tasks", "error",
+	"limits", "workflows", "workflow"}
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
@@ -32,6 +33,14 @@ func parsePages() map[string]*template.Template {
 		"clip": clipError,
 		// asset is an embedded file's fingerprinted URL.
 		"asset": assetURL,
+		// add sums two coordinates of the workflow graph.
+		"add": func(a, b int) int { return a + b },
+		// indent indents a JSON payload as the job page does.
+		"indent": func(raw []byte) string { return indentJSON(raw) },
+		// limitForm is what a limit's remove form needs.
+		"limitForm": func(v view, name string) struct{ CSRF, Name string } {
+			return struct{ CSRF, Name string }{v.CSRF, name}
+		},
 		"ms": func(d time.Duration) string {
 			if d == 0 {
 				return "–"

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -59,29 +58,9 @@ func limitsSet(fs *flag.FlagSet) action {
 		if err := client.Limits().Set(ctx, pool, l); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "limit %s set: %s; workers apply it within one poll interval\n", l.Name, describeLimit(l))
+		fmt.Fprintf(out, "limit %s set: %s; workers apply it within one poll interval\n", l.Name, l.Describe())
 		return nil
 	}
-}
-
-// describeLimit says what l allows, in a line.
-func describeLimit(l admin.Limit) string {
-	var parts []string
-	if l.MaxRunning > 0 {
-		parts = append(parts, fmt.Sprintf("%d running at once", l.MaxRunning))
-	}
-	if l.Rate > 0 {
-		burst := ""
-		if l.Burst > 0 && l.Burst != l.Rate {
-			burst = fmt.Sprintf(" (burst %d)", l.Burst)
-		}
-		parts = append(parts, fmt.Sprintf("%d started per %s%s", l.Rate, l.Per, burst))
-	}
-	scope := l.Scope()
-	if l.PerTenant {
-		scope += ", per tenant"
-	}
-	return scope + ": " + strings.Join(parts, ", ")
 }
 
 // limitLine is one limit of limits list, with its keys' usage.
@@ -134,7 +113,7 @@ func limitsList(fs *flag.FlagSet) action {
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "LIMIT\tRULE\tKEY\tRUNNING\tTOKENS")
 		for _, l := range lines {
-			rule := describeLimit(l.Limit)
+			rule := l.Describe()
 			if len(l.Keys) == 0 {
 				fmt.Fprintf(tw, "%s\t%s\t-\t0\t-\n", l.Name, rule)
 			}
