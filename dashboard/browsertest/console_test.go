@@ -22,6 +22,7 @@ func TestBrowserNoConsoleErrors(t *testing.T) {
 	tab := browser(t, ctx)
 	b := setup(t, dashboard.Config{Refresh: 200 * time.Millisecond, ShowPayloads: true})
 	b.DeadN(t, "bounce", 3, "smtp: 421 try later")
+	wf := b.Workflow(t)
 
 	u := b.Srv.URL
 	listen, stop := context.WithCancel(tab)
@@ -46,7 +47,8 @@ func TestBrowserNoConsoleErrors(t *testing.T) {
 		}
 	}()
 	pages := []string{"/", "/jobs", "/jobs?state=dead", fmt.Sprintf("/jobs/%d", b.Ready), fmt.Sprintf("/jobs/%d", b.Running),
-		fmt.Sprintf("/jobs/%d", b.Dead), "/dead", "/schedules", "/workers", "/tasks", "/jobs/999999", "/nowhere"}
+		fmt.Sprintf("/jobs/%d", b.Dead), "/dead", "/schedules", "/workers", "/tasks", "/jobs/999999", "/nowhere",
+		"/limits", "/workflows", fmt.Sprintf("/workflows/%d", wf.ID), fmt.Sprintf("/jobs/%d", wf.Jobs["spawn"])}
 	for _, p := range pages {
 		do(t, tab, p, chromedp.Navigate(u+p), chromedp.WaitReady(css(`main`)))
 		time.Sleep(700 * time.Millisecond) // a few polls of the live parts
