@@ -23,3 +23,19 @@ func (c *Client) OverviewSQL() map[string][]any {
 		sqlDeadGroups.For(c.schema):        {100, DeadGroupsScope},
 	}
 }
+
+// WorkflowPagesSQL are the statements of Workflows.Page, Graph and OfJob
+// and of Limits.Usage, each with arguments for a workflow id and a job id.
+// For the plan tests.
+func (c *Client) WorkflowPagesSQL(workflow, job int64, created any, page []int64) map[string][]any {
+	return map[string][]any{
+		"scan":      {sqlWorkflowScan.For(c.schema), int64(1<<63 - 1), WorkflowScan},
+		"steps":     {sqlWorkflowSteps.For(c.schema), page, WorkflowStepCap},
+		"graph":     {sqlWorkflowGraph.For(c.schema), workflow, MaxGraphSteps, created},
+		"edges":     {sqlWorkflowEdges.For(c.schema), workflow, 4 * MaxGraphSteps},
+		"signals":   {sqlWorkflowSignals.For(c.schema), workflow, true},
+		"job":       {sqlJobWorkflow.For(c.schema), job},
+		"usage":     {sqlLimitUsage.For(c.schema)},
+		"cancelled": {sqlWorkflowScan.For(c.schema), workflow, 1},
+	}
+}

@@ -75,17 +75,21 @@ type WorkflowPage struct {
 var (
 	// sqlWorkflowScan walks docket_workflows by primary key downwards
 	// from $1, at most $2 rows, and derives each one's state as the status
-	// view does, with two probes of the workflow_id indexes of the jobs and
-	// dead-letter tables instead of two counts.
+	// view does, with a probe of the workflow_id indexes of the jobs and
+	// dead-letter tables instead of two counts. The probes are lateral
+	// subqueries with a LIMIT: an EXISTS could be planned as a hashed
+	// subplan that reads the whole jobs table.
 	sqlWorkflowScan = pgsql.SQL(`SELECT w.id, w.name, w.created_at, w.cancelled_at, w.jobs,
 	COALESCE(w.parent_job_id, 0), COALESCE(w.parent_workflow_id, 0), w.depth,
 	CASE
 		WHEN w.cancelled_at IS NOT NULL THEN 'cancelled'
-		WHEN EXISTS (SELECT 1 FROM {{schema}}.docket_jobs j WHERE j.workflow_id = w.id) THEN 'running'
-		WHEN EXISTS (SELECT 1 FROM {{schema}}.docket_jobs_dead d WHERE d.workflow_id = w.id) THEN 'failed'
+		WHEN l.live THEN 'running'
+		WHEN d.dead THEN 'failed'
 		ELSE 'succeeded'
 	END
 FROM {{schema}}.docket_workflows w
+LEFT JOIN LATERAL (SELECT true AS live FROM {{schema}}.docket_jobs j WHERE j.workflow_id = w.id LIMIT 1) l ON true
+LEFT JOIN LATERAL (SELECT true AS dead FROM {{schema}}.docket_jobs_dead x WHERE x.workflow_id = w.id LIMIT 1) d ON true
 WHERE w.id < $1
 ORDER BY w.id DESC
 LIMIT $2`)

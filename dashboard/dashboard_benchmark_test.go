@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkPages renders each page against 1,000,000 live jobs, 100,000
-// dead and 100,000 finished ones (jobfill), through the handler as a
+// dead and 100,000 finished ones, 40,000 workflows and three limits
+// (jobfill), through the handler as a
 // browser requests it. Building the schema takes a minute; run with
 //
 //	go test ./dashboard -run '^$' -bench Pages -benchtime 20x
@@ -24,6 +25,9 @@ func BenchmarkPages(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := jobfill.Create(ctx, pool, schema, 1_000_000); err != nil {
+		b.Fatal(err)
+	}
+	if err := jobfill.Workflows(ctx, pool, schema, 40_000); err != nil {
 		b.Fatal(err)
 	}
 	// httptest.NewRequest addresses example.com: allow it past the Host check.
@@ -47,6 +51,12 @@ func BenchmarkPages(b *testing.B) {
 		{"tasks", "/tasks"},
 		{"schedules", "/schedules"},
 		{"workers", "/workers"},
+		{"limits", "/limits"},
+		{"workflows", "/workflows"},
+		{"workflows_running_scanned", "/workflows?state=running"},
+		{"workflows_deep_page", "/workflows?before=20000"},
+		{"workflow", "/workflows/7"},
+		{"job_of_workflow", "/jobs/65"},
 	} {
 		b.Run(page.name, func(b *testing.B) {
 			b.ReportAllocs()
