@@ -57,7 +57,7 @@ func TestWorkflowPagePlans(t *testing.T) {
 		// index: bounded by the workers' slots, not by the backlog.
 		"usage": {[]string{"docket_jobs_running_idx"}, 12_000},
 	}
-	for name, q := range c.WorkflowPagesSQL(5, 45, time.Now().Add(-3*time.Hour), page) {
+	for name, q := range c.WorkflowPagesSQL(5, 100, time.Now().Add(-3*time.Hour), page) {
 		plan := explainAnalyze(t, ctx, pool, "force_custom_plan", q[0].(string), q[1:]...)
 		var used []string
 		plan.walk(func(n analyzed) {

@@ -51,9 +51,15 @@ type graphEdge struct {
 // both in g are left out; a cycle (which EnqueueWorkflow refuses) cannot
 // hang it: a step reached through one keeps depth 0.
 func layoutGraph(g admin.WorkflowGraph) graphView {
+	shown := map[int64]bool{}
+	for _, s := range g.Steps {
+		shown[s.ID] = true
+	}
 	parents := map[int64][]int64{}
 	for _, e := range g.Edges {
-		parents[e.Child] = append(parents[e.Child], e.Parent)
+		if shown[e.Parent] && shown[e.Child] {
+			parents[e.Child] = append(parents[e.Child], e.Parent)
+		}
 	}
 	depth := map[int64]int{}
 	const visiting = -1

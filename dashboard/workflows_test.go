@@ -6,9 +6,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/docketq/docket"
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/google/uuid"
 )
 
 // The workflows list counts a workflow's steps by state and filters by
@@ -289,4 +293,54 @@ func between(s, from, to string) string {
 		return s[:j+len(to)]
 	}
 	return s
+}
+
+// Completed steps are found in history through their dependencies; a
+// completed step without any is not searched for, and the page says how
+// many of the workflow's jobs it shows.
+func TestWorkflowCompletedSteps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	cl, err := docket.NewClient(b.Pool, docket.Config{Schema: b.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.EnqueueWorkflow(b.Ctx, b.Pool, docket.Workflow{Name: "done", Jobs: []docket.WorkflowJob{
+		{Ref: "a", Args: mail{To: secret}, Opts: docket.Opts{Queue: "solo"}},
+		{Ref: "b", Args: mail{To: secret}, Opts: docket.Opts{Queue: "solo"}, After: docket.After("a")},
+		{Ref: "alone", Args: mail{To: secret}, Opts: docket.Opts{Queue: "solo"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.New(b.Schema, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := uuid.New()
+	for range 2 { // a and alone, then b
+		jobs, err := q.Claim(b.Ctx, b.Pool, queue.ClaimParams{Worker: w, Queues: []string{"solo"}, Kinds: []string{"mail"}, Limit: 5, Lease: time.Hour})
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("claim: %d %v", len(jobs), err)
+		}
+		runs := make([]queue.Run, len(jobs))
+		for i, j := range jobs {
+			runs[i] = queue.RunOf(j)
+		}
+		if _, err := q.Complete(b.Ctx, b.Pool, w, runs, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body, _ := get(t, client(t), fmt.Sprintf("%s/workflows/%d", b.Srv.URL, res.ID))
+	for _, ref := range []string{"a", "b"} {
+		if !strings.Contains(body, fmt.Sprintf(`data-job="%d" data-state="completed"`, res.Jobs[ref])) {
+			t.Errorf("completed step %s not drawn", ref)
+		}
+	}
+	if strings.Contains(body, fmt.Sprintf(`data-job="%d"`, res.Jobs["alone"])) || !strings.Contains(body, `id="wf-unseen">2 of 3 steps shown`) {
+		t.Errorf("the step without dependencies: not said unseen:\n%s", body)
+	}
+	if !strings.Contains(body, ">succeeded<") {
+		t.Errorf("the workflow is not shown succeeded")
+	}
 }

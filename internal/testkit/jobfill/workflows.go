@@ -10,7 +10,7 @@ import (
 
 // The workflows and limits Workflows adds, for the dashboard's pages of
 // them. Workflow w (1..n) has 10 steps: for w <= n/2 they are the live
-// jobs 10(w-1)+1 .. 10w, the first a parent of the eight middle ones,
+// jobs 10(w-1)+1 .. 10w in id order (live job i of Fill), the first a parent of the eight middle ones,
 // which are the last one's parents (state running); for n/2 < w <= 3n/4,
 // one dead job of the dead-letter table (failed); the rest have none left
 // (succeeded). Every 50th is cancelled. Limits: one per tenant on queue
@@ -23,12 +23,16 @@ SELECT w, 'order ' || w, now() - interval '2 hours',
 	CASE WHEN w % 50 = 0 THEN now() - interval '1 hour' END, 10
 FROM generate_series(1, $1::bigint) w;
 
-UPDATE {{schema}}.docket_jobs SET workflow_id = (id - 1) / 10 + 1 WHERE id <= $1::bigint / 2 * 10;
+CREATE TEMP TABLE docket_fill_steps ON COMMIT DROP AS
+SELECT id, (rn - 1) / 10 + 1 AS w, (rn - 1) % 10 + 1 AS s
+FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM {{schema}}.docket_jobs ORDER BY id LIMIT $1::bigint / 2 * 10) x;
+
+UPDATE {{schema}}.docket_jobs j SET workflow_id = f.w FROM docket_fill_steps f WHERE j.id = f.id;
 
 INSERT INTO {{schema}}.docket_workflow_deps (workflow_id, parent_id, child_id)
-SELECT w, 10 * (w - 1) + 1, 10 * (w - 1) + s FROM generate_series(1, $1::bigint / 2) w, generate_series(2, 9) s
+SELECT p.w, p.id, c.id FROM docket_fill_steps p JOIN docket_fill_steps c ON c.w = p.w AND c.s BETWEEN 2 AND 9 WHERE p.s = 1
 UNION ALL
-SELECT w, 10 * (w - 1) + s, 10 * w FROM generate_series(1, $1::bigint / 2) w, generate_series(2, 9) s;
+SELECT p.w, p.id, c.id FROM docket_fill_steps p JOIN docket_fill_steps c ON c.w = p.w AND c.s = 10 WHERE p.s BETWEEN 2 AND 9;
 
 UPDATE {{schema}}.docket_jobs_dead d SET workflow_id = $1::bigint / 2 + k
 FROM (SELECT id, row_number() OVER (ORDER BY id) AS k FROM {{schema}}.docket_jobs_dead ORDER BY id LIMIT $1::bigint / 4) x
