@@ -34,15 +34,22 @@ DELETE FROM {{schema}}.docket_limit_buckets WHERE name = (SELECT name FROM l)`)
 FROM {{schema}}.docket_limits ORDER BY name`)
 
 	// sqlLimitUsage counts each key's running jobs the way the limited
-	// claim does (docket_claim_limited), and reads its bucket.
-	// A bucket's tokens now are what the claim would find: its stored
-	// tokens refilled at the limit's rate since, up to the burst.
-	sqlLimitUsage = pgsql.SQL(`SELECT name, key, sum(running)::integer, max(tokens), max(tokens_now) FROM (
-	SELECT l.name, CASE WHEN l.per_tenant THEN j.tenant ELSE '' END AS key, 1 AS running,
+	// claim does (docket_claim_limited), and reads its bucket. The running
+	// jobs are read by the running index and grouped by queue, kind and
+	// tenant first, so that docket_limit_of runs once per queue and kind,
+	// not once per running job. A bucket's tokens now are what the claim
+	// would find: its stored tokens refilled at the limit's rate since, up
+	// to the burst.
+	sqlLimitUsage = pgsql.SQL(`WITH r AS (
+	SELECT queue, kind, tenant, count(*) AS n FROM {{schema}}.docket_jobs WHERE state = 'running' GROUP BY 1, 2, 3
+), m AS (
+	SELECT queue, kind, {{schema}}.docket_limit_of(queue, kind) AS name FROM (SELECT DISTINCT queue, kind FROM r) qk
+)
+SELECT name, key, sum(running)::integer, max(tokens), max(tokens_now) FROM (
+	SELECT l.name, CASE WHEN l.per_tenant THEN r.tenant ELSE '' END AS key, r.n AS running,
 		NULL::float8 AS tokens, NULL::float8 AS tokens_now
-	FROM {{schema}}.docket_jobs j
-	JOIN {{schema}}.docket_limits l ON l.name = {{schema}}.docket_limit_of(j.queue, j.kind)
-	WHERE j.state = 'running'
+	FROM r JOIN m ON m.queue = r.queue AND m.kind = r.kind
+	JOIN {{schema}}.docket_limits l ON l.name = m.name
 	UNION ALL
 	SELECT b.name, b.key, 0, b.tokens, least(l.burst::float8,
 		b.tokens + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms)
