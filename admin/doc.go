@@ -42,7 +42,10 @@
 //   - [Client.Limits]: set, list and remove the rate and concurrency
 //     limits the workers enforce ([Limit]), and read their usage.
 //   - [Client.Workflows]: a workflow's status and jobs, the recent
-//     workflows, and cancel one.
+//     workflows, and cancel one; for pages, bounded keyset pages of
+//     workflows with their steps counted by state ([WorkflowFilter]), a
+//     workflow's steps and dependencies wherever the jobs are
+//     ([WorkflowGraph]) and the workflows a job takes part in.
 //   - [Client.Schedules]: list the recurring schedules, find stale ones,
 //     pause, resume, remove, trigger and reconcile them.
 //

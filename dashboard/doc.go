@@ -1,6 +1,6 @@
 // Package dashboard is Docket's web dashboard: an http.Handler that shows
-// queues, jobs, dead letters, schedules and worker processes, and acts on
-// them through the same operations as the docket CLI.
+// queues, jobs, dead letters, schedules, worker processes, workflows and
+// limits, and acts on them through the same operations as the docket CLI.
 //
 // # Mounting
 //
@@ -19,7 +19,10 @@
 // status raises them), Jobs (filters and keyset pages over live, dead and
 // completed jobs), a job page, Dead letters (grouped by kind and error;
 // replay a group at a rate, discard a group; purge by age), Schedules,
-// Workers and Tasks (replays running in this process: progress, stop).
+// Workers, Workflows (a list by state, and a page per workflow with a graph
+// of its steps drawn as SVG on the server, workflow_graph.go), Limits
+// (each key's running jobs and tokens; set, remove) and Tasks (replays
+// running in this process: progress, stop).
 // Every destructive action is confirmed on a page that counts the rows it
 // will touch, and never touches more (confirm.go). Long replays run as
 // tasks in the serving process (tasks.go): they outlive their page, and
@@ -39,7 +42,8 @@
 // Content-Security-Policy allows only the dashboard's own scripts and
 // styles. Refused requests and every action are logged with the remote
 // address, actions with who acted. Payloads and job results are shown
-// only with Config.ShowPayloads and never logged. Bad input gets an error page with
+// only with Config.ShowPayloads and never logged, and so are the payloads
+// of workflow signals. Bad input gets an error page with
 // its status, never a stack trace. A running job is never cancelled or
 // deleted under its worker, and replays are rate-limited.
 package dashboard
