@@ -12,6 +12,7 @@ import (
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/dashboard"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobfill"
 	"github.com/google/uuid"
 )
 
@@ -43,7 +44,7 @@ func TestWorkflowPages(t *testing.T) {
 		t.Errorf("state=running does not list workflow %d", wf.ID)
 	}
 	_, body, _ = get(t, c, u+"/workflows?state=succeeded")
-	if strings.Contains(body, fmt.Sprintf(`<tr data-id="%d"`, wf.ID)) || !strings.Contains(body, "No workflows") {
+	if strings.Contains(body, fmt.Sprintf(`<tr data-id="%d"`, wf.ID)) || !strings.Contains(body, "No succeeded workflows.") {
 		t.Errorf("state=succeeded lists the running workflow %d:\n%s", wf.ID, body)
 	}
 
@@ -342,5 +343,30 @@ func TestWorkflowCompletedSteps(t *testing.T) {
 	}
 	if !strings.Contains(body, ">succeeded<") {
 		t.Errorf("the workflow is not shown succeeded")
+	}
+}
+
+// Filtered by a state none of the newest 1,000 workflows has, the list
+// says it looked at 1,000 and links to the next ones, where they are.
+func TestWorkflowsListScanBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dashboard.Config{})
+	if err := jobfill.Fill(b.Ctx, b.Pool, b.Schema, 20_000); err != nil {
+		t.Fatal(err)
+	}
+	// 1..1,000 running (every 50th cancelled), 1,001..1,500 failed, the
+	// rest succeeded.
+	if err := jobfill.Workflows(b.Ctx, b.Pool, b.Schema, 2_000); err != nil {
+		t.Fatal(err)
+	}
+	c := client(t)
+	code, body, _ := get(t, c, b.Srv.URL+"/workflows?state=running")
+	if code != http.StatusOK || !strings.Contains(body, `id="scanned"`) || !strings.Contains(body, "No running workflows among the 1000 looked at.") ||
+		!strings.Contains(body, `<a id="next" href="workflows?before=1001&amp;state=running">`) {
+		t.Fatalf("running, from the newest: %d\n%s", code, body)
+	}
+	_, body, _ = get(t, c, b.Srv.URL+"/workflows?before=1001&state=running")
+	if !strings.Contains(body, `<tr data-id="999"`) || strings.Contains(body, `<tr data-id="1000"`) || strings.Contains(body, `id="scanned"`) {
+		t.Errorf("running, from 1,001: not 999 first:\n%s", body)
 	}
 }
