@@ -147,6 +147,8 @@ type dash struct {
 	ops   *admin.Client
 	pages map[string]*template.Template
 	tasks *taskList // long actions running in this process (tasks.go)
+	// minutes caches the throughput chart's settled minutes (throughput.go).
+	minutes minutes
 }
 
 // view is what every page template gets.
