@@ -100,7 +100,7 @@
   }
 
   function chart(el, ms) {
-    var plot = null, n = 0;
+    var plot = null, n = 0, last = null;
     function css(name) { return getComputedStyle(document.body).getPropertyValue(name).trim(); }
     function size() { return { width: Math.max(280, el.clientWidth - 16), height: 220 }; }
     function draw(points) {
@@ -111,6 +111,7 @@
         failed.push(p.failed);
       });
       n = t.length;
+      last = points;
       var data = [t, completed, failed];
       if (plot) {
         plot.setData(data);
@@ -138,7 +139,19 @@
       plot = new uPlot(opts, data, el);
       plot.setLegend({ idx: n - 1 });
       el.dataset.ready = "1";
-      window.addEventListener("resize", function () { plot.setSize(size()); });
+    }
+    window.addEventListener("resize", function () {
+      if (plot) plot.setSize(size());
+    });
+    // The canvas takes its colours when drawn: draw it again when the
+    // system switches between light and dark.
+    if (window.matchMedia) {
+      window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () {
+        if (!plot || !last) return;
+        plot.destroy();
+        plot = null;
+        draw(last);
+      });
     }
     every(ms, function (done) {
       fetch(el.dataset.src, { credentials: "same-origin" })

@@ -367,16 +367,27 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	return v
 }
 
-// shoot saves the page as a PNG for the docs when -screenshots is set.
+// shoot saves the page as PNGs for the docs when -screenshots is set:
+// <name>.png in light mode and <name>-dark.png with prefers-color-scheme
+// dark emulated.
 func shoot(t *testing.T, tab context.Context, name string) {
 	t.Helper()
 	if *screenshots == "" {
 		return
 	}
-	png := value(t, tab, "screenshot "+name, chromedp.CaptureScreenshot())
-	if err := os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
+	for _, scheme := range []string{"light", "dark"} {
+		do(t, tab, scheme, colorScheme(scheme))
+		time.Sleep(200 * time.Millisecond) // the chart redraws in the new colours
+		png := value(t, tab, "screenshot "+name, chromedp.FullScreenshot(100))
+		file := name + ".png"
+		if scheme == "dark" {
+			file = name + "-dark.png"
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, file), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	do(t, tab, "browser's own scheme", colorScheme(""))
 }
 
 func waitState(t *testing.T, ctx context.Context, ops *admin.Client, db admin.DB, id int64, want string) {
