@@ -34,7 +34,7 @@ func TestPages(t *testing.T) {
 		"/workers":                         "No worker process",
 		"/?live=1":                         `id="live"`,
 		"/throughput":                      `"completed"`,
-		"/assets/htmx.min.js":              "htmx",
+		"/assets/app.js":                   "data-live",
 	} {
 		code, body, h := get(t, c, b.Srv.URL+path)
 		if code != http.StatusOK || !strings.Contains(body, want) {

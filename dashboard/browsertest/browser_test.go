@@ -354,7 +354,7 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
-	// A live part of the page (htmx, outerHTML every few hundred ms) can
+	// A live part of the page (replaced every few hundred ms) can
 	// replace the node between the query that found it and the read: the
 	// action did nothing, so it is run again on the new node.
 	for try := 0; err != nil && try < 5 && strings.Contains(err.Error(), "No node with given id found"); try++ {
