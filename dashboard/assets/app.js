@@ -57,7 +57,7 @@
         done(null); // the part stopped being live (no task runs any more)
         return;
       }
-      fetch(el.dataset.live, { credentials: "same-origin", headers: { "X-Docket-Live": "1" } })
+      fetch(el.dataset.live, { credentials: "same-origin" })
         .then(function (r) {
           if (!r.ok) throw new Error(String(r.status));
           return r.text();

@@ -357,7 +357,7 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	// A live part of the page (replaced every few hundred ms) can
 	// replace the node between the query that found it and the read: the
 	// action did nothing, so it is run again on the new node.
-	for try := 0; err != nil && try < 5 && strings.Contains(err.Error(), "No node with given id found"); try++ {
+	for try := 0; err != nil && try < 5 && goneNode(err); try++ {
 		v, err = chromedp.Run(ctx, a)
 	}
 	if err != nil {
@@ -365,6 +365,12 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 		t.Fatalf("%s: %v\npage:\n%s", what, err, html)
 	}
 	return v
+}
+
+// goneNode says whether err is DevTools' answer about a node that a live
+// part's refresh removed (it has two wordings).
+func goneNode(err error) bool {
+	return strings.Contains(err.Error(), "No node with given id found") || strings.Contains(err.Error(), "Could not find node with given id")
 }
 
 // shoot saves the page as PNGs for the docs when -screenshots is set:
