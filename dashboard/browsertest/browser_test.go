@@ -170,8 +170,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`tr[data-queue="exports"]`)),
 		chromedp.WaitVisible(css(`#chart[data-ready="1"]`)),
 	)
-	ready := value(t, tab, "exports ready", chromedp.Text(css(`tr[data-queue="exports"] td.ready`)))
-	dlq := value(t, tab, "dead letters", chromedp.Text(css(`#total-dlq`)))
+	ready := liveText(t, tab, `tr[data-queue="exports"] td.ready`)
+	dlq := liveText(t, tab, `#total-dlq`)
 	if ready != "4" || dlq != "1" {
 		t.Errorf("overview: exports ready %q, dead letters %q; want 4 and 1", ready, dlq)
 	}
@@ -365,6 +365,14 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 		t.Fatalf("%s: %v\npage:\n%s", what, err, html)
 	}
 	return v
+}
+
+// liveText reads an element's text in one script: a node found by one
+// DevTools call may be replaced by a live refresh before the next reads it.
+func liveText(t *testing.T, tab context.Context, sel string) string {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.textContent.trim() : ""; })()`, sel)
+	return value(t, tab, sel, chromedp.Evaluate[string](js))
 }
 
 // goneNode says whether err is DevTools' answer about a node that a live
