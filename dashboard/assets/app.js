@@ -13,6 +13,20 @@
 
   var maxBackoff = 60000; // ms: the longest wait between two failed polls
 
+  // pressed is true while a pointer is down: a part replaced between the
+  // press and the release would lose the click.
+  var pressed = false;
+  document.addEventListener("pointerdown", function () { pressed = true; }, true);
+  document.addEventListener("pointerup", function () { pressed = false; }, true);
+  document.addEventListener("pointercancel", function () { pressed = false; }, true);
+
+  // acting says whether the reader is acting on el: pressing a pointer, or
+  // typing in one of its fields. Its refresh waits for the next poll.
+  function acting(el) {
+    var f = document.activeElement;
+    return pressed || (f && el.contains(f) && /^(INPUT|SELECT|TEXTAREA)$/.test(f.tagName));
+  }
+
   // every runs poll(done) every ms milliseconds while the page is visible,
   // never two at once; poll calls done(true) after a success, done(false)
   // after a failure, or done(null) to stop for good.
@@ -63,7 +77,7 @@
           return r.text();
         })
         .then(function (html) {
-          swap(el, html);
+          if (!acting(el)) swap(el, html);
           done(true);
         })
         .catch(function () {

@@ -226,9 +226,9 @@ func TestBrowser(t *testing.T) {
 	shoot(t, tab, "job")
 	do(t, tab, "dead letters", chromedp.Navigate(u+"/dead"), chromedp.WaitVisible(css(`tr[data-kind="charge_card"]`)))
 	shoot(t, tab, "dead")
-	do(t, tab, "replay",
-		chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)),
-		chromedp.Click(css(`#retry`)),
+	do(t, tab, "dead job", chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)), chromedp.WaitVisible(css(`#retry`)))
+	clickLive(t, tab, "replay", `#retry`)
+	do(t, tab, "replayed",
 		chromedp.WaitVisible(css(`#job-state.state-completed`)),
 		chromedp.WaitVisible(css(`#attempts tr[data-attempt="1"][data-outcome="completed"]`)),
 	)

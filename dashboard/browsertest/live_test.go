@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/docketq/docket/dashboard"
 )
@@ -134,4 +135,39 @@ func TestBrowserLiveBackoffAndHidden(t *testing.T) {
 	}
 	// The part was replaced with fresh content, still live.
 	do(t, tab, "still live", chromedp.WaitVisible(css(`#live[data-live] #total-ready`)))
+}
+
+// TestBrowserLiveWaitsForAPressedPointer holds the mouse button down on
+// the overview's live part: polls go on, but the part is not replaced
+// under the pointer (a click whose press and release land on two
+// versions of a button is lost); released, the next poll replaces it.
+func TestBrowserLiveWaitsForAPressedPointer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tab := browser(t, ctx)
+	b := setup(t, dashboard.Config{Refresh: 200 * time.Millisecond})
+	p := &polls{}
+	srv := httptest.NewServer(p.wrap(b.Handler))
+	t.Cleanup(srv.Close)
+
+	do(t, tab, "overview", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(css(`#total-ready`)))
+	mark := chromedp.Evaluate[chromedp.Void](`document.getElementById("live").dataset.mark = "1"`)
+	marked := chromedp.Evaluate[bool](`document.getElementById("live").dataset.mark === "1"`)
+	// A point inside the live part: the first card.
+	box := value(t, tab, "card", chromedp.Evaluate[[]float64](`(() => { const r = document.getElementById("total-ready").getBoundingClientRect(); return [r.x + 5, r.y + 5]; })()`))
+	do(t, tab, "press", mark, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, box[0], box[1], chromedp.ButtonLeft))
+	n := p.count()
+	p.await(t, n+3, 5*time.Second, "polls while pressed")
+	time.Sleep(100 * time.Millisecond) // the last answer is read and dropped
+	if !value(t, tab, "still marked", marked) {
+		t.Error("the live part was replaced under a pressed pointer")
+	}
+	do(t, tab, "release", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, box[0], box[1], chromedp.ButtonLeft))
+	n = p.count()
+	p.await(t, n+2, 5*time.Second, "polls after release")
+	time.Sleep(100 * time.Millisecond)
+	if value(t, tab, "replaced", marked) {
+		t.Error("the live part was not replaced after the pointer was released")
+	}
 }
