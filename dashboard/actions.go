@@ -79,7 +79,7 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var done int64
-	var refused []string
+	var running, gone []int64
 	for _, id := range ids {
 		err := op(id)
 		switch {
@@ -87,9 +87,9 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 			done++
 			d.logger(r).Info("dashboard: job "+verb, slog.Int64("job", id))
 		case errors.Is(err, admin.ErrJobRunning):
-			refused = append(refused, fmt.Sprintf("job %d is running", id))
+			running = append(running, id)
 		case errors.Is(err, admin.ErrJobNotFound):
-			refused = append(refused, fmt.Sprintf("job %d is gone", id))
+			gone = append(gone, id)
 		default:
 			d.internal(w, r, verb, err)
 			return
@@ -99,8 +99,16 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 	if requested > 0 {
 		msg += fmt.Sprintf(" (%d running: cancellation requested, their workers stop them)", requested)
 	}
-	if len(refused) > 0 {
-		msg += "; refused: " + strings.Join(refused, ", ")
+	if len(ids) == 1 && done == 0 {
+		// From the job's own page, whose title names it.
+		switch {
+		case len(running) == 1:
+			msg = "not " + pastTense[verb] + ": the job is running"
+		case len(gone) == 1:
+			msg = "not " + pastTense[verb] + ": the job is gone"
+		}
+	} else if refused := refusals(running, gone); refused != "" {
+		msg += "; not " + pastTense[verb] + ": " + refused
 	}
 	to := returnPath(r)
 	// A deleted job has no page left to return to: its list has.
@@ -108,6 +116,31 @@ func (d *dash) jobAction(w http.ResponseWriter, r *http.Request) {
 		to = "/jobs"
 	}
 	backTo(w, r, to, msg)
+}
+
+// refusals lists the jobs an action skipped, each reason once:
+// "2 running (ids 4, 9), 1 gone (id 7)".
+func refusals(running, gone []int64) string {
+	var parts []string
+	for _, g := range []struct {
+		why string
+		ids []int64
+	}{{"running", running}, {"gone", gone}} {
+		if len(g.ids) == 0 {
+			continue
+		}
+		list := make([]string, 0, len(g.ids))
+		for i, id := range g.ids {
+			if i == 10 {
+				list = append(list, "…")
+				break
+			}
+			list = append(list, strconv.FormatInt(id, 10))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s %s)", plural.Number(int64(len(g.ids))), g.why,
+			plural.Noun(int64(len(g.ids)), "id", "ids"), strings.Join(list, ", ")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // pastTense is what a message says a verb did.

@@ -41,6 +41,6 @@ func TestAssetsMatchLock(t *testing.T) {
 		n++
 	}
 	if n < 3 {
-		t.Errorf("assets.lock lists %d files, want htmx and uPlot's", n)
+		t.Errorf("assets.lock lists %d files, want uPlot's", n)
 	}
 }

@@ -44,8 +44,8 @@ func TestAssetCaching(t *testing.T) {
 		t.Errorf("page Cache-Control %q, want no-store", cc)
 	}
 	refs := assetRef.FindAllStringSubmatch(string(body), -1)
-	if len(refs) != 6 {
-		t.Fatalf("%d fingerprinted assets on the overview, want 6 (icon, 2 styles, 3 scripts):\n%s", len(refs), body)
+	if len(refs) != 5 {
+		t.Fatalf("%d fingerprinted assets on the overview, want 5 (icon, 2 styles, 2 scripts):\n%s", len(refs), body)
 	}
 	for _, m := range refs {
 		u := b.Srv.URL + "/" + m[1]

@@ -153,6 +153,8 @@ type dash struct {
 	ops   *admin.Client
 	pages map[string]*template.Template
 	tasks *taskList // long actions running in this process (tasks.go)
+	// minutes caches the throughput chart's settled minutes (throughput.go).
+	minutes minutes
 }
 
 // view is what every page template gets.
@@ -162,8 +164,9 @@ type view struct {
 	Base     string // the mount prefix, ending in "/"
 	CSRF     string
 	ReadOnly bool
-	Refresh  int // milliseconds between polls of live parts
-	Tasks    int // tasks running, for the menu
+	Refresh  int           // milliseconds between polls of live parts
+	Every    time.Duration // the same, for people
+	Tasks    int           // tasks running, for the menu
 	Msg      string
 	Data     any
 }
@@ -183,7 +186,7 @@ func base(r *http.Request) string {
 // poll (?live=1).
 func (d *dash) render(w http.ResponseWriter, r *http.Request, name string, v view) {
 	v.Base, v.CSRF, v.ReadOnly = base(r), csrfToken(r), d.cfg.ReadOnly
-	v.Refresh = int(d.cfg.Refresh / time.Millisecond)
+	v.Refresh, v.Every = int(d.cfg.Refresh/time.Millisecond), d.cfg.Refresh
 	v.Tasks = d.tasks.running()
 	v.Msg = r.URL.Query().Get("msg")
 	tmpl := "page"

@@ -32,7 +32,7 @@ func TestDeleteFromJobPageReturnsToList(t *testing.T) {
 	form.Set("id", fmt.Sprint(b.Running))
 	form.Set("return", page)
 	if _, _, h := post(t, c, b.Srv.URL+"/jobs/action", form); !strings.HasPrefix(h.Get("Location"), page+"?") ||
-		!strings.Contains(h.Get("Location"), url.QueryEscape(fmt.Sprintf("refused: job %d is running", b.Running))) {
+		!strings.Contains(h.Get("Location"), url.QueryEscape("not deleted: the job is running")) {
 		t.Errorf("refused delete: to %q", h.Get("Location"))
 	}
 }

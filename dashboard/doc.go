@@ -27,9 +27,11 @@
 // will touch, and never touches more (confirm.go). Long replays run as
 // tasks in the serving process (tasks.go): they outlive their page, and
 // stop when the process exits. Pages are
-// rendered on the server with html/template; live parts are refreshed by
-// htmx polling, the chart by uPlot. Both libraries are embedded (see
-// assets.lock and `go generate`): the pages need no network.
+// rendered on the server with html/template. Their live parts (an element
+// with data-live) are polled by assets/app.js, which backs off while the
+// server fails and pauses while the tab is hidden; the chart is drawn by
+// uPlot, embedded (see assets.lock and `go generate`): the pages need no
+// network.
 //
 // # Security
 //

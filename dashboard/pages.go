@@ -42,36 +42,6 @@ func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "overview", view{Title: "Overview", Nav: "overview", Data: data})
 }
 
-// throughputPoint is one minute of the overview's chart.
-type throughputPoint struct {
-	T         int64 `json:"t"` // Unix seconds of the minute's start
-	Completed int64 `json:"completed"`
-	Failed    int64 `json:"failed"` // retries spent plus jobs dead-lettered
-}
-
-// throughput serves the last hour per minute as JSON for the chart, every
-// minute present (zero when nothing finished).
-func (d *dash) throughput(w http.ResponseWriter, r *http.Request) {
-	now := time.Now().Truncate(time.Minute)
-	since := now.Add(-59 * time.Minute)
-	stats, err := d.ops.Throughput(r.Context(), d.pool, since)
-	if err != nil {
-		d.internal(w, r, "reading throughput", err)
-		return
-	}
-	by := map[int64]admin.MinuteStat{}
-	for _, m := range stats {
-		by[m.Minute.Unix()] = m
-	}
-	points := make([]throughputPoint, 0, 60)
-	for t := since; !t.After(now); t = t.Add(time.Minute) {
-		m := by[t.Unix()]
-		points = append(points, throughputPoint{T: t.Unix(), Completed: m.Completed, Failed: m.Retries + m.Dead})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(points)
-}
-
 // jobsData is the jobs page: the filter as given and one page.
 type jobsData struct {
 	Filter admin.JobFilter

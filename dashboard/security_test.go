@@ -34,7 +34,7 @@ func TestPages(t *testing.T) {
 		"/workers":                         "No worker process",
 		"/?live=1":                         `id="live"`,
 		"/throughput":                      `"completed"`,
-		"/assets/htmx.min.js":              "htmx",
+		"/assets/app.js":                   "data-live",
 	} {
 		code, body, h := get(t, c, b.Srv.URL+path)
 		if code != http.StatusOK || !strings.Contains(body, want) {
@@ -226,7 +226,7 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 	code, _, h := post(t, c, b.Srv.URL+"/jobs/action", form)
 	loc, _ := url.Parse(h.Get("Location"))
 	msg := loc.Query().Get("msg")
-	if code != http.StatusSeeOther || msg != fmt.Sprintf("deleted 2 jobs; refused: job %d is running", b.Running) {
+	if code != http.StatusSeeOther || msg != fmt.Sprintf("deleted 2 jobs; not deleted: 1 running (id %d)", b.Running) {
 		t.Errorf("bulk delete: %d %q", code, msg)
 	}
 	if j, err := b.Ops.Jobs().Get(b.Ctx, b.Pool, b.Running, false); err != nil || j.State != admin.StateRunning {
@@ -237,7 +237,7 @@ func TestBulkActionsSpareRunningJobs(t *testing.T) {
 			t.Errorf("job %d not deleted: %v", id, err)
 		}
 	}
-	if _, body, _ := get(t, c, b.Srv.URL+loc.String()); !strings.Contains(body, fmt.Sprintf("refused: job %d is running", b.Running)) {
+	if _, body, _ := get(t, c, b.Srv.URL+loc.String()); !strings.Contains(body, fmt.Sprintf("not deleted: 1 running (id %d)", b.Running)) {
 		t.Errorf("the page does not show the refusal")
 	}
 }

@@ -55,7 +55,7 @@ func TestReplayTask(t *testing.T) {
 	if _, page, _ := get(t, other, b.Srv.URL+"/"); !strings.Contains(page, "1 running") {
 		t.Errorf("the menu does not count the running task")
 	}
-	if _, page, _ := get(t, other, b.Srv.URL+"/dead"); !strings.Contains(page, `data-task="1"`) || !strings.Contains(page, `hx-get="dead?live=1"`) {
+	if _, page, _ := get(t, other, b.Srv.URL+"/dead"); !strings.Contains(page, `data-task="1"`) || !strings.Contains(page, `data-live="dead?live=1"`) {
 		t.Errorf("the dead-letters page does not show the replay")
 	}
 	// One replay per group at a time.

@@ -170,8 +170,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css(`tr[data-queue="exports"]`)),
 		chromedp.WaitVisible(css(`#chart[data-ready="1"]`)),
 	)
-	ready := value(t, tab, "exports ready", chromedp.Text(css(`tr[data-queue="exports"] td.ready`)))
-	dlq := value(t, tab, "dead letters", chromedp.Text(css(`#total-dlq`)))
+	ready := liveText(t, tab, `tr[data-queue="exports"] td.ready`)
+	dlq := liveText(t, tab, `#total-dlq`)
 	if ready != "4" || dlq != "1" {
 		t.Errorf("overview: exports ready %q, dead letters %q; want 4 and 1", ready, dlq)
 	}
@@ -226,9 +226,9 @@ func TestBrowser(t *testing.T) {
 	shoot(t, tab, "job")
 	do(t, tab, "dead letters", chromedp.Navigate(u+"/dead"), chromedp.WaitVisible(css(`tr[data-kind="charge_card"]`)))
 	shoot(t, tab, "dead")
-	do(t, tab, "replay",
-		chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)),
-		chromedp.Click(css(`#retry`)),
+	do(t, tab, "dead job", chromedp.Navigate(u+fmt.Sprintf("/jobs/%d", dead.ID)), chromedp.WaitVisible(css(`#retry`)))
+	clickLive(t, tab, "replay", `#retry`)
+	do(t, tab, "replayed",
 		chromedp.WaitVisible(css(`#job-state.state-completed`)),
 		chromedp.WaitVisible(css(`#attempts tr[data-attempt="1"][data-outcome="completed"]`)),
 	)
@@ -354,10 +354,10 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
-	// A live part of the page (htmx, outerHTML every few hundred ms) can
+	// A live part of the page (replaced every few hundred ms) can
 	// replace the node between the query that found it and the read: the
 	// action did nothing, so it is run again on the new node.
-	for try := 0; err != nil && try < 5 && strings.Contains(err.Error(), "No node with given id found"); try++ {
+	for try := 0; err != nil && try < 5 && goneNode(err); try++ {
 		v, err = chromedp.Run(ctx, a)
 	}
 	if err != nil {
@@ -367,16 +367,41 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	return v
 }
 
-// shoot saves the page as a PNG for the docs when -screenshots is set.
+// liveText reads an element's text in one script: a node found by one
+// DevTools call may be replaced by a live refresh before the next reads it.
+func liveText(t *testing.T, tab context.Context, sel string) string {
+	t.Helper()
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.textContent.trim() : ""; })()`, sel)
+	return value(t, tab, sel, chromedp.Evaluate[string](js))
+}
+
+// goneNode says whether err is DevTools' answer about a node that a live
+// part's refresh removed (it has two wordings).
+func goneNode(err error) bool {
+	return strings.Contains(err.Error(), "No node with given id found") || strings.Contains(err.Error(), "Could not find node with given id")
+}
+
+// shoot saves the page as PNGs for the docs when -screenshots is set:
+// <name>.png in light mode and <name>-dark.png with prefers-color-scheme
+// dark emulated.
 func shoot(t *testing.T, tab context.Context, name string) {
 	t.Helper()
 	if *screenshots == "" {
 		return
 	}
-	png := value(t, tab, "screenshot "+name, chromedp.CaptureScreenshot())
-	if err := os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
+	for _, scheme := range []string{"light", "dark"} {
+		do(t, tab, scheme, colorScheme(scheme))
+		time.Sleep(200 * time.Millisecond) // the chart redraws in the new colours
+		png := value(t, tab, "screenshot "+name, chromedp.FullScreenshot(100))
+		file := name + ".png"
+		if scheme == "dark" {
+			file = name + "-dark.png"
+		}
+		if err := os.WriteFile(filepath.Join(*screenshots, file), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	do(t, tab, "browser's own scheme", colorScheme(""))
 }
 
 func waitState(t *testing.T, ctx context.Context, ops *admin.Client, db admin.DB, id int64, want string) {

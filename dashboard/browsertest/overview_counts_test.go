@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ import (
 // two kinds of waiting apart, counts past the limit shown as lower bounds
 // ("10,000+", "at least 1,000"), words that agree with their numbers, and
 // a schedule whose kind no live worker serves.
+// refresh is the overview counts test's poll interval.
+const refresh = 300 * time.Millisecond
+
 func TestBrowserOverviewCounts(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -82,7 +86,7 @@ func TestBrowserOverviewCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema, Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))})
+	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema, Refresh: refresh, Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +124,20 @@ func TestBrowserOverviewCounts(t *testing.T) {
 			t.Errorf("%s: %q, want %q", sel, got, want)
 		}
 	}
-	warnings := text(`ul.warnings`)
+	// The warnings are one line with their count, opened on a click, and
+	// stay open while the part refreshes.
+	if got := text(`#warnings summary`); !regexp.MustCompile(`^5 warnings: .+ · 4 more$`).MatchString(got) {
+		t.Errorf("warnings' summary: %q", got)
+	}
+	if open := value(t, tab, "warnings closed", chromedp.Evaluate[bool](`document.getElementById("warnings").open`)); open {
+		t.Error("the warnings are open before a click")
+	}
+	clickLive(t, tab, "open the warnings", `#warnings summary`)
+	time.Sleep(3 * refresh) // a few polls
+	if open := value(t, tab, "warnings open", chromedp.Evaluate[bool](`document.getElementById("warnings").open`)); !open {
+		t.Error("the warnings closed when the part refreshed")
+	}
+	warnings := text(`#warnings ul`)
 	for _, want := range []string{
 		"unserved_kind at least 1,000 ready mail jobs in queue bulk and no live worker serves them",
 		"unserved_schedule schedule nightly-report: no live worker serves kind report",
