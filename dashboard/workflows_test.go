@@ -361,7 +361,7 @@ func TestWorkflowsListScanBound(t *testing.T) {
 	}
 	c := client(t)
 	code, body, _ := get(t, c, b.Srv.URL+"/workflows?state=running")
-	if code != http.StatusOK || !strings.Contains(body, `id="scanned"`) || !strings.Contains(body, "No running workflows among the 1000 looked at.") ||
+	if code != http.StatusOK || !strings.Contains(body, `id="scanned"`) || !strings.Contains(body, "No running workflows among the 1,000 looked at.") ||
 		!strings.Contains(body, `<a id="next" href="workflows?before=1001&amp;state=running">`) {
 		t.Fatalf("running, from the newest: %d\n%s", code, body)
 	}
