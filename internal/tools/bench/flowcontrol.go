@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,8 +54,12 @@ func isLimited(k int, share float64) bool {
 	return math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share)
 }
 
-// flowControl drains cfg.Jobs jobs once per variant (LimitNone, LimitIdle,
-// LimitConcurrency, LimitRate), each in a fresh schema: the backlog (not
+// LimitVariants are the flowcontrol scenario's variants, in the order it
+// runs them by default.
+var LimitVariants = []string{LimitNone, LimitIdle, LimitConcurrency, LimitRate}
+
+// flowControl drains cfg.Jobs jobs once per variant of cfg.LimitVariants
+// (LimitNone, LimitIdle, LimitConcurrency, LimitRate), each in a fresh schema: the backlog (not
 // timed) holds a cfg.LimitedShare of limited jobs, spread over
 // cfg.LimitTenants tenants, except for LimitIdle, whose jobs are all
 // ordinary. The limit is set before the worker starts, which reads it
@@ -61,7 +67,7 @@ func isLimited(k int, share float64) bool {
 // the jobs table is empty and reported as one Result, with the claims
 // seen on the worker's connections split into limited and ordinary ones.
 func (r *Runner) flowControl(ctx context.Context, db *pgxpool.Pool, emit func(Result) error) error {
-	for _, v := range []string{LimitNone, LimitIdle, LimitConcurrency, LimitRate} {
+	for _, v := range r.cfg.LimitVariants {
 		res, err := r.flowVariant(ctx, db, v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
@@ -122,7 +128,12 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		lastOrdinary, lastLimited atomic.Int64 // nanoseconds from start to the last start of each kind
 		mu                        sync.Mutex
 		ordinaryClaims, limClaim  claimStats
+		// limitedStarts are the limited handlers' start times, unix ns.
+		limitedStarts = make([]int64, nLimited)
+		nStarted      atomic.Int64
 	)
+	sleep := r.cfg.LimitedSleep
+	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
 	prog := r.progress(label, int64(n))
 	var start time.Time
 	started := func(last *atomic.Int64) {
@@ -132,6 +143,12 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 	}
 	e.register = func(reg *handlers.Registry) error {
 		return handlers.Register(reg, func(ctx context.Context, j *handlers.Job[limited]) error {
+			if i := nStarted.Add(1) - 1; int(i) < len(limitedStarts) {
+				limitedStarts[i] = time.Now().UnixNano()
+			}
+			if sleep {
+				time.Sleep(lo + rand.N(hi-lo+1))
+			}
 			started(&lastLimited)
 			return nil
 		}, handlers.KindOpts{})
@@ -174,6 +191,20 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 	if lim != nil {
 		res.LimitRunning, res.LimitRate, res.LimitBurst = lim.MaxRunning, lim.Rate, lim.Burst
 	}
+	if sleep {
+		res.HandlerMin, res.HandlerMax = lo, hi
+		if variant == LimitConcurrency {
+			// What the places could do if none ever waited for a claim.
+			places := lim.MaxRunning * min(tenants, nLimited)
+			res.Bound = float64(places) / ((lo + hi) / 2).Seconds()
+		}
+	}
+	if variant == LimitRate && !r.cfg.DisableHistory {
+		starts := limitedStarts[:min(int(nStarted.Load()), len(limitedStarts))]
+		if res.Pickup, err = e.rateLimitedPickup(ctx, starts, lim.Rate, lim.Burst); err != nil {
+			return Result{}, err
+		}
+	}
 	r.logf("%s: %d ordinary claims of %.1f jobs, %d limited claims of %.1f jobs", label,
 		res.OrdinaryClaims.Claims, res.OrdinaryClaims.JobsPerClaim, res.LimitedClaims.Claims, res.LimitedClaims.JobsPerClaim)
 	return res, nil
@@ -185,4 +216,34 @@ func perSec(jobs int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(jobs) / d.Seconds()
+}
+
+// rateLimitedPickup summarises how long limited jobs waited to start after
+// their token was due, for the tokens due once the burst's jobs had all
+// started: the bucket was dry, and each token paid for the next job. Token
+// i (from 0) of a bucket created full at t0 is due at t0 + (i+1-burst) /
+// rate; t0 is the earliest limited claim, by the claim time the history
+// keeps (the bucket is created in that claim's transaction), and starts
+// are the handlers' start times, both by the machine's clock.
+func (e *env) rateLimitedPickup(ctx context.Context, starts []int64, rate, burst int) (Latency, error) {
+	var t0 time.Time
+	err := e.db.QueryRow(ctx, `SELECT min(started_at) FROM `+e.table("docket_jobs_done")+` WHERE kind = $1`,
+		limited{}.Kind()).Scan(&t0)
+	if err != nil || len(starts) <= burst {
+		return Latency{}, err
+	}
+	slices.Sort(starts)
+	lastBurst := starts[burst-1]
+	var lags []time.Duration
+	for i := burst; i < len(starts); i++ {
+		due := t0.UnixNano() + int64(float64(i+1-burst)*float64(time.Second)/float64(rate))
+		if due > lastBurst {
+			lags = append(lags, time.Duration(starts[i]-due))
+		}
+	}
+	slices.Sort(lags)
+	if len(lags) == 0 {
+		return Latency{}, nil
+	}
+	return Latency{P50: Percentile(lags, 50), P95: Percentile(lags, 95), P99: Percentile(lags, 99), Max: lags[len(lags)-1]}, nil
 }
