@@ -30,8 +30,8 @@ type pool struct {
 	limited chan *task
 	busy    atomic.Int64
 	// limitedBusy counts the jobs of limited claimed and not yet finished
-	// by their handler; limited claims ask for at most the slots less
-	// these, so limited never blocks.
+	// by their handler; limited claims ask for at most the slots and the
+	// prefetch's depth less these, so limited never blocks.
 	limitedBusy atomic.Int64
 	done        atomic.Int64  // jobs the slots finished, for the prefetch
 	slotTime    atomic.Int64  // nanoseconds the slots spent on them
@@ -62,7 +62,7 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 	p := &pool{
 		w: w, cfg: cfg, prefetch: f,
 		jobs:      make(chan *task, cfg.Concurrency+f.ceiling),
-		limited:   make(chan *task, cfg.Concurrency),
+		limited:   make(chan *task, cfg.Concurrency+f.ceiling),
 		wake:      make(chan struct{}, 1),
 		freed:     make(chan struct{}, 1),
 		limitWake: make(chan struct{}, 1),
@@ -212,8 +212,12 @@ func (p *pool) claimLoop() {
 		if w.stopping.Load() {
 			return
 		}
+		depth := p.prefetch.depth(p.done.Load(), time.Duration(p.slotTime.Load()))
+		// A limited claim may take as many jobs as the slots and the
+		// prefetch hold, less the limited ones not yet run: a rate limit
+		// whose claims are slow takes what accrued meanwhile in one.
 		if limWant && !limInFlight && !time.Now().Before(retryAt) {
-			if most := min(p.cfg.Concurrency-int(p.limitedBusy.Load()), maxClaim); most > 0 {
+			if most := min(p.cfg.Concurrency+depth-int(p.limitedBusy.Load()), maxClaim); most > 0 {
 				limWant, limInFlight = false, true
 				go func() {
 					start := time.Now()
@@ -222,7 +226,6 @@ func (p *pool) claimLoop() {
 				}()
 			}
 		}
-		depth := p.prefetch.depth(p.done.Load(), time.Duration(p.slotTime.Load()))
 		perClaim := min(max(1, (p.cfg.Concurrency+depth)/claimsInFlight), maxClaim)
 		capacity := p.cfg.Concurrency
 		if backlog {
@@ -257,8 +260,9 @@ func (p *pool) claimLoop() {
 				limWant = true
 				continue
 			}
-			// Every job asked for was granted: more may be.
-			limWant = limWant || r.n == r.limit
+			// Jobs were granted: more may be, until a limit holds them back
+			// or has none (limitTimes then says when to ask again).
+			limWant = limWant || r.n > 0
 		case r := <-results:
 			inFlight--
 			reserved -= r.limit

@@ -113,10 +113,9 @@ type Result struct {
 	// statements of each kind (flowcontrol; heldxmin with
 	// HeldLimitedRate, per window).
 	OrdinaryClaims, LimitedClaims ClaimSummary
-	// Pickup summarises, for flowcontrol's rate variant (with history),
-	// how long limited jobs started after their token was due, once the
-	// bucket had run dry (see rateLimitedPickup); the JSON names them
-	// pickup_p50_ms and so on.
+	// Pickup summarises, for flowcontrol's rate variant, how long limited
+	// jobs started after their token was due, in the steady state (see
+	// rateLimitedPickup); the JSON names them pickup_p50_ms and so on.
 	Pickup Latency
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
