@@ -3,7 +3,9 @@
 -- (013 waited until 100 ms of tokens had accrued, so a held job started up
 -- to 100 ms after its token), and a per-tenant concurrency limit takes
 -- every tenant's free places in one statement (013 ran one or two per
--- tenant, each planned at every call). Everything else is as in 013.
+-- tenant, each planned at every call) and looks for jobs without a tenant
+-- among 4 × what that key may still take, not 4 × the claim's size.
+-- Everything else is as in 013.
 CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
     limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
     range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[])
@@ -168,13 +170,16 @@ BEGIN
                         LIMIT budget - took
                         FOR NO KEY UPDATE SKIP LOCKED);
                 ELSE
-                    -- Jobs without a tenant are looked for among the queue's
-                    -- first 4n ready jobs, as in the tenant-capped claim.
+                    -- Jobs without a tenant are looked for among the
+                    -- queue's first 4 × (what this key may still take)
+                    -- ready jobs of the limit's kinds (013: 4n, whatever
+                    -- the key's budget: behind other kinds, each look
+                    -- stepped over ten times as many jobs of theirs).
                     got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
                         WHERE id = ANY(ARRAY(SELECT id FROM {{schema}}.docket_jobs
                                 WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
                                 ORDER BY priority DESC, ready_seq
-                                LIMIT 4 * n))
+                                LIMIT 4 * (budget - took)))
                             AND state = 'ready' AND tenant = ''
                         ORDER BY priority DESC, ready_seq
                         LIMIT budget - took

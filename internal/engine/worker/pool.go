@@ -219,9 +219,10 @@ func (p *pool) claimLoop() {
 		if limWant && !limInFlight && !time.Now().Before(retryAt) {
 			if most := min(p.cfg.Concurrency+depth-int(p.limitedBusy.Load()), maxClaim); most > 0 {
 				limWant, limInFlight = false, true
+				perTenant := min(most, max(1, (p.cfg.Concurrency+depth)/claimsInFlight))
 				go func() {
 					start := time.Now()
-					n, err := p.claimLimits(most)
+					n, err := p.claimLimits(most, perTenant)
 					limResults <- claimResult{limit: most, n: n, took: time.Since(start), err: err}
 				}()
 			}
@@ -335,9 +336,11 @@ func (p *pool) claim(limit int) (int, error) {
 
 // claimLimits takes up to most jobs that the limits governing some of the
 // pool's jobs grant (see limits.go), asking each limit that may be asked
-// now, and hands them to the slots. Like claim, it is not interrupted by
-// Stop.
-func (p *pool) claimLimits(most int) (int, error) {
+// now, and hands them to the slots. A per-tenant limit is asked for at
+// most perTenant, an ordinary claim's size: its claim looks for jobs
+// without a tenant among the queue's first 4 × that many ready jobs. Like
+// claim, it is not interrupted by Stop.
+func (p *pool) claimLimits(most, perTenant int) (int, error) {
 	w := p.w
 	took := 0
 	var firstErr error
@@ -345,7 +348,11 @@ func (p *pool) claimLimits(most int) (int, error) {
 		if took >= most {
 			break
 		}
-		n, err := p.claimLimited(lc, most-took)
+		ask := most - took
+		if lc.perTenant {
+			ask = min(ask, perTenant)
+		}
+		n, err := p.claimLimited(lc, ask)
 		took += n
 		if firstErr == nil {
 			firstErr = err
