@@ -4,7 +4,8 @@
 -- to 100 ms after its token), and a per-tenant concurrency limit takes
 -- every tenant's free places in one statement (013 ran one or two per
 -- tenant, each planned at every call) and looks for jobs without a tenant
--- among 4 × what that key may still take, not 4 × the claim's size.
+-- among the jobs it took and 4 × what that key may still take, not
+-- 4 × the claim's size.
 -- Everything else is as in 013.
 CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
     limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
@@ -171,15 +172,16 @@ BEGIN
                         FOR NO KEY UPDATE SKIP LOCKED);
                 ELSE
                     -- Jobs without a tenant are looked for among the
-                    -- queue's first 4 × (what this key may still take)
-                    -- ready jobs of the limit's kinds (013: 4n, whatever
-                    -- the key's budget: behind other kinds, each look
-                    -- stepped over ten times as many jobs of theirs).
+                    -- queue's first ready jobs of the limit's kinds: the
+                    -- ones this claim took, and 4 × what this key may
+                    -- still take (013: 4n, whatever the key's budget:
+                    -- behind other kinds, each look stepped over ten
+                    -- times as many jobs of theirs).
                     got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
                         WHERE id = ANY(ARRAY(SELECT id FROM {{schema}}.docket_jobs
                                 WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
                                 ORDER BY priority DESC, ready_seq
-                                LIMIT 4 * (budget - took)))
+                                LIMIT cardinality(picked) + 4 * (budget - took)))
                             AND state = 'ready' AND tenant = ''
                         ORDER BY priority DESC, ready_seq
                         LIMIT budget - took
