@@ -216,7 +216,7 @@ func (p *pool) claimLoop() {
 		// A limited claim may take as many jobs as the slots and the
 		// prefetch hold, less the limited ones not yet run: a rate limit
 		// whose claims are slow takes what accrued meanwhile in one.
-		if limWant && !limInFlight && !time.Now().Before(retryAt) {
+		if limWant && !limInFlight && !time.Now().Before(retryAt) && len(w.limits.load().perTenant) > 0 { // any limit at all
 			if most := min(p.cfg.Concurrency+depth-int(p.limitedBusy.Load()), maxClaim); most > 0 {
 				limWant, limInFlight = false, true
 				perTenant := min(most, max(1, (p.cfg.Concurrency+depth)/claimsInFlight))
