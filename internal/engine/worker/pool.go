@@ -261,6 +261,10 @@ func (p *pool) claimLoop() {
 				limWant = true
 				continue
 			}
+			if errWait > 0 {
+				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
+				errWait = 0
+			}
 			// Jobs were granted: more may be, until a limit holds them back
 			// or has none (limitTimes then says when to ask again).
 			limWant = limWant || r.n > 0
