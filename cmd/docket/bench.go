@@ -61,8 +61,8 @@ func benchFlags(fs *flag.FlagSet) action {
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain); workflows to run (workflows: default 10,000, at most 2,000 under all)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
-	handlerMin := fs.Duration("handler-min", bench.DefaultHandlerMin, "handlers: shortest handler sleep")
-	handlerMax := fs.Duration("handler-max", bench.DefaultHandlerMax, "handlers: longest handler sleep")
+	handlerMin := fs.Duration("handler-min", bench.DefaultHandlerMin, "handlers (and flowcontrol with --limited-sleep): shortest handler sleep")
+	handlerMax := fs.Duration("handler-max", bench.DefaultHandlerMax, "handlers (and flowcontrol with --limited-sleep): longest handler sleep")
 	producers := fs.Int("producers", bench.DefaultProducers, "producer goroutines for sustained, one job per transaction each")
 	inserters := fs.Int("inserters", 1, "insert: connections inserting batches at once")
 	processes := fs.Int("processes", 1, "drain: worker processes, each with --workers slots")
@@ -80,6 +80,8 @@ func benchFlags(fs *flag.FlagSet) action {
 	limitRate := fs.Int("limit-rate", bench.DefaultLimitRate, "flowcontrol: the rate limit in jobs/s of the rate variant")
 	limitRunning := fs.Int("limit-running", bench.DefaultLimitRunning, "flowcontrol: the per-tenant running limit of the concurrency variant")
 	limitTenants := fs.Int("limit-tenants", bench.DefaultLimitTenants, "flowcontrol: tenants the limited jobs are spread over")
+	limitVariants := fs.String("limit-variants", strings.Join(bench.LimitVariants, ","), "flowcontrol: the variants to run, comma-separated")
+	limitedSleep := fs.Bool("limited-sleep", false, "flowcontrol: limited handlers sleep --handler-min to --handler-max (default: they return at once)")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
@@ -136,7 +138,7 @@ func benchFlags(fs *flag.FlagSet) action {
 			HandlerMin: *handlerMin, HandlerMax: *handlerMax,
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window, HeldLimitedRate: *heldLimitedRate,
-			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants,
+			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants, LimitedSleep: *limitedSleep, LimitVariants: strings.Split(*limitVariants, ","),
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 			Progress: errOut, ProgressBar: isTerminal(errOut),
 		})

@@ -199,6 +199,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "insert", "--inserters", "0"}, 2, "--inserters must be at least 1"},
 		{[]string{"bench", "--scenario", "flowcontrol", "--limited-share", "0"}, 2, "--limited-share must be more than 0"},
 		{[]string{"bench", "--scenario", "flowcontrol", "--limit-rate", "0"}, 2, "--limit-rate must be at least 1"},
+		{[]string{"bench", "--scenario", "flowcontrol", "--limit-variants", "rate,fast"}, 2, `flowcontrol variant "fast" is none of none, idle, concurrency, rate`},
 		{[]string{"bench", "--scenario", "heldxmin", "--held-limited-rate", "-1"}, 2, "--held-limited-rate must be 0"},
 		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
 			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
@@ -368,9 +369,38 @@ func TestBenchFlowControl(t *testing.T) {
 			if f := num("fraction_of_allowed"); f <= 0 || f > 1.05 || num("limited_seconds") < 1.4 {
 				t.Errorf("rate: fraction_of_allowed %v, want (0, 1.05]: %s", f, line)
 			}
+			// The 300 jobs past the burst each waited for a token.
+			if p50, p99 := num("pickup_p50_ms"), num("pickup_p99_ms"); p50 < 0 || p99 < p50 || num("pickup_max_ms") < p99 {
+				t.Errorf("rate: pickup p50 %v, p99 %v: %s", p50, p99, line)
+			}
+		} else if _, ok := obj["pickup_p50_ms"]; ok {
+			t.Errorf("%s: a pickup without a rate: %s", limit, line)
+		}
+		if _, ok := obj["fraction_of_bound"]; ok {
+			t.Errorf("%s: a bound of instant handlers: %s", limit, line)
 		}
 	}
 	if strings.Join(limits, ",") != "none,idle,concurrency,rate" {
 		t.Errorf("variants %v, want none, idle, concurrency, rate", limits)
+	}
+
+	// With handlers that take time, the concurrency variant alone, and its
+	// bound: 3 tenants × 2 places over a mean of 3.5 ms.
+	out.Reset()
+	code = run(t.Context(), []string{"bench", "--scenario", "flowcontrol", "--jobs", "1000", "--limited-share", "0.25",
+		"--limit-running", "2", "--limit-tenants", "3", "--limit-variants", "concurrency", "--limited-sleep",
+		"--database-url", url}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(out.Bytes(), &obj); err != nil {
+		t.Fatalf("stdout is not one JSON object: %q: %v", out.String(), err)
+	}
+	if obj["limit"] != "concurrency" || obj["bound_jobs_per_sec"] != 1714.3 || obj["limited_handler_max_ms"] != 5.0 {
+		t.Errorf("want the concurrency variant's line with a bound of 6 places / 3.5 ms: %s", out.String())
+	}
+	if f, _ := obj["fraction_of_bound"].(float64); f <= 0 || f > 1.05 {
+		t.Errorf("fraction_of_bound %v, want (0, 1.05]: %s", f, out.String())
 	}
 }

@@ -125,6 +125,7 @@ var malformedText = map[string][]string{
 	"since":              {"yesterday"},
 	"scenario":           {"nope"},
 	"history":            {"maybe"},
+	"limit-variants":     {"fast", "rate,"},
 	"role":               {strings.Repeat("r", 64)}, // PostgreSQL names are at most 63 bytes
 	"limits set --queue": {"bad name"},
 	"limits set --kind":  {"bad name"},

@@ -85,6 +85,37 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 	}
 }
 
+// A per-tenant concurrency limit shares a claim smaller than its free
+// places among tenants in key order, and says it held jobs back while a
+// tenant with ready jobs has no free place.
+func TestClaimLimitedConcurrencyShortClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
+	for _, tenant := range []string{"a", "b", "c"} {
+		b.EnqueueN(t, 5, enqueue.Opts{Tenant: tenant})
+	}
+	w := uuid.New()
+	perTenant := func(c queue.LimitedClaim) string {
+		per := map[string]int{}
+		for _, j := range c.Jobs {
+			per[j.Tenant]++
+		}
+		return fmt.Sprint(per)
+	}
+	first := b.claimLimited(t, "noop_tenants", w, 5, true)
+	if got := perTenant(first); got != "map[a:2 b:2 c:1]" {
+		t.Fatalf("a claim of 5 took %s per tenant, want a:2 b:2 c:1", got)
+	}
+	next := b.claimLimited(t, "noop_tenants", w, 10, true)
+	if got := perTenant(next); got != "map[c:1]" || !next.Held || next.Wait != 0 {
+		t.Fatalf("the next claim took %s, held %v, wait %s: want c's last place, held until a job ends", got, next.Held, next.Wait)
+	}
+	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE state = 'running'`); n != 6 {
+		t.Fatalf("%d jobs running under a limit of 2 for each of 3 tenants", n)
+	}
+}
+
 // A rate limit grants its bucket's whole tokens, and says when the next
 // is due.
 func TestClaimLimitedRate(t *testing.T) {
@@ -107,6 +138,22 @@ func TestClaimLimitedRate(t *testing.T) {
 	// jobs of kinds it was not given.
 	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE state = 'running'`); n != len(first.Jobs)+len(next.Jobs) {
 		t.Fatalf("%d jobs running, claims returned %d", n, len(first.Jobs)+len(next.Jobs))
+	}
+}
+
+// A rate limit whose bucket ran dry says to ask again when its next token
+// is due, not when many have accrued: at 1,000/s, in about a millisecond.
+func TestClaimLimitedRateWaitsForOneToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, admin.Limit{Name: "noop_fast", Kind: "noop", Rate: 1000, Per: time.Second, Burst: 50})
+	b.EnqueueN(t, 200, enqueue.Opts{})
+	res := b.claimLimited(t, "noop_fast", uuid.New(), 200, false)
+	if len(res.Jobs) < 50 || len(res.Jobs) > 60 || !res.Held {
+		t.Fatalf("first claim took %d jobs, held %v: want the burst of 50 (and what accrued meanwhile), held", len(res.Jobs), res.Held)
+	}
+	if res.Wait <= 0 || res.Wait > 2*time.Millisecond {
+		t.Fatalf("a dry 1,000/s bucket says to wait %s, want the next token's 1-2ms", res.Wait)
 	}
 }
 

@@ -204,6 +204,7 @@ type flushScratch struct {
 	cancelled    []*task
 	dropped      []*task
 	wake         []*pool
+	limited      []*task   // runs a limit granted: their places are free once written
 	hooked       []outcome // final outcomes of kinds with an OutcomeHook
 }
 
@@ -216,8 +217,9 @@ func (f *flushScratch) reset() {
 	clear(f.cancelled)
 	clear(f.dropped)
 	clear(f.wake)
+	clear(f.limited)
 	clear(f.hooked)
-	f.wake, f.hooked = f.wake[:0], f.hooked[:0]
+	f.wake, f.limited, f.hooked = f.wake[:0], f.limited[:0], f.hooked[:0]
 	f.completeRuns, f.complete = f.completeRuns[:0], f.complete[:0]
 	f.fails, f.failed = f.fails[:0], f.failed[:0]
 	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
@@ -240,6 +242,9 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		if st := o.task.state.Load(); st != stFinishing && st != stReleased {
 			f.dropped = append(f.dropped, o.task) // lost while waiting here
 			continue
+		}
+		if o.task.limit != "" {
+			f.limited = append(f.limited, o.task)
 		}
 		if hooked(o) {
 			f.hooked = append(f.hooked, *o) // written by writeHooked
@@ -321,8 +326,21 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	if due >= 0 {
 		w.promoter.noteDue(due)
 	}
+	freePlaces(f.limited)
 	for _, p := range f.wake {
 		p.signal()
+	}
+}
+
+// freePlaces hands the places of runs a limit granted, which left the
+// running state with the writes just made, to the next jobs of their
+// limits: the pools of limits that waited for a place claim now, instead
+// of when limitRecheck runs out.
+func freePlaces(tasks []*task) {
+	for _, t := range tasks {
+		if t.pool.limitTimes.released(t.limit) {
+			t.pool.wakeLimits()
+		}
 	}
 }
 
@@ -712,9 +730,11 @@ func (c *finisher) completeInTx(ctx context.Context, tx pgx.Tx, t *task, child i
 	case child > 0:
 		w.met.outcome(t.job.Kind, "parked")
 		w.inflight.remove(t)
+		freePlaces([]*task{t})
 	default:
 		w.met.outcome(t.job.Kind, "completed")
 		w.inflight.remove(t)
+		freePlaces([]*task{t})
 	}
 }
 

@@ -26,9 +26,13 @@ const (
 // written. Fields other than state and leaseUntil are set before it is
 // published and never change.
 type task struct {
-	job    *core.Job
-	kind   *kindRun
-	pool   *pool
+	job  *core.Job
+	kind *kindRun
+	pool *pool
+	// limit is the limit whose claim granted the run, "" for none: when
+	// the run leaves the running state, its place goes to the next job
+	// of the limit (limitTimes.released).
+	limit  string
 	ctx    context.Context // the handler's context, cancelled on lease loss and hard shutdown
 	cancel context.CancelCauseFunc
 	span   trace.Span // the run's span (tracing.go); nil outside a worker's run

@@ -114,12 +114,13 @@ func (s *limitSet) plan(queues, kinds []string) claimPlan {
 const (
 	// limitRateWait is the shortest a pool waits before it asks again for
 	// the jobs of a rate limit that held some back. The limited claim's own
-	// hint is longer for most limits: until 100 ms of tokens have accrued,
-	// so that held jobs are taken a few at a time in few claims (each
-	// claim costs the database about what an ordinary one does; asked
-	// every 20 ms, three processes' claims for a 100/s limit slowed an
-	// unlimited kind to 0.70 on a loaded machine).
-	limitRateWait = 20 * time.Millisecond
+	// hint is the time until the limit's next token (migration 024), so
+	// a slow rate's jobs start as their tokens come; a fast rate is asked
+	// every limitRateWait and takes what accrued meanwhile, which keeps a
+	// held job's start within a few milliseconds of its token at a bounded
+	// number of claims (each costs the database about what an ordinary
+	// one does).
+	limitRateWait = 4 * time.Millisecond
 	// limitRecheck is how long a pool waits before it asks again for the
 	// jobs of a concurrency limit that was full, or of a limit another
 	// process was claiming for: a job of another process may end at any
@@ -139,17 +140,22 @@ type limitTimes struct {
 	mu       sync.Mutex
 	due      map[string]limitDue
 	claiming map[string]bool // a claim of the pool asks the limit now
-	timer    *time.Timer
-	wake     func()
+	// freedMeanwhile marks the limits a run of this process left while a
+	// claim asked them: the claim may have counted that run, so a wait
+	// for a place it sets ends when it is done.
+	freedMeanwhile map[string]bool
+	timer          *time.Timer
+	wake           func()
 }
 
 type limitDue struct {
-	at   time.Time
-	idle bool // had no job ready: a notification ends the wait
+	at    time.Time
+	idle  bool // had no job ready: a notification ends the wait
+	place bool // waits for a running job to end: a run that ends here ends the wait
 }
 
 func newLimitTimes(wake func()) *limitTimes {
-	t := &limitTimes{due: map[string]limitDue{}, claiming: map[string]bool{}, wake: wake}
+	t := &limitTimes{due: map[string]limitDue{}, claiming: map[string]bool{}, freedMeanwhile: map[string]bool{}, wake: wake}
 	t.timer = time.AfterFunc(time.Hour, t.fire)
 	t.timer.Stop()
 	return t
@@ -191,22 +197,52 @@ func (t *limitTimes) begin(name string, now time.Time) bool {
 	return true
 }
 
-// done ends what begin started.
-func (t *limitTimes) done(name string) {
+// done ends what begin started. It reports whether a run of the limit
+// ended while the claim asked it and the claim left the limit waiting for
+// a place: the pool should then ask again at once.
+func (t *limitTimes) done(name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.claiming, name)
+	if !t.freedMeanwhile[name] {
+		return false
+	}
+	delete(t.freedMeanwhile, name)
+	if d, ok := t.due[name]; ok && d.place {
+		delete(t.due, name)
+		return true
+	}
+	return false
 }
 
 // held records that the limit held jobs back, to be asked again when it is
-// worth it.
+// worth it: after wait, for a rate, or limitRecheck for a place (wait 0),
+// unless a run of the limit ends here first (released).
 func (t *limitTimes) held(name string, wait time.Duration, now time.Time) {
 	if wait == 0 {
-		wait = limitRecheck
-	} else {
-		wait = max(wait, limitRateWait)
+		t.set(name, limitDue{at: now.Add(limitRecheck), place: true}, now)
+		return
 	}
-	t.set(name, limitDue{at: now.Add(wait)}, now)
+	t.set(name, limitDue{at: now.Add(max(wait, limitRateWait))}, now)
+}
+
+// released records that a run the limit granted left the running state
+// in this process, and reports whether the pool should claim now: the
+// limit waited for a place, which is free now. A claim asking the limit
+// meanwhile may not have seen the place free; its wait ends when it is
+// done (see done).
+func (t *limitTimes) released(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.claiming[name] {
+		t.freedMeanwhile[name] = true
+		return false
+	}
+	if d, ok := t.due[name]; ok && d.place {
+		delete(t.due, name)
+		return true
+	}
+	return false
 }
 
 // idle records that the limit had no job ready.

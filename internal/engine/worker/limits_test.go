@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -384,4 +385,93 @@ func TestLimitPlanPrecedence(t *testing.T) {
 			t.Errorf("%s: plan %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+// A place of a full concurrency limit that a run of this process frees
+// goes to the next job of the limit when the run's outcome is written, not
+// after limitRecheck: with one place, the next job starts a round trip or
+// two after the previous one ended.
+func TestFreedPlaceGoesToTheNextLimitedJob(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	if err := e.ops.Limits().Set(t.Context(), e.pool, admin.Limit{Name: "one_place", Kind: "test", MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for range n {
+		e.enqueue(testArgs{}, enqueue.Opts{})
+	}
+	var mu sync.Mutex
+	var starts, ends []time.Time
+	running, most := 0, 0
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		running++
+		most = max(most, running)
+		starts = append(starts, time.Now())
+		running--
+		ends = append(ends, time.Now())
+		return nil
+	}, handlers.KindOpts{})
+	// A poll interval of 5s: only the hand-off explains a quick start.
+	e.worker(reg, Config{PollInterval: 5 * time.Second})
+	waitFor(t, 30*time.Second, "every limited job run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	gaps := make([]time.Duration, 0, n-1)
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, starts[i].Sub(ends[i-1]))
+	}
+	slices.Sort(gaps)
+	p50 := gaps[len(gaps)/2]
+	t.Logf("one place, %d jobs: from a job's end to the next one's start p50 %s, max %s", n, p50, gaps[len(gaps)-1])
+	if most != 1 {
+		t.Errorf("%d limited jobs ran at once in one process, the limit is 1", most)
+	}
+	if p50 >= limitRecheck {
+		t.Errorf("a freed place went to the next job after %s at the median, want less than limitRecheck (%s)", p50, limitRecheck)
+	}
+}
+
+// limitTimes ends a wait for a place when a run of the limit ends here,
+// also when the run ended while a claim asked the limit (the claim may
+// have counted it); a run's end does not end a wait for a rate's token.
+func TestLimitTimesReleasedPlaces(t *testing.T) {
+	lt := newLimitTimes(func() {})
+	now := time.Now()
+	if !lt.begin("l", now) {
+		t.Fatal("a fresh limit may not be asked")
+	}
+	if lt.released("l") {
+		t.Fatal("released asks for a claim while one asks the limit")
+	}
+	lt.held("l", 0, now)
+	if !lt.done("l") {
+		t.Fatal("a claim that found the limit full after a run of it ended meanwhile does not ask again")
+	}
+	if !lt.begin("l", now) {
+		t.Fatal("the limit may not be asked again at once after a place became free during a claim")
+	}
+	lt.held("l", 0, now)
+	if lt.done("l") {
+		t.Fatal("a claim that found the limit full asks again with no place freed")
+	}
+	if lt.begin("l", now) {
+		t.Fatal("a full limit may be asked before limitRecheck")
+	}
+	if !lt.released("l") || !lt.begin("l", now) {
+		t.Fatal("a run's end does not end the wait for a place")
+	}
+	lt.held("l", 50*time.Millisecond, now)
+	lt.done("l")
+	if lt.released("l") || lt.begin("l", now) {
+		t.Fatal("a run's end ends a wait for a rate's token")
+	}
+	lt.timer.Stop()
 }

@@ -24,11 +24,22 @@ type pool struct {
 	cfg      PoolConfig
 	prefetch *prefetch // read by the claim loop only
 	jobs     chan *task
-	busy     atomic.Int64
-	done     atomic.Int64  // jobs the slots finished, for the prefetch
-	slotTime atomic.Int64  // nanoseconds the slots spent on them
-	wake     chan struct{} // claim now: a notification, a promotion, a reap
-	freed    chan struct{} // a slot became free
+	// limited carries the jobs limits granted, which slots take before
+	// any in jobs: each holds one of its limit's places until it ends, so
+	// it does not wait behind prefetched jobs.
+	limited chan *task
+	busy    atomic.Int64
+	// limitedBusy counts the jobs of limited claimed and not yet finished
+	// by their handler; limited claims ask for at most the slots and the
+	// prefetch's depth less these, so limited never blocks.
+	limitedBusy atomic.Int64
+	done        atomic.Int64  // jobs the slots finished, for the prefetch
+	slotTime    atomic.Int64  // nanoseconds the slots spent on them
+	wake        chan struct{} // claim now: a notification, a promotion, a reap
+	freed       chan struct{} // a slot became free
+	// limitWake asks for a limited claim only: a limit's wait ran out or
+	// one of its places became free.
+	limitWake chan struct{}
 	// reconnected is set with a wake-up when the listener's connection came
 	// back: the database answers again, so a claim that failed need not
 	// wait out its retry backoff.
@@ -50,11 +61,13 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 	f := newPrefetch(cfg.Concurrency, cfg.Prefetch)
 	p := &pool{
 		w: w, cfg: cfg, prefetch: f,
-		jobs:  make(chan *task, cfg.Concurrency+f.ceiling),
-		wake:  make(chan struct{}, 1),
-		freed: make(chan struct{}, 1),
+		jobs:      make(chan *task, cfg.Concurrency+f.ceiling),
+		limited:   make(chan *task, cfg.Concurrency+f.ceiling),
+		wake:      make(chan struct{}, 1),
+		freed:     make(chan struct{}, 1),
+		limitWake: make(chan struct{}, 1),
 	}
-	p.limitTimes = newLimitTimes(p.signal)
+	p.limitTimes = newLimitTimes(p.wakeLimits)
 	p.rewake = time.AfterFunc(time.Hour, p.rewakeDue)
 	p.rewake.Stop()
 	return p
@@ -80,6 +93,15 @@ func (p *pool) signalReconnected() {
 func (p *pool) signal() {
 	select {
 	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeLimits asks the claim loop for a limited claim now, without an
+// ordinary one.
+func (p *pool) wakeLimits() {
+	select {
+	case p.limitWake <- struct{}{}:
 	default:
 	}
 }
@@ -143,15 +165,28 @@ type claimResult struct {
 // a tenant-capped batch that returned anything) means more is waiting: the
 // loop keeps claimsInFlight claims going as slots free up, until a batch
 // comes back short.
+//
+// Beside them, one limited claim at a time asks the limits that govern
+// some of the pool's jobs (claimLimits), whenever the pool is woken, a
+// limit's wait runs out, or a place of a limit becomes free here (see
+// freePlaces): a freed place is taken by the next job of its limit one
+// round trip after the run that held it was written, not at the next
+// ordinary claim.
 func (p *pool) claimLoop() {
 	w := p.w
 	defer w.claimWG.Done()
 	results := make(chan claimResult, claimsInFlight)
+	limResults := make(chan claimResult, 1)
 	inFlight, reserved := 0, 0
+	limInFlight := false
+	limWant := true       // ask the limits when the limited claim is free
 	wokeInFlight := false // a wake-up arrived while a claim was in flight
 	defer func() {
 		for ; inFlight > 0; inFlight-- {
 			<-results // what they took is handed to the slots, which release it
+		}
+		if limInFlight {
+			<-limResults
 		}
 		p.releaseQueued()
 		close(p.jobs) // the slots release what is left and exit
@@ -165,11 +200,33 @@ func (p *pool) claimLoop() {
 	var retryAt time.Time
 	launch := 1      // claims to start as soon as slots are free
 	backlog := false // the last claim came back full: prefetch
+	failed := func(err error) {
+		if errWait == 0 {
+			w.log.Warn("claim failed; retrying", slog.String("pool", p.cfg.Name), slog.String("error", err.Error()))
+		}
+		errWait = min(max(2*errWait, 50*time.Millisecond), w.poll)
+		retryAt = time.Now().Add(errWait)
+		retry.Reset(errWait)
+	}
 	for {
 		if w.stopping.Load() {
 			return
 		}
 		depth := p.prefetch.depth(p.done.Load(), time.Duration(p.slotTime.Load()))
+		// A limited claim may take as many jobs as the slots and the
+		// prefetch hold, less the limited ones not yet run: a rate limit
+		// whose claims are slow takes what accrued meanwhile in one.
+		if limWant && !limInFlight && !time.Now().Before(retryAt) && len(w.limits.load().perTenant) > 0 { // any limit at all
+			if most := min(p.cfg.Concurrency+depth-int(p.limitedBusy.Load()), maxClaim); most > 0 {
+				limWant, limInFlight = false, true
+				perTenant := min(most, max(1, (p.cfg.Concurrency+depth)/claimsInFlight))
+				go func() {
+					start := time.Now()
+					n, err := p.claimLimits(most, perTenant)
+					limResults <- claimResult{limit: most, n: n, took: time.Since(start), err: err}
+				}()
+			}
+		}
 		perClaim := min(max(1, (p.cfg.Concurrency+depth)/claimsInFlight), maxClaim)
 		capacity := p.cfg.Concurrency
 		if backlog {
@@ -197,16 +254,25 @@ func (p *pool) claimLoop() {
 		select {
 		case <-w.stopClaims:
 			return
+		case r := <-limResults:
+			limInFlight = false
+			if r.err != nil {
+				failed(r.err)
+				limWant = true
+				continue
+			}
+			if errWait > 0 {
+				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
+				errWait = 0
+			}
+			// Jobs were granted: more may be, until a limit holds them back
+			// or has none (limitTimes then says when to ask again).
+			limWant = limWant || r.n > 0
 		case r := <-results:
 			inFlight--
 			reserved -= r.limit
 			if r.err != nil {
-				if errWait == 0 {
-					w.log.Warn("claim failed; retrying", slog.String("pool", p.cfg.Name), slog.String("error", r.err.Error()))
-				}
-				errWait = min(max(2*errWait, 50*time.Millisecond), w.poll)
-				retryAt = time.Now().Add(errWait)
-				retry.Reset(errWait)
+				failed(r.err)
 				launch = max(launch, 1)
 				continue
 			}
@@ -227,13 +293,15 @@ func (p *pool) claimLoop() {
 				launch, wokeInFlight = max(launch, 1), false
 			}
 		case <-p.wake:
-			launch = max(launch, 1)
+			launch, limWant = max(launch, 1), true
 			if p.reconnected.Swap(false) {
 				retryAt = time.Time{}
 			}
 			wokeInFlight = wokeInFlight || inFlight > 0
+		case <-p.limitWake:
+			limWant = true
 		case <-poll.C:
-			launch = max(launch, 1)
+			launch, limWant = max(launch, 1), true
 			// Re-armed here too, not only when a claim starts: a poll that
 			// finds no free slot or both claims in flight starts none, and
 			// the pool would then claim again only when woken.
@@ -244,46 +312,57 @@ func (p *pool) claimLoop() {
 	}
 }
 
-// claim takes up to limit jobs and hands them to the slots: first what the
-// limits that govern some of the pool's jobs grant (see limits.go), then
-// the rest through the ordinary claim. The claim is not interrupted by
-// Stop, so that no job it took goes untracked.
+// claim takes up to limit jobs that no limit governs through the ordinary
+// claim and hands them to the slots. The claim is not interrupted by Stop,
+// so that no job it took goes untracked.
 func (p *pool) claim(limit int) (int, error) {
 	w := p.w
 	plan := w.limits.load().plan(p.cfg.Queues, w.names)
+	if len(plan.kinds) == 0 {
+		return 0, nil
+	}
+	queues := w.pauses.active(plan.queues)
+	if len(queues) == 0 {
+		return 0, nil // every queue of the pool is paused
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
+	start := time.Now()
+	jobs, err := w.q.Claim(ctx, w.db, queue.ClaimParams{
+		Worker: w.id, Queues: queues, Kinds: plan.kinds, Limit: limit,
+		Lease: w.lease, TenantCap: p.cfg.TenantCap,
+	})
+	cancel()
+	// A capped claim runs one statement per queue and may fail after some
+	// succeeded: what it took is ours either way.
+	p.claimed(start, jobs, err, "")
+	return len(jobs), err
+}
+
+// claimLimits takes up to most jobs that the limits governing some of the
+// pool's jobs grant (see limits.go), asking each limit that may be asked
+// now, and hands them to the slots. A per-tenant limit is asked for at
+// most perTenant, an ordinary claim's size: its claim looks for jobs
+// without a tenant among the queue's first 4 × that many ready jobs. Like
+// claim, it is not interrupted by Stop.
+func (p *pool) claimLimits(most, perTenant int) (int, error) {
+	w := p.w
 	took := 0
 	var firstErr error
-	for _, lc := range plan.limited {
-		if took >= limit {
+	for _, lc := range w.limits.load().plan(p.cfg.Queues, w.names).limited {
+		if took >= most {
 			break
 		}
-		n, err := p.claimLimited(lc, limit-took)
+		ask := most - took
+		if lc.perTenant {
+			ask = min(ask, perTenant)
+		}
+		n, err := p.claimLimited(lc, ask)
 		took += n
 		if firstErr == nil {
 			firstErr = err
 		}
 	}
-	if len(plan.kinds) == 0 || took >= limit {
-		return took, firstErr
-	}
-	queues := w.pauses.active(plan.queues)
-	if len(queues) == 0 {
-		return took, firstErr // every queue of the pool is paused
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
-	start := time.Now()
-	jobs, err := w.q.Claim(ctx, w.db, queue.ClaimParams{
-		Worker: w.id, Queues: queues, Kinds: plan.kinds, Limit: limit - took,
-		Lease: w.lease, TenantCap: p.cfg.TenantCap,
-	})
-	cancel()
-	p.claimed(start, jobs, err)
-	// A capped claim runs one statement per queue and may fail after some
-	// succeeded: what it took is ours either way.
-	if firstErr == nil {
-		firstErr = err
-	}
-	return took + len(jobs), firstErr
+	return took, firstErr
 }
 
 // claimLimited takes up to most jobs that one limit governs, when the
@@ -295,7 +374,11 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	if !p.limitTimes.begin(lc.name, start) {
 		return 0, nil
 	}
-	defer p.limitTimes.done(lc.name)
+	defer func() {
+		if p.limitTimes.done(lc.name) {
+			p.wakeLimits()
+		}
+	}()
 	queues := w.pauses.active(lc.queues)
 	if len(queues) == 0 {
 		return 0, nil
@@ -306,7 +389,7 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 		PerTenant: lc.perTenant,
 	})
 	cancel()
-	p.claimed(start, res.Jobs, err)
+	p.claimed(start, res.Jobs, err, lc.name)
 	switch {
 	case err != nil:
 	case res.Held:
@@ -320,8 +403,9 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 }
 
 // claimed records a claim statement that started at start and hands the
-// jobs it took to the slots.
-func (p *pool) claimed(start time.Time, jobs []*core.Job, err error) {
+// jobs it took to the slots; limit names the limit that granted them, if
+// any.
+func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string) {
 	w := p.w
 	if err == nil {
 		took := time.Since(start)
@@ -337,15 +421,20 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error) {
 	until := start.Add(w.lease).UnixNano()
 	tasks := make([]*task, len(jobs))
 	for i, j := range jobs {
-		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, kick: w.progressKick}
+		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, kick: w.progressKick, limit: limit}
 		t.setContext(context.WithCancelCause(w.handlerCtx))
 		t.leaseUntil.Store(until)
 		tasks[i] = t
 	}
 	w.inflight.add(tasks)
 	p.busy.Add(int64(len(tasks)))
+	to := p.jobs
+	if limit != "" {
+		p.limitedBusy.Add(int64(len(tasks)))
+		to = p.limited
+	}
 	for _, t := range tasks {
-		p.jobs <- t
+		to <- t
 	}
 }
 
@@ -355,28 +444,68 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error) {
 func (p *pool) releaseQueued() {
 	for {
 		select {
-		case t := <-p.jobs:
+		case t := <-p.limited:
 			p.w.run(t) // stopping: releases it
-			p.busy.Add(-1)
+			p.ran(t)
+		case t := <-p.jobs:
+			p.w.run(t)
+			p.ran(t)
 		default:
 			return
 		}
 	}
 }
 
-// slot runs claimed jobs one after the other until the claim loop closes
-// the channel.
+// ran accounts for a claimed job whose run returned.
+func (p *pool) ran(t *task) {
+	if t.limit != "" {
+		p.limitedBusy.Add(-1)
+	}
+	p.busy.Add(-1)
+}
+
+// slot runs claimed jobs one after the other, limited ones first, until
+// the claim loop closes the channel.
 func (p *pool) slot() {
 	defer p.w.slotWG.Done()
-	for t := range p.jobs {
+	for {
+		t, ok := p.next()
+		if !ok {
+			return
+		}
 		began := time.Now()
 		p.w.run(t)
 		p.slotTime.Add(int64(time.Since(began)))
 		p.done.Add(1)
-		p.busy.Add(-1)
+		p.ran(t)
 		select {
 		case p.freed <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// next is the next claimed job for a slot: one a limit granted if any
+// waits, else whichever comes first. It reports false once jobs is closed
+// and limited empty (the claim loop sends nothing after closing jobs).
+func (p *pool) next() (*task, bool) {
+	select {
+	case t := <-p.limited:
+		return t, true
+	default:
+	}
+	select {
+	case t := <-p.limited:
+		return t, true
+	case t, ok := <-p.jobs:
+		if ok {
+			return t, true
+		}
+		select {
+		case t := <-p.limited:
+			return t, true
+		default:
+			return nil, false
 		}
 	}
 }

@@ -152,6 +152,14 @@ type Config struct {
 	// LimitTenants is how many tenants flowcontrol's limited jobs are
 	// spread over, round robin. Zero means DefaultLimitTenants (10).
 	LimitTenants int
+	// LimitedSleep makes flowcontrol's limited handlers sleep a random
+	// time between HandlerMin and HandlerMax, and its concurrency variant
+	// report the bound of its places (places / mean handler time). False
+	// means they return at once.
+	LimitedSleep bool
+	// LimitVariants are the flowcontrol variants to run, in order, each
+	// one of LimitVariants. Empty means all of them.
+	LimitVariants []string
 	// DisableHistory deletes completed jobs instead of moving them to the
 	// history table (docket.Config.DisableHistory).
 	DisableHistory bool
@@ -243,6 +251,14 @@ func New(cfg Config) (*Runner, error) {
 	def(&cfg.LimitRate, DefaultLimitRate)
 	def(&cfg.LimitRunning, DefaultLimitRunning)
 	def(&cfg.LimitTenants, DefaultLimitTenants)
+	if len(cfg.LimitVariants) == 0 {
+		cfg.LimitVariants = LimitVariants
+	}
+	for _, v := range cfg.LimitVariants {
+		if !slices.Contains(LimitVariants, v) {
+			return bad("flowcontrol variant %q is none of %s", v, strings.Join(LimitVariants, ", "))
+		}
+	}
 	if cfg.LimitedShare < 0 || cfg.LimitedShare > 1 {
 		return bad("limited share %v outside 0..1", cfg.LimitedShare)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,8 +54,12 @@ func isLimited(k int, share float64) bool {
 	return math.Floor(float64(k+1)*share) > math.Floor(float64(k)*share)
 }
 
-// flowControl drains cfg.Jobs jobs once per variant (LimitNone, LimitIdle,
-// LimitConcurrency, LimitRate), each in a fresh schema: the backlog (not
+// LimitVariants are the flowcontrol scenario's variants, in the order it
+// runs them by default.
+var LimitVariants = []string{LimitNone, LimitIdle, LimitConcurrency, LimitRate}
+
+// flowControl drains cfg.Jobs jobs once per variant of cfg.LimitVariants
+// (LimitNone, LimitIdle, LimitConcurrency, LimitRate), each in a fresh schema: the backlog (not
 // timed) holds a cfg.LimitedShare of limited jobs, spread over
 // cfg.LimitTenants tenants, except for LimitIdle, whose jobs are all
 // ordinary. The limit is set before the worker starts, which reads it
@@ -61,7 +67,7 @@ func isLimited(k int, share float64) bool {
 // the jobs table is empty and reported as one Result, with the claims
 // seen on the worker's connections split into limited and ordinary ones.
 func (r *Runner) flowControl(ctx context.Context, db *pgxpool.Pool, emit func(Result) error) error {
-	for _, v := range []string{LimitNone, LimitIdle, LimitConcurrency, LimitRate} {
+	for _, v := range r.cfg.LimitVariants {
 		res, err := r.flowVariant(ctx, db, v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
@@ -122,7 +128,12 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		lastOrdinary, lastLimited atomic.Int64 // nanoseconds from start to the last start of each kind
 		mu                        sync.Mutex
 		ordinaryClaims, limClaim  claimStats
+		// limitedStarts are the limited handlers' start times, unix ns.
+		limitedStarts = make([]int64, nLimited)
+		nStarted      atomic.Int64
 	)
+	sleep := r.cfg.LimitedSleep
+	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
 	prog := r.progress(label, int64(n))
 	var start time.Time
 	started := func(last *atomic.Int64) {
@@ -132,6 +143,12 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 	}
 	e.register = func(reg *handlers.Registry) error {
 		return handlers.Register(reg, func(ctx context.Context, j *handlers.Job[limited]) error {
+			if i := nStarted.Add(1) - 1; int(i) < len(limitedStarts) {
+				limitedStarts[i] = time.Now().UnixNano()
+			}
+			if sleep {
+				time.Sleep(lo + rand.N(hi-lo+1))
+			}
 			started(&lastLimited)
 			return nil
 		}, handlers.KindOpts{})
@@ -174,6 +191,18 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 	if lim != nil {
 		res.LimitRunning, res.LimitRate, res.LimitBurst = lim.MaxRunning, lim.Rate, lim.Burst
 	}
+	if sleep {
+		res.HandlerMin, res.HandlerMax = lo, hi
+		if variant == LimitConcurrency {
+			// What the places could do if none ever waited for a claim.
+			places := lim.MaxRunning * min(tenants, nLimited)
+			res.Bound = float64(places) / ((lo + hi) / 2).Seconds()
+		}
+	}
+	if variant == LimitRate {
+		starts := limitedStarts[:min(int(nStarted.Load()), len(limitedStarts))]
+		res.Pickup = rateLimitedPickup(starts, lim.Rate, lim.Burst)
+	}
 	r.logf("%s: %d ordinary claims of %.1f jobs, %d limited claims of %.1f jobs", label,
 		res.OrdinaryClaims.Claims, res.OrdinaryClaims.JobsPerClaim, res.LimitedClaims.Claims, res.LimitedClaims.JobsPerClaim)
 	return res, nil
@@ -185,4 +214,38 @@ func perSec(jobs int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(jobs) / d.Seconds()
+}
+
+// rateLimitedPickup summarises how long limited jobs started after their
+// token was due, in the steady state: the jobs past the burst that started
+// a second or more after the first. A bucket that no claim lets fill up
+// pays for job i (from 0, in start order) at t0 + (i+1-burst)/rate; t0 is
+// when the first claim drew on the bucket, which the bench cannot see, so
+// it is fitted as the latest t0 under which no job started before its
+// token. The job that started closest to its token then counts 0: the
+// figures understate every lag by that one job's (about a claim's round
+// trip), and compare runs fairly.
+func rateLimitedPickup(starts []int64, rate, burst int) Latency {
+	if len(starts) <= burst {
+		return Latency{}
+	}
+	slices.Sort(starts)
+	offset := func(i int) int64 { return int64(float64(i+1-burst) * float64(time.Second) / float64(rate)) }
+	from := burst
+	for from < len(starts) && starts[from] < starts[0]+int64(time.Second) {
+		from++
+	}
+	if from == len(starts) {
+		return Latency{}
+	}
+	t0 := int64(math.MaxInt64)
+	for i := from; i < len(starts); i++ {
+		t0 = min(t0, starts[i]-offset(i))
+	}
+	lags := make([]time.Duration, 0, len(starts)-from)
+	for i := from; i < len(starts); i++ {
+		lags = append(lags, time.Duration(starts[i]-t0-offset(i)))
+	}
+	slices.Sort(lags)
+	return Latency{P50: Percentile(lags, 50), P95: Percentile(lags, 95), P99: Percentile(lags, 99), Max: lags[len(lags)-1]}
 }

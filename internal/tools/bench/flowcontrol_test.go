@@ -71,3 +71,31 @@ func TestClaimTracerSplitsClaims(t *testing.T) {
 		t.Errorf("claims %v, want %v", got, want)
 	}
 }
+
+// The pickup of a rate-limited job is its start less its token's due
+// time, with the bucket's start fitted so that no job started early.
+func TestRateLimitedPickup(t *testing.T) {
+	t.Parallel()
+	const rate, burst = 100, 10
+	sec := int64(time.Second)
+	var starts []int64
+	for i := range 300 {
+		at := int64(i) * sec / 1000 // the burst, a millisecond apart
+		if i >= burst {
+			// Job i's token is due at 5s + (i+1-burst)*10ms; the jobs
+			// start 2ms after it, every tenth 10ms after.
+			at = 5*sec + int64(i+1-burst)*sec/rate + 2*int64(time.Millisecond)
+			if i%10 == 0 {
+				at += 8 * int64(time.Millisecond)
+			}
+		}
+		starts = append(starts, at)
+	}
+	got := rateLimitedPickup(starts, rate, burst)
+	if got.P50 != 0 || got.P99 != 8*time.Millisecond || got.Max != 8*time.Millisecond {
+		t.Errorf("pickup %+v, want p50 0 (the fastest counts 0) and p99 8ms", got)
+	}
+	if got := rateLimitedPickup(starts[:burst], rate, burst); got != (Latency{}) {
+		t.Errorf("pickup of the burst alone %+v, want none", got)
+	}
+}

@@ -113,6 +113,10 @@ type Result struct {
 	// statements of each kind (flowcontrol; heldxmin with
 	// HeldLimitedRate, per window).
 	OrdinaryClaims, LimitedClaims ClaimSummary
+	// Pickup summarises, for flowcontrol's rate variant, how long limited
+	// jobs started after their token was due, in the steady state (see
+	// rateLimitedPickup); the JSON names them pickup_p50_ms and so on.
+	Pickup Latency
 	// MaxRSSMiB is the process's peak resident set size during the drain
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
@@ -196,6 +200,16 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		if r.LimitRate > 0 && r.LimitedJobs > 0 {
 			f = append(f, field{"fraction_of_allowed", fraction(float64(r.LimitedJobs),
 				float64(r.LimitBurst)+float64(r.LimitRate)*r.LimitedSeconds)})
+		}
+		if r.HandlerMax > 0 {
+			f = append(f, field{"limited_handler_min_ms", ms(r.HandlerMin)}, field{"limited_handler_max_ms", ms(r.HandlerMax)})
+		}
+		if r.Bound > 0 {
+			f = append(f, field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", fraction(r.LimitedPerSec, r.Bound)})
+		}
+		if r.Pickup.Max > 0 {
+			f = append(f, field{"pickup_p50_ms", ms(r.Pickup.P50)}, field{"pickup_p95_ms", ms(r.Pickup.P95)},
+				field{"pickup_p99_ms", ms(r.Pickup.P99)}, field{"pickup_max_ms", ms(r.Pickup.Max)})
 		}
 		f = r.OrdinaryClaims.fields(f, "ordinary")
 		f = r.LimitedClaims.fields(f, "limited")

@@ -1,0 +1,193 @@
+-- Back to 013's docket_claim_limited: a rate limit's hint waits until
+-- 100 ms of tokens have accrued.
+CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
+    limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
+    range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[])
+RETURNS SETOF {{schema}}.docket_jobs
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    l {{schema}}.docket_limits;
+    counts jsonb := '{}';
+    keys text[];
+    k text;
+    q text;
+    picked bigint[] := '{}';
+    got bigint[];
+    budget integer;
+    took integer;
+    have double precision;
+    wait_ms bigint;
+    claim bigint;
+BEGIN
+    PERFORM set_config('docket.limit_wait_ms', '', true);
+    PERFORM set_config('docket.limit_seen', '', true);
+    SELECT * INTO l FROM {{schema}}.docket_limits WHERE name = limit_name;
+    IF NOT FOUND OR n < 1 THEN
+        RETURN;
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('docket_limit:{{schema}}:' || limit_name, 0)) THEN
+        PERFORM set_config('docket.limit_wait_ms', '0', true);
+        RETURN;
+    END IF;
+    -- Every ready_seq drawn so far, read before the ranges are probed: when
+    -- they hold no job of the limit, the claimer's cursors move here.
+    IF NOT l.per_tenant THEN
+        PERFORM set_config('docket.limit_seen',
+            COALESCE(pg_sequence_last_value('{{schema}}.docket_jobs_id_seq'), 0)::text, true);
+    END IF;
+
+    IF l.max_running IS NOT NULL THEN
+        SELECT COALESCE(jsonb_object_agg(key, c), '{}') INTO counts
+        FROM (
+            SELECT CASE WHEN l.per_tenant THEN tenant ELSE '' END AS key, count(*) AS c
+            FROM {{schema}}.docket_jobs j
+            WHERE state = 'running' AND (kind = l.kind OR (l.kind IS NULL
+                AND (l.queue IS NULL OR queue = l.queue)
+                AND NOT EXISTS (SELECT 1 FROM {{schema}}.docket_limits x WHERE x.kind = j.kind)
+                AND (l.queue IS NOT NULL
+                    OR NOT EXISTS (SELECT 1 FROM {{schema}}.docket_limits x WHERE x.queue = j.queue))))
+            GROUP BY 1
+        ) s;
+    END IF;
+
+    -- The keys: one, or each tenant with ready jobs in the queues (a skip
+    -- scan of docket_jobs_tenant_idx per queue) and '' for jobs without one.
+    IF l.per_tenant THEN
+        SELECT array_agg(DISTINCT t) INTO keys FROM (
+            SELECT (WITH RECURSIVE s(tenant) AS (
+                SELECT min(tenant) FROM {{schema}}.docket_jobs
+                WHERE state = 'ready' AND tenant <> '' AND queue = qq
+                UNION ALL
+                SELECT (SELECT min(tenant) FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND tenant <> '' AND queue = qq AND tenant > s.tenant)
+                FROM s WHERE s.tenant IS NOT NULL
+            ) SELECT array_agg(tenant) FROM s WHERE tenant IS NOT NULL) AS ts
+            FROM unnest(queues) AS qq
+        ) per_queue, unnest(COALESCE(ts, '{}')) AS t;
+        keys := COALESCE(keys, '{}') || ''::text;
+    ELSE
+        keys := ARRAY[''];
+    END IF;
+
+    FOREACH k IN ARRAY keys LOOP
+        EXIT WHEN cardinality(picked) >= n;
+        budget := n - cardinality(picked);
+        IF l.max_running IS NOT NULL THEN
+            -- Never below 0: a lowered limit may leave more running.
+            budget := greatest(0, least(budget, l.max_running - COALESCE((counts ->> k)::integer, 0)));
+        END IF;
+        -- A rate limit's bucket is refilled and charged the whole budget in
+        -- one write, and given back what the probe could not take: each
+        -- write leaves a row version that a held vacuum horizon keeps.
+        IF l.rate IS NOT NULL THEN
+            INSERT INTO {{schema}}.docket_limit_buckets (name, key, tokens, refilled_at)
+            VALUES (l.name, k, l.burst, clock_timestamp())
+            ON CONFLICT (name, key) DO NOTHING;
+            WITH cur AS (
+                SELECT least(l.burst::double precision, b.tokens
+                    + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms) AS t
+                FROM {{schema}}.docket_limit_buckets b
+                WHERE b.name = l.name AND b.key = k
+            )
+            UPDATE {{schema}}.docket_limit_buckets b
+            SET tokens = cur.t - least(budget, floor(cur.t)), refilled_at = clock_timestamp()
+            FROM cur
+            WHERE b.name = l.name AND b.key = k
+            RETURNING least(budget, floor(cur.t))::integer, b.tokens INTO budget, have;
+        END IF;
+
+        took := 0;
+        IF budget > 0 AND NOT l.per_tenant THEN
+            picked := picked || ARRAY(SELECT j.id
+                FROM unnest(range_queues, range_priorities, range_after, range_upto)
+                    AS r(queue, priority, after, upto)
+                CROSS JOIN LATERAL (
+                    SELECT id FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND queue = r.queue AND priority = r.priority
+                        AND ready_seq > r.after AND ready_seq <= r.upto AND kind = ANY(kinds)
+                    ORDER BY ready_seq
+                    LIMIT budget
+                    FOR NO KEY UPDATE SKIP LOCKED
+                ) j
+                LIMIT budget);
+            took := cardinality(picked);
+        ELSIF budget > 0 THEN
+            FOREACH q IN ARRAY queues LOOP
+                EXIT WHEN took >= budget;
+                IF k <> '' THEN
+                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                        WHERE state = 'ready' AND tenant <> '' AND queue = q AND tenant = k AND kind = ANY(kinds)
+                        ORDER BY priority DESC, ready_seq
+                        LIMIT budget - took
+                        FOR NO KEY UPDATE SKIP LOCKED);
+                ELSE
+                    -- Jobs without a tenant are looked for among the queue's
+                    -- first 4n ready jobs, as in the tenant-capped claim.
+                    got := ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                        WHERE id = ANY(ARRAY(SELECT id FROM {{schema}}.docket_jobs
+                                WHERE state = 'ready' AND queue = q AND kind = ANY(kinds)
+                                ORDER BY priority DESC, ready_seq
+                                LIMIT 4 * n))
+                            AND state = 'ready' AND tenant = ''
+                        ORDER BY priority DESC, ready_seq
+                        LIMIT budget - took
+                        FOR NO KEY UPDATE SKIP LOCKED);
+                END IF;
+                picked := picked || got;
+                took := took + cardinality(got);
+            END LOOP;
+        END IF;
+
+        IF l.rate IS NOT NULL AND took < budget THEN
+            UPDATE {{schema}}.docket_limit_buckets SET tokens = docket_limit_buckets.tokens + (budget - took)
+            WHERE name = l.name AND key = k;
+            have := have + (budget - took);
+        END IF;
+        -- Held back: the budget ran out while the key may have more ready
+        -- jobs (all it could take was taken, or it could take none).
+        -- Jobs without a tenant of a per-tenant limit are only known to
+        -- wait when some were taken: looking for them walks the queue.
+        IF took = budget AND cardinality(picked) < n AND (budget > 0
+            OR (l.per_tenant AND k <> '' AND EXISTS (
+                SELECT 1 FROM {{schema}}.docket_jobs
+                WHERE state = 'ready' AND tenant <> '' AND queue = ANY(queues) AND tenant = k AND kind = ANY(kinds)))
+            OR (NOT l.per_tenant AND EXISTS (
+                SELECT 1 FROM unnest(range_queues, range_priorities, range_after, range_upto)
+                    AS r(queue, priority, after, upto)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM {{schema}}.docket_jobs
+                    WHERE state = 'ready' AND queue = r.queue AND priority = r.priority
+                        AND ready_seq > r.after AND ready_seq <= r.upto AND kind = ANY(kinds)
+                    LIMIT 1
+                ) j))) THEN
+            IF l.rate IS NOT NULL AND have < 1 THEN
+                -- Until 100 ms of tokens have accrued (at least one, at
+                -- most a quarter of the burst): held jobs are then taken a
+                -- few at a time, in few claims, and the bucket keeps what
+                -- accrues meanwhile.
+                wait_ms := least(COALESCE(wait_ms, 9223372036854775807),
+                    ceil((greatest(1, least(l.burst / 4.0, l.rate * 100.0 / l.period_ms)) - have)
+                        * l.period_ms / l.rate)::bigint);
+            ELSE
+                wait_ms := COALESCE(wait_ms, 0);
+            END IF;
+        END IF;
+    END LOOP;
+
+    IF wait_ms IS NOT NULL THEN
+        PERFORM set_config('docket.limit_wait_ms', wait_ms::text, true);
+    END IF;
+    IF cardinality(picked) = 0 THEN
+        RETURN;
+    END IF;
+    claim := nextval('{{schema}}.docket_claims_seq');
+    RETURN QUERY WITH u AS (
+        UPDATE {{schema}}.docket_jobs
+        SET state = 'running', attempts = attempts + 1, locked_by = worker, locked_at = now(),
+            lease_until = now() + lease_ms * interval '1 millisecond', claim_id = claim
+        WHERE id = ANY(picked) AND state = 'ready'
+        RETURNING *
+    ) SELECT * FROM u ORDER BY priority DESC, ready_seq;
+END
+$$;
