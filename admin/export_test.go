@@ -23,3 +23,9 @@ func (c *Client) OverviewSQL() map[string][]any {
 		sqlDeadGroups.For(c.schema):        {100, DeadGroupsScope},
 	}
 }
+
+// CountSQL is the statement of Jobs.CountStates and CountSettings the
+// settings it runs with. For the plan tests.
+func (c *Client) CountSQL() string { return sqlCountStates.For(c.schema) }
+
+const CountSettings = sqlCountSettings

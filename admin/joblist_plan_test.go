@@ -200,3 +200,42 @@ func TestOverviewPlans(t *testing.T) {
 		checkReadPlan(t, name, plan, 30_000)
 	}
 }
+
+// TestCountStatesPlans runs the counts of the jobs page (Jobs.CountStates)
+// against the same 1,000,000 jobs, for filters that narrow the index a
+// state is read by and filters that do not: no sequential scan, and each
+// state reads at most CountLimit (10,000) of its jobs, through the index
+// named in countStates.
+func TestCountStatesPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := million(t, pool)
+	c, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := int64(admin.CountLimit)
+	for _, tc := range []struct {
+		name string
+		args []any // queue, kind, tenant, serial key, error text, limit
+	}{
+		{"no filter", []any{"", "", "", "", "", limit}},
+		{"queue", []any{"mail", "", "", "", "", limit}},
+		{"kind", []any{"", "k3", "", "", "", limit}},
+		{"tenant and error", []any{"", "", "t42", "", "timeout", limit}},
+		{"serial key", []any{"", "", "", "acct-10", "", limit}},
+		{"everything", []any{"mail", "k1", "t1", "acct-1", "smtp", limit}},
+	} {
+		plan := explainAnalyzeWith(t, ctx, pool, admin.CountSettings, "force_custom_plan", c.CountSQL(), tc.args...)
+		t.Logf("%s: %d pages", tc.name, plan.SharedHit+plan.SharedRead)
+		indexes := map[string]bool{}
+		plan.walk(func(n analyzed) {
+			if n.IndexName != "" {
+				indexes[n.IndexName] = true
+			}
+		})
+		t.Logf("%s: indexes %v", tc.name, indexes)
+		checkReadPlan(t, "counts, "+tc.name, plan, 60_000)
+	}
+}
