@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
 )
 
@@ -25,6 +26,10 @@ func parsePages() map[string]*template.Template {
 			}
 			return plural.Number(n)
 		},
+		// since is how long ago t was.
+		"since": time.Since,
+		// countLimit is where the jobs page's counts stop.
+		"countLimit": func() int64 { return admin.CountLimit },
 		// noun agrees a noun with a count: noun 1 "live worker" "live workers".
 		"noun": plural.Noun,
 		// clip cuts an error for a table cell: its first line, at most
