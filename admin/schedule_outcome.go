@@ -27,7 +27,7 @@ const (
 
 // outcomeDeadScan is how many dead jobs of a schedule's kind, from its last
 // fire time on, Schedules.Outcomes reads to find its run among them.
-const outcomeDeadScan = 100
+const outcomeDeadScan = 20
 
 // ScheduleOutcome is what happened to the run of a schedule's last fire.
 type ScheduleOutcome struct {

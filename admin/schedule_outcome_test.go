@@ -22,7 +22,14 @@ func TestScheduleOutcomes(t *testing.T) {
 		('running', '@hourly', 'noop', 'default', '{}', false, now(), now() - interval '1 hour'),
 		('retrying', '@hourly', 'noop', 'default', '{}', false, now(), now() - interval '1 hour'),
 		('due', '@hourly', 'noop', 'default', '{}', false, now(), now() - interval '1 hour'),
-		('completed', '@hourly', 'noop', 'default', '{}', false, now() + interval '1 hour', now() - interval '10 minutes')`)
+		('completed', '@hourly', 'noop', 'default', '{}', false, now() + interval '1 hour', now() - interval '10 minutes'),
+		('finished', '@hourly', 'busy', 'default', '{}', false, now() + interval '1 hour', now() - interval '10 minutes')`)
+	// More dead jobs of kind busy since its last fire than Outcomes reads:
+	// whether its run died among them is not known.
+	b.exec(t, `INSERT INTO `+b.Table("docket_jobs_dead")+` (id, queue, kind, priority, tenant, attempts, max_attempts,
+		created_at, run_at, dead_at, reason, last_error, payload)
+	SELECT nextval('`+b.Schema+`.docket_jobs_id_seq'), 'default', 'busy', 0, '', 1, 1, now(), now(), now() - interval '5 minutes',
+		'exhausted', 'x', '{}' FROM generate_series(1, 25)`)
 	ids := map[string]int64{}
 	for _, name := range []string{"dead", "running", "retrying"} {
 		ids[name] = b.EnqueueN(t, 1, enqueue.Opts{UniqueKey: "schedule:" + name})[0]
@@ -54,7 +61,7 @@ func TestScheduleOutcomes(t *testing.T) {
 	}{
 		"new": {}, "dead": {admin.OutcomeDead, ids["dead"], "boom"}, "running": {admin.OutcomeRunning, ids["running"], ""},
 		"retrying": {admin.OutcomeRetrying, ids["retrying"], "try again"}, "due": {admin.OutcomeDue, ids["due"], ""},
-		"completed": {admin.OutcomeCompleted, 0, ""},
+		"completed": {admin.OutcomeCompleted, 0, ""}, "finished": {admin.OutcomeFinished, 0, ""},
 	} {
 		o := got[name]
 		if o.Outcome != want.outcome || o.JobID != want.job || o.Error != want.err {
