@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/docketq/docket/admin"
@@ -45,7 +46,7 @@ func checkCounts(t *testing.T, what string, got map[string]string, want map[stri
 func TestCountStates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if err := jobfill.Fill(b.Ctx, b.Pool, b.Schema, 12_000); err != nil {
+	if err := jobfill.Fill(b.Ctx, b.Pool, b.Schema, 2_000); err != nil {
 		t.Fatal(err)
 	}
 	// One serial key's line: its head is ready, four wait.
@@ -70,22 +71,25 @@ func TestCountStates(t *testing.T) {
 	}
 
 	want := all("true")
-	want["ready"] = "10000+"
+	if n := exact(admin.StateReady, "true"); n <= admin.CountLimit {
+		t.Fatalf("%d ready jobs: the test wants more than %d", n, admin.CountLimit)
+	}
+	want["ready"] = fmt.Sprint(admin.CountLimit) + "+"
 	checkCounts(t, "no filter", b.countsOf(t, admin.JobFilter{}), want)
 
 	// The queue leads the claim index: ready jobs of a queue are exact,
-	// and so is every other state, under 10,000 jobs each.
+	// and so is every other state, under CountLimit jobs each.
 	checkCounts(t, "queue mail", b.countsOf(t, admin.JobFilter{Queue: "mail", State: admin.StateDead}), all("queue = 'mail'"))
 
 	// The kind does not lead the claim index: ready jobs of a kind are
-	// counted among the first 10,000 ready jobs read, a lower bound.
+	// counted among the first CountLimit ready jobs read, a lower bound.
 	got := b.countsOf(t, admin.JobFilter{Kind: "k3"})
 	want = all("kind = 'k3'")
 	var lower int
 	if n := exact(admin.StateReady, "kind = 'k3'"); n > admin.CountLimit/2 {
 		t.Fatalf("%d ready jobs of kind k3: the test wants fewer", n)
-	} else if _, err := fmt.Sscanf(got["ready"], "%d+", &lower); err != nil || lower > n || lower < n*8/10 {
-		t.Errorf("ready of kind k3: %q, want a lower bound near %d with a +", got["ready"], n)
+	} else if _, err := fmt.Sscanf(got["ready"], "%d+", &lower); err != nil || !strings.HasSuffix(got["ready"], "+") || lower >= n || lower < n/4 {
+		t.Errorf("ready of kind k3: %q, want a lower bound under %d with a +", got["ready"], n)
 	}
 	want["ready"] = got["ready"]
 	checkCounts(t, "kind k3", got, want)
