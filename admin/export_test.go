@@ -22,7 +22,7 @@ func (c *Client) OverviewSQL() map[string][]any {
 		sqlHorizon.For(c.schema):           nil,
 		sqlDeadGroups.For(c.schema):        {100, DeadGroupsScope},
 		sqlRunningJobs.For(c.schema):       {[]string{"00000000-0000-0000-0000-000000000001"}, MaxRunningJobs},
-		sqlScheduleOutcomes.For(c.schema):  {outcomeDeadScan},
+		sqlScheduleOutcomes.For(c.schema):  nil,
 	}
 }
 

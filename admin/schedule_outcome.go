@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
@@ -49,7 +50,8 @@ type ScheduleOutcome struct {
 // key, docket_jobs_unique_key_idx) and the first dead job of its kind and
 // key since its last fire time among the first outcomeDeadScan dead jobs
 // of that kind from then on (docket_jobs_dead_kind_idx): both lookups are
-// bounded, whatever the backlog and the history.
+// bounded, whatever the backlog and the history. It takes no parameter,
+// so that a cached plan is the one its values would get.
 var sqlScheduleOutcomes = pgsql.SQL(`SELECT s.name, now(), s.last_fire,
 	p.id, coalesce(p.state, ''), p.attempts, p.max_attempts, p.run_at, p.locked_at, coalesce(p.last_error, ''),
 	d.id, d.dead_at, d.attempts, d.max_attempts, coalesce(d.last_error, ''), coalesce(d.mine, false), coalesce(d.n, 0)
@@ -62,7 +64,7 @@ LEFT JOIN LATERAL (
 		SELECT j.id, j.dead_at, j.attempts, j.max_attempts, j.last_error, j.unique_key
 		FROM {{schema}}.docket_jobs_dead j
 		WHERE j.kind = s.kind AND j.dead_at >= s.last_fire
-		ORDER BY j.dead_at LIMIT $1) x
+		ORDER BY j.dead_at LIMIT ` + strconv.Itoa(outcomeDeadScan) + `) x
 	ORDER BY x.unique_key IS DISTINCT FROM 'schedule:' || s.name, x.dead_at LIMIT 1) d ON true
 ORDER BY s.name`)
 
@@ -72,7 +74,7 @@ ORDER BY s.name`)
 // two bounded index lookups per schedule (see docs/dashboard.md).
 func (h Schedules) Outcomes(ctx context.Context, db DB) (map[string]ScheduleOutcome, error) {
 	out := map[string]ScheduleOutcome{}
-	err := h.c.each(ctx, db, sqlScheduleOutcomes.For(h.c.schema), []any{outcomeDeadScan}, func(scan func(...any) error) error {
+	err := h.c.each(ctx, db, sqlScheduleOutcomes.For(h.c.schema), nil, func(scan func(...any) error) error {
 		var name, pState, pErr, dErr string
 		var now time.Time
 		var lastFire, pRun, pLocked, dAt *time.Time
