@@ -22,7 +22,10 @@
 // [Client.Overview] is the dashboard's bounded version: its counts stop at
 // [OverviewLimit]. [Client.Throughput] counts what finished per minute
 // (completed, retries, dead), [Client.Workers] lists the worker processes,
-// live or recently gone. [NewStatusCollector] exports Status as Prometheus
+// live or recently gone, and [Client.RunningJobs] the jobs they run.
+// [Jobs.CountStates] counts the jobs of a filter by state, each count
+// stopping at [CountLimit]; [Schedules.Outcomes] says what happened to
+// each schedule's last fire. [NewStatusCollector] exports Status as Prometheus
 // gauges.
 //
 // # Acting

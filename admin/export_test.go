@@ -21,6 +21,8 @@ func (c *Client) OverviewSQL() map[string][]any {
 		sqlTableStatus.For(c.schema):       nil,
 		sqlHorizon.For(c.schema):           nil,
 		sqlDeadGroups.For(c.schema):        {100, DeadGroupsScope},
+		sqlRunningJobs.For(c.schema):       {[]string{"00000000-0000-0000-0000-000000000001"}, MaxRunningJobs},
+		sqlScheduleOutcomes.For(c.schema):  nil,
 	}
 }
 
@@ -39,3 +41,9 @@ func (c *Client) WorkflowPagesSQL(workflow, job int64, created any, page []int64
 		"cancelled": {sqlWorkflowScan.For(c.schema), workflow, 1},
 	}
 }
+
+// CountSQL is the statement of Jobs.CountStates and CountSettings the
+// settings it runs with. For the plan tests.
+func (c *Client) CountSQL() string { return sqlCountStates.For(c.schema) }
+
+const CountSettings = sqlCountSettings

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +48,7 @@ type analyzed struct {
 	IndexName    string     `json:"Index Name"`
 	SharedHit    int64      `json:"Shared Hit Blocks"`
 	SharedRead   int64      `json:"Shared Read Blocks"`
+	TotalMs      float64    `json:"Actual Total Time"`
 	Plans        []analyzed `json:"Plans"`
 }
 
@@ -196,7 +200,53 @@ func TestOverviewPlans(t *testing.T) {
 	for sql, args := range c.OverviewSQL() {
 		plan := explainAnalyzeWith(t, ctx, pool, admin.BoundedSettings, "force_custom_plan", sql, args...)
 		name, _, _ := strings.Cut(strings.TrimSpace(sql), "\n")
-		t.Logf("%s: %d pages", name, plan.SharedHit+plan.SharedRead)
+		t.Logf("%s: %d pages in %.1f ms, indexes %v", name, plan.SharedHit+plan.SharedRead, plan.TotalMs, indexesOf(plan))
 		checkReadPlan(t, name, plan, 30_000)
 	}
 }
+
+// TestCountStatesPlans runs the counts of the jobs page (Jobs.CountStates)
+// against the same 1,000,000 jobs, for filters that narrow the index a
+// state is read by and filters that do not: no sequential scan, and each
+// state reads at most CountLimit (1,000) of its jobs, through the index
+// named in countStates.
+func TestCountStatesPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := million(t, pool)
+	c, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := int64(admin.CountLimit)
+	for _, tc := range []struct {
+		name string
+		args []any // queue, kind, tenant, serial key, error text, limit
+	}{
+		{"no filter", []any{"", "", "", "", "", limit}},
+		{"queue", []any{"mail", "", "", "", "", limit}},
+		{"kind", []any{"", "k3", "", "", "", limit}},
+		{"tenant and error", []any{"", "", "t42", "", "timeout", limit}},
+		{"serial key", []any{"", "", "", "acct-10", "", limit}},
+		{"everything", []any{"mail", "k1", "t1", "acct-1", "smtp", limit}},
+	} {
+		plan := explainAnalyzeWith(t, ctx, pool, admin.CountSettings, "force_custom_plan", c.CountSQL(), tc.args...)
+		t.Logf("%s: %d pages in %.1f ms, indexes %v", tc.name, plan.SharedHit+plan.SharedRead, plan.TotalMs, indexesOf(plan))
+		checkReadPlan(t, "counts, "+tc.name, plan, 60_000)
+	}
+}
+
+// indexesOf names the indexes a plan reads, history partitions' under
+// their parent's index name pattern.
+func indexesOf(plan analyzed) []string {
+	seen := map[string]bool{}
+	plan.walk(func(n analyzed) {
+		if n.IndexName != "" {
+			seen[historyPartition.ReplaceAllString(n.IndexName, "docket_jobs_done_*")] = true
+		}
+	})
+	return slices.Sorted(maps.Keys(seen))
+}
+
+var historyPartition = regexp.MustCompile(`^docket_jobs_done_\d{8}`)

@@ -22,10 +22,13 @@ type Overview struct {
 	// the list), workers, schedules no worker serves, the vacuum horizon,
 	// the relay's backlog and the warnings. Its queues carry Paused, Ready
 	// (up to Limit), Running, Lag (the age of the oldest job at the head
-	// of the queue, by claim order), Completed1m (from the latest Limit
-	// jobs completed in the last minute), Dead1h and DLQDelta24h (from the
-	// latest Limit jobs dead in the last 24 hours); their other counts are
-	// left zero. Unserved kinds are looked for among the first 1,000 ready
+	// of the queue, by claim order), Scheduled (from the next Limit
+	// scheduled jobs), Completed1m and Completed1h (from the latest Limit
+	// jobs completed in the last hour), Dead1h, DLQSize and DLQDelta24h
+	// (from the latest Limit dead jobs); their other counts are left
+	// zero. A queue's share of a window that stopped at Limit is a lower
+	// bound: Capped(Scheduled), Capped(Completed1h) and Capped(DLQ) say so
+	// for the totals, and so for every queue. Unserved kinds are looked for among the first 1,000 ready
 	// jobs of each queue, where jobs that no worker claims gather
 	// (UnservedKind.AtLeast says when more follow).
 	*Status
@@ -33,7 +36,8 @@ type Overview struct {
 	Limit int64
 	// Totals over every queue, each up to Limit: scheduled jobs, jobs
 	// waiting in a serial key's line, workflow jobs waiting for their
-	// parents, jobs completed in the last hour, and dead letters.
+	// parents, jobs completed in the last hour, and dead letters (the
+	// sums of the queues' Scheduled, Completed1h and DLQSize).
 	Scheduled, SerialWaiting, WorkflowWaiting, Completed1h, DLQ int64
 	// Completed1mCapped, Dead1hCapped and DLQDelta24hCapped report that
 	// the window every queue's Completed1m, Dead1h or DLQDelta24h is drawn
@@ -64,11 +68,19 @@ func (c *Client) eachBounded(ctx context.Context, db DB, sql string, args []any,
 
 var (
 	// sqlOverviewQueues lists the queues that have ready or running jobs,
-	// finished jobs in the last minute, dead jobs among the latest $1, a
-	// row in docket_queues or a live worker, with bounded counts; the last
-	// column is the queue's share of the latest $1 dead jobs (of 24 hours).
-	// Ready queues come from a skip scan of the claim index; a queue's lag
-	// from the head of each of its priorities.
+	// scheduled jobs among the next $1, finished jobs among the latest $1
+	// of the last hour, dead jobs among the latest $1, a row in
+	// docket_queues or a live worker, with bounded counts; the last
+	// column is the queue's share of the latest $1 dead jobs that died in
+	// the last 24 hours. Ready queues come from a skip scan of the claim
+	// index; a queue's lag from the head of each of its priorities. Each
+	// window is read once, through its index, and split by queue: the
+	// next scheduled jobs by run_at (docket_jobs_scheduled_idx), the
+	// latest finished ones by finished_at (docket_jobs_done_finished_idx,
+	// which includes the queue), the latest dead ones by dead_at
+	// (docket_jobs_dead_dead_at_idx). A window that held fewer than $1
+	// jobs holds all of them: the latest $1 dead jobs hold every job dead
+	// in the last 24 hours unless $1 died in them.
 	sqlOverviewQueues = pgsql.SQL(`WITH RECURSIVE ready(queue) AS (
 	SELECT min(queue) FROM {{schema}}.docket_jobs WHERE state = 'ready'
 	UNION ALL
@@ -77,15 +89,19 @@ var (
 ), running AS (
 	SELECT queue, count(*) AS n, count(*) FILTER (WHERE lease_until < now()) AS stuck
 	FROM {{schema}}.docket_jobs WHERE state = 'running' GROUP BY queue
-), done AS (
+), scheduled AS (
 	SELECT queue, count(*) AS n FROM (
-		SELECT queue FROM {{schema}}.docket_jobs_done
-		WHERE finished_at > now() - interval '1 minute' ORDER BY finished_at DESC LIMIT $1) d
+		SELECT queue FROM {{schema}}.docket_jobs WHERE state = 'scheduled' ORDER BY run_at LIMIT $1) s
+	GROUP BY queue
+), done AS (
+	SELECT queue, count(*) FILTER (WHERE finished_at > now() - interval '1 minute') AS n1m, count(*) AS n1h FROM (
+		SELECT queue, finished_at FROM {{schema}}.docket_jobs_done
+		WHERE finished_at > now() - interval '1 hour' ORDER BY finished_at DESC LIMIT $1) d
 	GROUP BY queue
 ), dead AS (
-	SELECT queue, count(*) FILTER (WHERE dead_at > now() - interval '1 hour') AS n1h, count(*) AS n24h FROM (
-		SELECT queue, dead_at FROM {{schema}}.docket_jobs_dead
-		WHERE dead_at > now() - interval '24 hours' ORDER BY dead_at DESC LIMIT $1) d
+	SELECT queue, count(*) FILTER (WHERE dead_at > now() - interval '1 hour') AS n1h,
+		count(*) FILTER (WHERE dead_at > now() - interval '24 hours') AS n24h, count(*) AS n FROM (
+		SELECT queue, dead_at FROM {{schema}}.docket_jobs_dead ORDER BY dead_at DESC LIMIT $1) d
 	GROUP BY queue
 ), removed AS (
 	SELECT queue, sum(n) AS n FROM {{schema}}.docket_dead_removed
@@ -94,6 +110,7 @@ var (
 ), names AS (
 	SELECT queue FROM ready WHERE queue IS NOT NULL
 	UNION SELECT queue FROM running
+	UNION SELECT queue FROM scheduled
 	UNION SELECT queue FROM done
 	UNION SELECT queue FROM dead
 	UNION SELECT name FROM {{schema}}.docket_queues
@@ -102,33 +119,33 @@ var (
 SELECT n.queue, coalesce(q.paused, false),
 	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs j
 		WHERE j.state = 'ready' AND j.queue = n.queue LIMIT $1) r),
-	coalesce(rn.n, 0),
+	coalesce(s.n, 0), coalesce(rn.n, 0),
 	coalesce(extract(epoch FROM now() - (
 		SELECT min(h.run_at) FROM generate_series(-10, 10) AS p(priority)
 		CROSS JOIN LATERAL (
 			SELECT j.run_at FROM {{schema}}.docket_jobs j
 			WHERE j.state = 'ready' AND j.queue = n.queue AND j.priority = p.priority
 			ORDER BY j.ready_seq LIMIT 1) h)), 0)::double precision,
-	coalesce(d.n, 0), coalesce(x.n1h, 0), (coalesce(x.n24h, 0) - coalesce(rm.n, 0))::bigint,
+	coalesce(d.n1m, 0), coalesce(d.n1h, 0), coalesce(x.n1h, 0), coalesce(x.n, 0),
+	(coalesce(x.n24h, 0) - coalesce(rm.n, 0))::bigint,
 	coalesce(rn.stuck, 0), coalesce(x.n24h, 0)
 FROM names n
 LEFT JOIN running rn ON rn.queue = n.queue
+LEFT JOIN scheduled s ON s.queue = n.queue
 LEFT JOIN done d ON d.queue = n.queue
 LEFT JOIN dead x ON x.queue = n.queue
 LEFT JOIN removed rm ON rm.queue = n.queue
 LEFT JOIN {{schema}}.docket_queues q ON q.name = n.queue
 ORDER BY n.queue`)
 
-	// sqlOverviewTotals counts, each up to $1, scheduled jobs, jobs in a
-	// serial key's line, workflow jobs waiting for their parents, jobs
-	// completed in the last hour and dead letters. Both kinds of waiting
+	// sqlOverviewTotals counts, each up to $1, jobs in a serial key's line
+	// and workflow jobs waiting for their parents. Both kinds of waiting
 	// have their own partial index; a workflow job has no serial key.
+	// (The totals of scheduled, completed and dead jobs are the sums of the
+	// queues' windows.)
 	sqlOverviewTotals = pgsql.SQL(`SELECT
-	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs WHERE state = 'scheduled' LIMIT $1) s),
 	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs WHERE state = 'waiting' AND serial_key IS NOT NULL LIMIT $1) w),
-	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs WHERE state = 'waiting' AND workflow_id IS NOT NULL LIMIT $1) f),
-	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs_done WHERE finished_at > now() - interval '1 hour' LIMIT $1) d),
-	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs_dead ORDER BY dead_at LIMIT $1) x)`)
+	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.docket_jobs WHERE state = 'waiting' AND workflow_id IS NOT NULL LIMIT $1) f)`)
 
 	// sqlOverviewUnserved finds, among the first $1 ready jobs of each
 	// queue in claim order, kinds that no live worker serves; the last
@@ -169,12 +186,14 @@ func (c *Client) Overview(ctx context.Context, db DB, th Thresholds) (*Overview,
 		var q QueueStatus
 		var lag float64
 		var stuck, n24h int64
-		if err := scan(&q.Queue, &q.Paused, &q.Ready, &q.Running, &lag, &q.Completed1m, &q.Dead1h, &q.DLQDelta24h, &stuck, &n24h); err != nil {
+		if err := scan(&q.Queue, &q.Paused, &q.Ready, &q.Scheduled, &q.Running, &lag, &q.Completed1m, &q.Completed1h,
+			&q.Dead1h, &q.DLQSize, &q.DLQDelta24h, &stuck, &n24h); err != nil {
 			return err
 		}
 		q.Lag = seconds(lag)
 		s.StuckCount += stuck
 		completed1m, dead1h, dead24h = completed1m+q.Completed1m, dead1h+q.Dead1h, dead24h+n24h
+		o.Scheduled, o.Completed1h, o.DLQ = o.Scheduled+q.Scheduled, o.Completed1h+q.Completed1h, o.DLQ+q.DLQSize
 		s.Queues = append(s.Queues, q)
 		return nil
 	})
@@ -182,9 +201,9 @@ func (c *Client) Overview(ctx context.Context, db DB, th Thresholds) (*Overview,
 		return nil, err
 	}
 	o.Completed1mCapped, o.Dead1hCapped, o.DLQDelta24hCapped = o.Capped(completed1m), o.Capped(dead1h), o.Capped(dead24h)
-	s.caps = countCaps{ready: o.Limit, dlqDelta: o.DLQDelta24hCapped}
+	s.caps = countCaps{ready: o.Limit, dlqDelta: o.DLQDelta24hCapped, dlqSize: o.Capped(o.DLQ)}
 	err = c.eachBounded(ctx, db, sqlOverviewTotals.For(c.schema), []any{o.Limit}, func(scan func(...any) error) error {
-		return scan(&o.Scheduled, &o.SerialWaiting, &o.WorkflowWaiting, &o.Completed1h, &o.DLQ)
+		return scan(&o.SerialWaiting, &o.WorkflowWaiting)
 	})
 	if err != nil {
 		return nil, err

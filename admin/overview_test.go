@@ -8,6 +8,7 @@ import (
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
 )
 
@@ -79,7 +80,7 @@ func TestOverviewWarningsSayAtLeast(t *testing.T) {
 		t.Errorf("capped windows: dead 1h %v, dlq delta %v, completed 1m %v; want true, true, false",
 			o.Dead1hCapped, o.DLQDelta24hCapped, o.Completed1mCapped)
 	}
-	if w, ok := warning(o.Status, admin.WarnDLQGrowing, "failing"); !ok || w.Message != "queue failing: dead-letter queue grew by at least 10,000 in 24h" {
+	if w, ok := warning(o.Status, admin.WarnDLQGrowing, "failing"); !ok || w.Message != "queue failing: dead-letter queue grew by at least 10,000 in 24h to at least 10,000" {
 		t.Errorf("overview dlq warning: %q", w.Message)
 	}
 	if w, ok := warning(b.status(t, admin.Thresholds{}), admin.WarnDLQGrowing, "failing"); !ok || w.Message != "queue failing: dead-letter queue grew by 10,001 in 24h to 10,001" {
@@ -92,5 +93,50 @@ func TestOverviewWarningsSayAtLeast(t *testing.T) {
 	}
 	if o := b.overview(t); len(o.Unserved) != 0 {
 		t.Errorf("unserved with a live worker: %+v", o.Unserved)
+	}
+}
+
+// Each queue's row carries what docs/dashboard.md promises: scheduled,
+// done in the last minute and hour, dead in the last hour and its dead
+// letters (of any age), with totals that are their sums.
+func TestOverviewQueueColumns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.EnqueueN(t, 3, enqueue.Opts{Queue: "mail", Delay: time.Hour})
+	b.EnqueueN(t, 2, enqueue.Opts{Queue: "mail"})
+	b.EnqueueN(t, 4, enqueue.Opts{})
+	worker := uuid.New()
+	done := b.Claim(t, worker, 4, time.Minute)
+	if _, err := b.Q.Complete(b.Ctx, b.Pool, worker, jobtest.RunsOf(done), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Two of the four finished 30 minutes ago: in the hour, not the minute.
+	b.exec(t, "UPDATE "+b.Table("docket_jobs_done")+" SET finished_at = now() - interval '30 minutes' WHERE id = ANY($1)",
+		[]int64{done[0].ID, done[1].ID})
+	old := b.deadN(t, 5, enqueue.Opts{Queue: "bounce"}, "550 no such user")
+	// Three of the five died two days ago: dead letters, not dead in 1h.
+	b.exec(t, "UPDATE "+b.Table("docket_jobs_dead")+" SET dead_at = now() - interval '2 days' WHERE id = ANY($1)", old[:3])
+
+	o := b.overview(t)
+	type row struct{ ready, scheduled, done1m, done1h, dead1h, dlq int64 }
+	for name, want := range map[string]row{
+		"mail":    {ready: 2, scheduled: 3},
+		"default": {done1m: 2, done1h: 4},
+		"bounce":  {dead1h: 2, dlq: 5},
+	} {
+		q := queueOf(t, o.Status, name)
+		if got := (row{q.Ready, q.Scheduled, q.Completed1m, q.Completed1h, q.Dead1h, q.DLQSize}); got != want {
+			t.Errorf("queue %s: %+v, want %+v", name, got, want)
+		}
+	}
+	if o.Scheduled != 3 || o.Completed1h != 4 || o.DLQ != 5 {
+		t.Errorf("totals: %d scheduled, %d completed 1h, %d dead letters; want 3, 4, 5", o.Scheduled, o.Completed1h, o.DLQ)
+	}
+}
+
+func (b *bundle) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := b.Pool.Exec(b.Ctx, sql, args...); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -94,6 +94,8 @@ type countCaps struct {
 	ready int64
 	// dlqDelta: every queue's DLQDelta24h came from a window that stopped.
 	dlqDelta bool
+	// dlqSize: every queue's DLQSize came from a window that stopped.
+	dlqSize bool
 }
 
 // QueueStatus is one queue's backlog, lag and throughput.
@@ -509,9 +511,13 @@ func (s *Status) check(th Thresholds) []Warning {
 			if s.caps.dlqDelta {
 				grew = "at least " + grew
 			}
+			size := plural.Number(q.DLQSize)
+			if s.caps.dlqSize {
+				size = "at least " + size
+			}
 			if q.DLQSize > 0 {
-				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %s in 24h to %s", q.Queue, grew, plural.Number(q.DLQSize))
-			} else { // an Overview, which does not count each queue's dead letters
+				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %s in 24h to %s", q.Queue, grew, size)
+			} else {
 				add(WarnDLQGrowing, q.Queue, "queue %s: dead-letter queue grew by %s in 24h", q.Queue, grew)
 			}
 		}

@@ -6,10 +6,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/docketq/docket/dashboard"
+	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/jobfill"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -59,6 +62,7 @@ func BenchmarkPages(b *testing.B) {
 		if err := jobfill.Workflows(ctx, pool, schema, 40_000); err != nil {
 			b.Fatal(err)
 		}
+		seedSchedulesAndWorkers(b, ctx, pool, schema)
 	}
 	// httptest.NewRequest addresses example.com: allow it past the Host check.
 	h, err := dashboard.Handler(pool, dashboard.Config{Schema: schema, AllowedHosts: []string{"example.com"}})
@@ -75,6 +79,9 @@ func BenchmarkPages(b *testing.B) {
 		{"jobs_running", "/jobs?state=running"},
 		{"jobs_dead_by_error", "/jobs?state=dead&error=signature+3"},
 		{"jobs_completed", "/jobs?state=completed"},
+		{"jobs_kind_counted", "/jobs?kind=k3"},
+		{"jobs_tenant_error_counted", "/jobs?tenant=t42&error=timeout"},
+		{"jobs_serial_key_counted", "/jobs?serial_key=acct-10"},
 		{"job", "/jobs/500000"},
 		{"dead_groups", "/dead"},
 		{"dead_live", "/dead?live=1"},
@@ -117,4 +124,34 @@ func BenchmarkPages(b *testing.B) {
 			}
 		}
 	})
+}
+
+// seedSchedulesAndWorkers adds what jobfill leaves out for the schedules
+// and workers pages: 1,000 schedules that have fired (of jobfill's kinds,
+// whose dead letters their last outcome looks among) and 10 live worker
+// processes of 100 slots, each running 100 of jobfill's running jobs.
+func seedSchedulesAndWorkers(b *testing.B, ctx context.Context, pool *pgxpool.Pool, schema string) {
+	b.Helper()
+	q, err := queue.New(schema, queue.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO "`+schema+`".docket_schedules (name, spec, kind, queue, payload, next_fire, last_fire)
+SELECT 'report-' || i, '@hourly', 'k' || i % 10, 'reports', '{}', now() + interval '30 minutes', now() - interval '30 minutes'
+FROM generate_series(1, 1000) i`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 10 {
+		id := uuid.New()
+		if err := q.RegisterWorker(ctx, pool, queue.WorkerInfo{ID: id, Host: "bench", PID: 1, Kinds: []string{"k1"}, Queues: []string{"mail"}, Slots: 100, TTL: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+		_, err := pool.Exec(ctx, `UPDATE "`+schema+`".docket_jobs SET locked_by = $1 WHERE id IN (
+	SELECT id FROM "`+schema+`".docket_jobs WHERE state = 'running'
+		AND locked_by NOT IN (SELECT id FROM "`+schema+`".docket_workers) LIMIT 100)`, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/admin"
+	"github.com/google/uuid"
 )
 
 // overviewData is the overview: queues, warnings, totals. Its counts come
@@ -42,11 +43,17 @@ func (d *dash) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, "overview", view{Title: "Overview", Nav: "overview", Data: data})
 }
 
-// jobsData is the jobs page: the filter as given and one page.
+// jobsData is the jobs page: the filter as given, the counts of its jobs
+// by state, and one page.
 type jobsData struct {
 	Filter admin.JobFilter
 	States []string
 	Page   admin.JobPage
+	// Counts are the filter's jobs by state (admin.Jobs.CountStates), each
+	// with the link to its list; Live is the card of every live job, their
+	// sum (what the list shows without a state).
+	Counts []countCard
+	Live   countCard
 	// NextURL is the link to the next page; Self the page itself (for the
 	// actions to return to).
 	NextURL, Self string
@@ -84,8 +91,14 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "listing jobs", err)
 		return
 	}
+	counts, err := d.ops.Jobs().CountStates(r.Context(), d.pool, f)
+	if err != nil {
+		d.internal(w, r, "counting jobs", err)
+		return
+	}
 	data := jobsData{Filter: f, Page: page, Self: r.URL.Path + "?" + r.URL.RawQuery,
 		States: admin.JobStates()}
+	data.Counts, data.Live = countCards(r.URL.Query(), f.State, counts)
 	if page.Next != 0 {
 		q := r.URL.Query()
 		q.Set("after", strconv.FormatInt(page.Next, 10))
@@ -93,6 +106,49 @@ func (d *dash) jobs(w http.ResponseWriter, r *http.Request) {
 		data.NextURL = "jobs?" + q.Encode()
 	}
 	d.render(w, r, "jobs", view{Title: "Jobs", Nav: "jobs", Data: data})
+}
+
+// countCard is one count of the jobs page: a state's jobs (or every live
+// job's, State empty), with "+" when the count stopped (More), linking to
+// the list of those jobs.
+type countCard struct {
+	State   string
+	N       int64
+	More    bool
+	URL     string
+	Current bool // the list shows these jobs now
+}
+
+// countCards makes the jobs page's cards from the counts of the filter in
+// query q (whose state is current): one per state, and the live jobs'
+// total. Each links to the list of the filter with its state, from the
+// first page.
+func countCards(q url.Values, current string, counts []admin.StateCount) ([]countCard, countCard) {
+	link := func(state string) string {
+		l := url.Values{}
+		for _, k := range filterFields {
+			if v := q.Get(k); v != "" && k != "state" {
+				l.Set(k, v)
+			}
+		}
+		if state != "" {
+			l.Set("state", state)
+		}
+		if len(l) == 0 {
+			return "jobs"
+		}
+		return "jobs?" + l.Encode()
+	}
+	live := countCard{URL: link(""), Current: current == ""}
+	cards := make([]countCard, 0, len(counts))
+	for _, c := range counts {
+		cards = append(cards, countCard{State: c.State, N: c.N, More: c.More, URL: link(c.State), Current: c.State == current})
+		if c.State != admin.StateDead && c.State != admin.StateCompleted {
+			live.N += c.N
+			live.More = live.More || c.More
+		}
+	}
+	return cards, live
 }
 
 // jobData is the job page.
@@ -170,19 +226,42 @@ func (d *dash) dead(w http.ResponseWriter, r *http.Request) {
 		Tasks: d.taskTable(r, time.Minute, "/dead")}})
 }
 
+// scheduleRow is a schedule on the schedules page, with what happened to
+// the run of its last fire.
+type scheduleRow struct {
+	admin.ScheduleInfo
+	Last admin.ScheduleOutcome
+}
+
 func (d *dash) schedules(w http.ResponseWriter, r *http.Request) {
 	list, err := d.ops.Schedules().List(r.Context(), d.pool)
 	if err != nil {
 		d.internal(w, r, "listing schedules", err)
 		return
 	}
-	d.render(w, r, "schedules", view{Title: "Schedules", Nav: "schedules", Data: list})
+	outcomes, err := d.ops.Schedules().Outcomes(r.Context(), d.pool)
+	if err != nil {
+		d.internal(w, r, "reading the schedules' last runs", err)
+		return
+	}
+	rows := make([]scheduleRow, len(list))
+	for i, s := range list {
+		rows[i] = scheduleRow{ScheduleInfo: s, Last: outcomes[s.Name]}
+	}
+	d.render(w, r, "schedules", view{Title: "Schedules", Nav: "schedules", Data: rows})
 }
 
-// workersData is the workers page: the presence table as read at At.
+// workersData is the workers page: the presence table and the live
+// workers' running jobs as read at At.
 type workersData struct {
-	Workers []admin.WorkerStatus
+	Workers []workerRow
 	At      time.Time
+}
+
+// workerRow is a worker process with the jobs it runs now (live ones only).
+type workerRow struct {
+	admin.WorkerStatus
+	Running []admin.RunningJob
 }
 
 func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +270,26 @@ func (d *dash) workers(w http.ResponseWriter, r *http.Request) {
 		d.internal(w, r, "reading the workers", err)
 		return
 	}
-	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: list, At: time.Now()}})
+	var live []uuid.UUID
+	for _, wk := range list {
+		if wk.Live {
+			live = append(live, wk.ID)
+		}
+	}
+	running, err := d.ops.RunningJobs(r.Context(), d.pool, live)
+	if err != nil {
+		d.internal(w, r, "reading the running jobs", err)
+		return
+	}
+	by := map[uuid.UUID][]admin.RunningJob{}
+	for _, j := range running {
+		by[j.Worker] = append(by[j.Worker], j)
+	}
+	rows := make([]workerRow, len(list))
+	for i, wk := range list {
+		rows[i] = workerRow{WorkerStatus: wk, Running: by[wk.ID]}
+	}
+	d.render(w, r, "workers", view{Title: "Workers", Nav: "workers", Data: workersData{Workers: rows, At: time.Now()}})
 }
 
 // indentJSON indents a payload for the job page as stored: no \u003c

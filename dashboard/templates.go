@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/plural"
 )
 
@@ -57,6 +58,10 @@ var funcs = template.FuncMap{
 	},
 	"clip":  clipError,
 	"asset": assetURL,
+	// since is how long ago t was.
+	"since": time.Since,
+	// countLimit is where the jobs page's counts stop.
+	"countLimit": func() int64 { return admin.CountLimit },
 	// add sums two coordinates of the workflow graph.
 	"add": func(a, b int) int { return a + b },
 	// indent indents a JSON payload as the job page does.

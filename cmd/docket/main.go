@@ -373,7 +373,7 @@ func envBool(name string) bool {
 func (d *dbFlags) registerSchema(fs *flag.FlagSet) {
 	schema := os.Getenv("DOCKET_SCHEMA")
 	if schema == "" {
-		schema = "public"
+		schema = pgsql.DefaultSchema
 	}
 	fs.StringVar(&d.schema, "schema", schema, "schema that holds Docket's tables; $DOCKET_SCHEMA sets the default")
 }

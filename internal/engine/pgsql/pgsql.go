@@ -28,12 +28,17 @@ var ErrInvalidSchema = errors.New("docket: invalid schema name")
 // hold them, do not exist.
 var ErrNotMigrated = errors.New("docket: tables not found: run `docket migrate up`")
 
+// DefaultSchema is the schema of Docket's tables when none is named: in
+// every Config, migrate.New and the CLI's --schema. Documentation that
+// states it is checked against it (TestDocsStateTheDefaultSchema).
+const DefaultSchema = "public"
+
 // Schema returns the schema to use for name: "public" when it is empty, an
 // ErrInvalidSchema error when it is not a plain lower-case identifier of at
 // most MaxSchemaLen bytes.
 func Schema(name string) (string, error) {
 	if name == "" {
-		return "public", nil
+		return DefaultSchema, nil
 	}
 	if len(name) > MaxSchemaLen {
 		return "", fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidSchema, len(name), MaxSchemaLen)
