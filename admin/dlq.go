@@ -380,7 +380,11 @@ func (c *Client) replayIDs(ctx context.Context, db DB, ids []int64, o ReplayOpti
 		got := map[int64]bool{}
 		var queues []string
 		seen := map[string]bool{}
-		err := c.each(ctx, db, sqlReplay.For(c.schema), []any{chunk}, func(scan func(...any) error) error {
+		// A batch runs to its end once started: cancelling ctx stops the
+		// replay between batches, never while a statement may already have
+		// committed, so the result counts every job that was replayed.
+		run := context.WithoutCancel(ctx)
+		err := c.each(run, db, sqlReplay.For(c.schema), []any{chunk}, func(scan func(...any) error) error {
 			var id int64
 			var q string
 			if err := scan(&id, &q); err != nil {
@@ -404,7 +408,7 @@ func (c *Client) replayIDs(ctx context.Context, db DB, ids []int64, o ReplayOpti
 			}
 		}
 		if len(queues) > 0 {
-			if err := c.notify(ctx, db, queues); err != nil {
+			if err := c.notify(run, db, queues); err != nil {
 				return res, err
 			}
 		}
