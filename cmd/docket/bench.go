@@ -24,6 +24,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
 	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
 	{bench.ScenarioWorkflows, "--jobs workflows (default 10,000; 2,000 under all) of a 3-step chain, each step recording a result its child reads; steps/s against as many no-op jobs"},
+	{bench.ScenarioSerial, "--jobs jobs (at most 20,000 under all) round robin over --keys serial keys, handlers sleeping --handler-time; jobs/s, hand-off p50/p99 and the ratio to as many jobs without keys"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
@@ -82,6 +83,8 @@ func benchFlags(fs *flag.FlagSet) action {
 	limitTenants := fs.Int("limit-tenants", bench.DefaultLimitTenants, "flowcontrol: tenants the limited jobs are spread over")
 	limitVariants := fs.String("limit-variants", strings.Join(bench.LimitVariants, ","), "flowcontrol: the variants to run, comma-separated")
 	limitedSleep := fs.Bool("limited-sleep", false, "flowcontrol: limited handlers sleep --handler-min to --handler-max (default: they return at once)")
+	keys := fs.Int("keys", bench.DefaultSerialKeys, "serial: serial keys the jobs are spread over")
+	handlerTime := fs.Duration("handler-time", 0, "serial: how long each handler sleeps")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
@@ -96,7 +99,7 @@ func benchFlags(fs *flag.FlagSet) action {
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
 			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,
-			"--limit-running": *limitRunning, "--limit-tenants": *limitTenants} {
+			"--limit-running": *limitRunning, "--limit-tenants": *limitTenants, "--keys": *keys} {
 			if v < 1 {
 				return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
 			}
@@ -112,6 +115,9 @@ func benchFlags(fs *flag.FlagSet) action {
 		}
 		if !(*limitedShare > 0 && *limitedShare <= 1) {
 			return fmt.Errorf("%w: --limited-share must be more than 0 and at most 1, got %v", errUsage, *limitedShare)
+		}
+		if *handlerTime < 0 {
+			return fmt.Errorf("%w: --handler-time must be 0 (none) or more, got %s", errUsage, *handlerTime)
 		}
 		for name, d := range map[string]time.Duration{"--duration": *duration, "--baseline": *baseline, "--held": *held, "--recovery": *recovery, "--window": *window} {
 			if d <= 0 {
@@ -139,6 +145,7 @@ func benchFlags(fs *flag.FlagSet) action {
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window, HeldLimitedRate: *heldLimitedRate,
 			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants, LimitedSleep: *limitedSleep, LimitVariants: strings.Split(*limitVariants, ","),
+			SerialKeys: *keys, SerialHandler: *handlerTime,
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 			Progress: errOut, ProgressBar: isTerminal(errOut),
 		})

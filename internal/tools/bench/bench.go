@@ -47,12 +47,16 @@ const (
 	// a result that the next reads, and compares the steps per second with
 	// the same number of no-op jobs drained by the same worker.
 	ScenarioWorkflows = "workflows"
+	// ScenarioSerial drains jobs spread over Config.SerialKeys serial keys
+	// and reports the hand-off from one job of a key to the next, and the
+	// rate against the same number of jobs without keys.
+	ScenarioSerial = "serial"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
 	ScenarioAll = "all"
 )
 
 // Scenarios lists the scenarios in the order ScenarioAll runs them.
-var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioSustained, ScenarioIdle, ScenarioWorkflows}
+var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioSustained, ScenarioIdle, ScenarioWorkflows, ScenarioSerial}
 
 // Defaults of Config's zero values.
 const (
@@ -160,6 +164,12 @@ type Config struct {
 	// LimitVariants are the flowcontrol variants to run, in order, each
 	// one of LimitVariants. Empty means all of them.
 	LimitVariants []string
+	// SerialKeys is how many serial keys the serial scenario spreads its
+	// jobs over, round robin. Zero means DefaultSerialKeys (20).
+	SerialKeys int
+	// SerialHandler is how long each handler of the serial scenario (and
+	// of its drain without keys) sleeps. Zero means not at all.
+	SerialHandler time.Duration
 	// DisableHistory deletes completed jobs instead of moving them to the
 	// history table (docket.Config.DisableHistory).
 	DisableHistory bool
@@ -213,13 +223,14 @@ func New(cfg Config) (*Runner, error) {
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes, "held-limited-rate": cfg.HeldLimitedRate,
-		"limit-rate": cfg.LimitRate, "limit-running": cfg.LimitRunning, "limit-tenants": cfg.LimitTenants} {
+		"limit-rate": cfg.LimitRate, "limit-running": cfg.LimitRunning, "limit-tenants": cfg.LimitTenants,
+		"keys": cfg.SerialKeys} {
 		if v < 0 {
 			return bad("negative %s %d", name, v)
 		}
 	}
 	for name, d := range map[string]time.Duration{"duration": cfg.Duration, "baseline": cfg.Baseline, "held": cfg.Held, "recovery": cfg.Recovery, "window": cfg.Window,
-		"handler-min": cfg.HandlerMin, "handler-max": cfg.HandlerMax} {
+		"handler-min": cfg.HandlerMin, "handler-max": cfg.HandlerMax, "handler-time": cfg.SerialHandler} {
 		if d < 0 {
 			return bad("negative %s %s", name, d)
 		}
@@ -259,6 +270,7 @@ func New(cfg Config) (*Runner, error) {
 			return bad("flowcontrol variant %q is none of %s", v, strings.Join(LimitVariants, ", "))
 		}
 	}
+	def(&cfg.SerialKeys, DefaultSerialKeys)
 	if cfg.LimitedShare < 0 || cfg.LimitedShare > 1 {
 		return bad("limited share %v outside 0..1", cfg.LimitedShare)
 	}
@@ -334,6 +346,8 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res, err = r.limit(ctx, db)
 		case ScenarioWorkflows:
 			res, err = r.workflows(ctx, db)
+		case ScenarioSerial:
+			res, err = r.serial(ctx, db)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)

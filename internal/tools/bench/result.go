@@ -12,7 +12,7 @@ import (
 // "scenario", "history" and "notify" first.
 type Result struct {
 	// Scenario is the scenario measured: insert, drain, sustained, idle,
-	// workflows, handlers, limit, heldxmin or flowcontrol.
+	// workflows, serial, handlers, limit, heldxmin or flowcontrol.
 	Scenario string
 	// History reports whether finished jobs were kept in history (JSON
 	// "history": "on" or "off").
@@ -25,9 +25,12 @@ type Result struct {
 	Jobs int
 	// Workflows is how many chains of three steps ran (workflows).
 	Workflows int
-	// PlainPerSec is the rate of as many no-op jobs as steps, drained by
-	// the same worker configuration in the same run (workflows; the JSON
-	// adds fraction_of_plain, JobsPerSec / PlainPerSec).
+	// Keys is how many serial keys the jobs were spread over (serial).
+	Keys int
+	// PlainPerSec is the rate of as many no-op jobs as steps (workflows),
+	// or as many jobs without serial keys (serial), drained by the same
+	// worker configuration in the same run (the JSON adds
+	// fraction_of_plain, JobsPerSec / PlainPerSec).
 	PlainPerSec float64
 	// Batch is the jobs per transaction (insert).
 	Batch int
@@ -51,7 +54,9 @@ type Result struct {
 	// AchievedRate is the committed jobs per second over the duration
 	// (sustained).
 	AchievedRate float64
-	// Latency is the commit-to-handler-start latency (sustained, idle).
+	// Latency is the commit-to-handler-start latency (sustained, idle), or
+	// the hand-off from the end of one job's handler to the start of the
+	// next of its serial key (serial).
 	Latency Latency
 	// Phase is the heldxmin window's phase: baseline, held or recovery.
 	Phase string
@@ -72,7 +77,8 @@ type Result struct {
 	DeadTuples int64
 	// HandlerMin and HandlerMax bound the handlers' sleep; Bound is the
 	// slots divided by the mean handler time, in jobs/s (handlers; the
-	// JSON adds fraction_of_bound, JobsPerSec / Bound).
+	// JSON adds fraction_of_bound, JobsPerSec / Bound). HandlerMin alone is
+	// every handler's sleep (serial).
 	HandlerMin, HandlerMax time.Duration
 	Bound                  float64
 	// LimitPerSec is what PostgreSQL itself did in the same run: the
@@ -159,6 +165,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioWorkflows:
 		f = append(f, field{"workflows", r.Workflows}, field{"steps", r.Jobs}, field{"workers", r.Workers},
 			field{"seconds", round(r.Seconds, 3)}, field{"steps_per_sec", round(r.JobsPerSec, 1)},
+			field{"plain_jobs_per_sec", round(r.PlainPerSec, 1)}, field{"fraction_of_plain", fraction(r.JobsPerSec, r.PlainPerSec)})
+	case ScenarioSerial:
+		f = append(f, field{"jobs", r.Jobs}, field{"keys", r.Keys}, field{"workers", r.Workers},
+			field{"handler_ms", ms(r.HandlerMin)}, field{"seconds", round(r.Seconds, 3)},
+			field{"jobs_per_sec", round(r.JobsPerSec, 1)},
+			field{"handoff_p50_ms", ms(r.Latency.P50)}, field{"handoff_p95_ms", ms(r.Latency.P95)},
+			field{"handoff_p99_ms", ms(r.Latency.P99)}, field{"handoff_max_ms", ms(r.Latency.Max)},
 			field{"plain_jobs_per_sec", round(r.PlainPerSec, 1)}, field{"fraction_of_plain", fraction(r.JobsPerSec, r.PlainPerSec)})
 	case ScenarioHandlers:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},

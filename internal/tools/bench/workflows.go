@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/docketq/docket"
 	"github.com/docketq/docket/handlers"
@@ -100,7 +101,7 @@ func (r *Runner) workflows(ctx context.Context, db *pgxpool.Pool) (Result, error
 	}
 	res := Result{Jobs: n, Workflows: w, Workers: r.cfg.Workers, Seconds: elapsed.Seconds(),
 		JobsPerSec: float64(n) / elapsed.Seconds(), CPU: timed.cpu(n)}
-	if res.PlainPerSec, err = r.plainDrain(ctx, db, n); err != nil {
+	if res.PlainPerSec, err = r.plainDrain(ctx, db, n, ScenarioWorkflows, 0); err != nil {
 		return Result{}, fmt.Errorf("plain jobs: %w", err)
 	}
 	return res, nil
@@ -162,25 +163,29 @@ feed:
 }
 
 // plainDrain fills a fresh schema with n no-op jobs and times the same
-// worker draining them, in jobs per second.
-func (r *Runner) plainDrain(ctx context.Context, db *pgxpool.Pool, n int) (float64, error) {
-	e, err := r.setup(ctx, db, ScenarioWorkflows+" (plain jobs)")
+// worker draining them, in jobs per second: the comparison of scenario,
+// whose handlers sleep for sleep (0: not at all).
+func (r *Runner) plainDrain(ctx context.Context, db *pgxpool.Pool, n int, scenario string, sleep time.Duration) (float64, error) {
+	e, err := r.setup(ctx, db, scenario+" (plain jobs)")
 	defer e.drop()
 	if err != nil {
 		return 0, err
 	}
-	if err := e.backlog(ctx, n, ScenarioWorkflows+" (plain jobs)", nil); err != nil {
+	if err := e.backlog(ctx, n, scenario+" (plain jobs)", nil); err != nil {
 		return 0, err
 	}
 	var ran atomic.Int64
 	prog := r.progress("plain jobs", int64(n))
-	timed, err := r.startTimed(ctx, db, ScenarioWorkflows+"-plain", nil)
+	timed, err := r.startTimed(ctx, db, scenario+"-plain", nil)
 	if err != nil {
 		prog.finish()
 		return 0, err
 	}
 	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
 		return e.worker(ctx, func(context.Context, *handlers.Job[noop]) error {
+			if sleep > 0 {
+				time.Sleep(sleep)
+			}
 			ran.Add(1)
 			prog.add(1)
 			return nil
