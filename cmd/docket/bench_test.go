@@ -35,6 +35,8 @@ func TestBenchAll(t *testing.T) {
 		"idle": {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"workflows": {"workflows", "steps", "workers", "seconds", "steps_per_sec", "plain_jobs_per_sec", "fraction_of_plain",
 			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+		"serial": {"jobs", "keys", "workers", "handler_ms", "seconds", "jobs_per_sec", "handoff_p50_ms", "handoff_p99_ms",
+			"plain_jobs_per_sec", "fraction_of_plain", "bench_cpu_s_per_1k"},
 	}
 	seen := map[string]map[string]any{}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
@@ -72,6 +74,13 @@ func TestBenchAll(t *testing.T) {
 	if w := seen["workflows"]; w != nil && (num("workflows", "workflows") != 2000 || num("workflows", "steps") != 6000 ||
 		num("workflows", "steps_per_sec") <= 0 || num("workflows", "plain_jobs_per_sec") <= 0) {
 		t.Errorf("workflows: %v", w)
+	}
+	// The serial scenario ran every job, over its 20 default keys, and
+	// measured their hand-offs.
+	if sr := seen["serial"]; sr != nil && (num("serial", "jobs") != 2000 || num("serial", "keys") != 20 ||
+		num("serial", "jobs_per_sec") <= 0 || num("serial", "handoff_p50_ms") <= 0 ||
+		num("serial", "handoff_p99_ms") < num("serial", "handoff_p50_ms") || num("serial", "plain_jobs_per_sec") <= 0) {
+		t.Errorf("serial: %v", sr)
 	}
 	for _, s := range []string{"insert", "drain"} {
 		if seen[s] == nil {
@@ -122,8 +131,8 @@ func TestBenchAll(t *testing.T) {
 
 	// Every scenario named its schema on stderr, and none is left.
 	named := regexp.MustCompile(`schema (docket_bench_[0-9a-f]+)`).FindAllStringSubmatch(errOut.String(), -1)
-	if len(named) != 9 {
-		t.Errorf("stderr names %d bench schemas, want 9 (insert measures two limits and drain one, workflows its plain jobs, in schemas of their own):\n%s", len(named), errOut.String())
+	if len(named) != 11 {
+		t.Errorf("stderr names %d bench schemas, want 11 (insert measures two limits and drain one, workflows and serial their plain jobs, in schemas of their own):\n%s", len(named), errOut.String())
 	}
 	// Only this run's schemas: TestBenchHeldXmin may hold one of its own
 	// at this moment.
@@ -201,6 +210,8 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "flowcontrol", "--limit-rate", "0"}, 2, "--limit-rate must be at least 1"},
 		{[]string{"bench", "--scenario", "flowcontrol", "--limit-variants", "rate,fast"}, 2, `flowcontrol variant "fast" is none of none, idle, concurrency, rate`},
 		{[]string{"bench", "--scenario", "heldxmin", "--held-limited-rate", "-1"}, 2, "--held-limited-rate must be 0"},
+		{[]string{"bench", "--scenario", "serial", "--keys", "0"}, 2, "--keys must be at least 1"},
+		{[]string{"bench", "--scenario", "serial", "--handler-time", "-1ms"}, 2, "--handler-time must be 0"},
 		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
 			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},
 	}

@@ -27,6 +27,15 @@
 //     (Job.ParentResult). Then as many no-op jobs as steps are drained the
 //     same way in a fresh schema, and the steps per second are reported
 //     against them (fraction_of_plain).
+//   - serial: Config.Jobs jobs (at most AllSerialJobs under all) spread
+//     round robin over Config.SerialKeys serial keys, enqueued from one
+//     connection (not timed); then a worker is timed until every job ran,
+//     each handler sleeping Config.SerialHandler and recording its start
+//     and end. The hand-off percentiles are taken from those records: from
+//     the end of one job of a key to the start of the next. The run fails
+//     if a key's jobs overlapped, ran out of order or ran twice. Then as
+//     many jobs without keys are drained the same way in a fresh schema,
+//     and the rate is reported against them (fraction_of_plain).
 //   - flowcontrol: drain's measurement four times, each in a fresh schema,
 //     with a backlog of which Config.LimitedShare is a second kind
 //     (bench.limited, spread over Config.LimitTenants tenants): with no
