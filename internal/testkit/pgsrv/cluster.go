@@ -53,8 +53,7 @@ func StartCluster(ctx context.Context) (_ *Cluster, err error) {
 	if c.attr, err = asServerUser(dir); err != nil {
 		return nil, err
 	}
-	if err := c.run(ctx, "initdb", "-D", c.dataDir(), "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+	if err := c.initData(ctx); err != nil {
 		return nil, err
 	}
 	// Picking a free port and binding it later races with other processes;

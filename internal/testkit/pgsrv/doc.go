@@ -28,7 +28,10 @@
 // the server log (postgres.log) and the unix socket. It listens on 127.0.0.1
 // on a free TCP port, trusts every local connection, runs with fsync=off and
 // full_page_writes=off (test data is disposable) and max_connections=200.
-// [Cluster.Stop] stops it and removes the directory.
+// [Cluster.Stop] stops it and removes the directory. Its data directory is
+// a copy of a template that initdb made once for the same binaries and is
+// kept in the system's temporary directory (docket-pg-template-*), as a
+// copy takes a fraction of initdb's seconds.
 //
 // initdb, pg_ctl and postgres refuse to run as root. When the calling process
 // is root, they run as the OS user postgres (or nobody, if there is no

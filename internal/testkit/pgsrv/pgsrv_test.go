@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +144,46 @@ func TestCluster(t *testing.T) {
 	if err := c.Restart(ctx); err == nil {
 		t.Error("Restart after Stop succeeded")
 	}
+}
+
+// Clusters start from one template data directory, made by initdb once
+// for these binaries: two clusters have the template's system identifier,
+// which initdb draws anew each time it runs.
+func TestClustersStartFromTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var ids []uint64
+	for range 2 {
+		c, err := StartCluster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Stop() })
+		var id uint64
+		if err := connect(t, c.URL()).QueryRow(ctx, "SELECT system_identifier FROM pg_control_system()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("system identifiers %d and %d: the clusters were not copied from one template", ids[0], ids[1])
+	}
+	key, err := templateKey(mustBinaries(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data := filepath.Join(os.TempDir(), "docket-pg-template-"+key, "data"); !isDataDir(data) {
+		t.Errorf("no template data directory at %s", data)
+	}
+}
+
+func mustBinaries(t *testing.T) string {
+	t.Helper()
+	bin, err := findBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 func TestWithDatabase(t *testing.T) {
