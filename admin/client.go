@@ -31,6 +31,7 @@ type Config struct {
 type Client struct {
 	schema string
 	list   map[string]string // Jobs.List's statement per state
+	floor  map[string]string // and the one that bounds a filtered page
 	events *outbox.Client    // the relay's backlog, in Status
 }
 
@@ -45,7 +46,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{schema: schema, list: listStatements(schema), events: events}, nil
+	list, floor := listStatements(schema)
+	return &Client{schema: schema, list: list, floor: floor, events: events}, nil
 }
 
 // Schema returns the schema that holds the client's tables.

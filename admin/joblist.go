@@ -69,13 +69,20 @@ var (
 
 	// sqlJobFilter is the filter of a list: $1 queue, $2 kind, $3 tenant,
 	// $4 serial key, $5 text in the last error (case-insensitive), $6 the
-	// keyset bound, $7 the page size plus one (to know whether more follow).
+	// keyset bound, $7 the page size plus one (to know whether more follow),
+	// $8 the lowest id the page may look at (JobFilter.Scan's floor, else 0).
 	sqlJobFilter = `
 WHERE {{state}} AND ($1 = '' OR j.queue = $1) AND ($2 = '' OR j.kind = $2) AND ($3 = '' OR j.tenant = $3)
 	AND ($4 = '' OR j.serial_key = $4) AND ($5 = '' OR strpos(lower(j.last_error), lower($5)) > 0)
-	AND j.id < $6
+	AND j.id < $6 AND j.id >= $8
 ORDER BY j.id DESC
 LIMIT $7`
+
+	// sqlJobFloor finds how far down a bounded page may look: the lowest
+	// of the next $2 ids of the state below the keyset bound $1, and how
+	// many there were.
+	sqlJobFloor = `SELECT count(*), COALESCE(min(s.id), 0) FROM (SELECT j.id FROM {{table}} j
+WHERE {{state}} AND j.id < $1 ORDER BY j.id DESC LIMIT $2) s`
 
 	// sqlJobByID finds a job where it is now: live first, then dead, then
 	// in history. $2 says whether to fetch the payload and the result.
@@ -90,13 +97,16 @@ ORDER BY b.place
 LIMIT 1`)
 )
 
-// listStatements renders the list statement of each state; "" lists every
-// live job.
-func listStatements(schema string) map[string]string {
+// listStatements renders the list statement of each state ("" lists every
+// live job) and the statement that finds its floor for JobFilter.Scan.
+func listStatements(schema string) (list, floor map[string]string) {
 	live := func(pred string) string {
 		return pgsql.Render(strings.Replace(sqlJobColsLive+"\nFROM {{schema}}.docket_jobs j"+sqlJobFilter, "{{state}}", pred, 1), schema)
 	}
-	out := map[string]string{
+	floorOf := func(table, pred string) string {
+		return pgsql.Render(strings.NewReplacer("{{table}}", "{{schema}}."+table, "{{state}}", pred).Replace(sqlJobFloor), schema)
+	}
+	list = map[string]string{
 		"": live("true"),
 		StateDead: pgsql.Render(strings.Replace(sqlJobColsDead+"\nFROM {{schema}}.docket_jobs_dead j"+sqlJobFilter,
 			"{{state}}", "true", 1), schema),
@@ -104,13 +114,20 @@ func listStatements(schema string) map[string]string {
 		StateCompleted: pgsql.Render(strings.Replace(strings.Replace(sqlJobColsDone+"\nFROM {{schema}}.docket_jobs_done j"+sqlJobFilter,
 			"{{state}}", "true", 1), "strpos(lower(j.last_error), lower($5)) > 0", "false", 1), schema),
 	}
+	floor = map[string]string{
+		"":             floorOf("docket_jobs", "true"),
+		StateDead:      floorOf("docket_jobs_dead", "true"),
+		StateCompleted: floorOf("docket_jobs_done", "true"),
+	}
 	// A state name is a bare lowercase word (core.States), safe to quote
 	// into the predicate; each state's own statement is planned for its
 	// partial index.
 	for _, s := range core.States() {
-		out[string(s)] = live("j.state = '" + string(s) + "'")
+		pred := "j.state = '" + string(s) + "'"
+		list[string(s)] = live(pred)
+		floor[string(s)] = floorOf("docket_jobs", pred)
 	}
-	return out
+	return list, floor
 }
 
 // MaxJobPage is the largest page Jobs.List returns.
@@ -137,6 +154,12 @@ type JobFilter struct {
 	After int64
 	// Limit is the page size. Zero means 50; at most MaxJobPage.
 	Limit int
+	// Scan, when positive and another field than State filters, bounds
+	// how many jobs of the state a page looks at: it stops after the next
+	// Scan of them below After even if fewer than Limit matched, and says
+	// so in JobPage.Scanned. Zero looks as far as it takes: a filter that
+	// matches no job reads every job of the state.
+	Scan int
 }
 
 // JobInfo is one job as an operator sees it, wherever it is now. It never
@@ -206,6 +229,9 @@ type JobPage struct {
 	Jobs []JobInfo
 	// Next is the JobFilter.After of the next page; zero on the last page.
 	Next int64
+	// Scanned says the page stopped after JobFilter.Scan jobs without
+	// filling up: more may match below them, from Next on.
+	Scanned bool
 }
 
 // Check reports whether Jobs.List can run f, with ErrInvalidFilter saying
@@ -220,6 +246,9 @@ func (f JobFilter) Check() error {
 	}
 	if f.After < 0 {
 		return fmt.Errorf("%w: after %d: want a job id", ErrInvalidFilter, f.After)
+	}
+	if f.Scan < 0 {
+		return fmt.Errorf("%w: scan %d: want a count of jobs, or 0 for no bound", ErrInvalidFilter, f.Scan)
 	}
 	if f.State == StateCompleted && f.ErrorContains != "" {
 		return fmt.Errorf("%w: completed jobs keep no error to match", ErrInvalidFilter)
@@ -249,11 +278,24 @@ func (h Jobs) List(ctx context.Context, db DB, f JobFilter) (JobPage, error) {
 		after = math.MaxInt64
 	}
 	var page JobPage
+	// A bounded page first finds the lowest id it may look at: the Scan-th
+	// job of the state below After (an id-only walk), or none when fewer
+	// are left.
+	var floor int64
+	scanned := 0
+	if f.Scan > 0 && f.filtered() {
+		if err := db.QueryRow(ctx, c.floor[f.State], pgx.QueryExecModeExec, after, f.Scan).Scan(&scanned, &floor); err != nil {
+			return JobPage{}, c.wrapErr(err)
+		}
+		if scanned < f.Scan {
+			floor = 0
+		}
+	}
 	// QueryExecModeExec plans every page with its values (a custom plan):
 	// only then does the state's predicate select its partial index and
 	// an empty filter field fold away. A cached generic plan was measured
 	// reading the whole scheduled index for one page.
-	args := []any{pgx.QueryExecModeExec, f.Queue, f.Kind, f.Tenant, f.SerialKey, f.ErrorContains, after, limit + 1}
+	args := []any{pgx.QueryExecModeExec, f.Queue, f.Kind, f.Tenant, f.SerialKey, f.ErrorContains, after, limit + 1, floor}
 	err := c.each(ctx, db, c.list[f.State], args,
 		func(scan func(...any) error) error {
 			j, err := scanJob(scan)
@@ -263,11 +305,19 @@ func (h Jobs) List(ctx context.Context, db DB, f JobFilter) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
-	if len(page.Jobs) > limit {
+	switch {
+	case len(page.Jobs) > limit:
 		page.Jobs = page.Jobs[:limit]
 		page.Next = page.Jobs[limit-1].ID
+	case floor > 0:
+		page.Next, page.Scanned = floor, true
 	}
 	return page, nil
+}
+
+// filtered reports whether a field other than the state narrows f.
+func (f JobFilter) filtered() bool {
+	return f.Queue != "" || f.Kind != "" || f.Tenant != "" || f.SerialKey != "" || f.ErrorContains != ""
 }
 
 // Get returns one job wherever it is (live, dead or in history), with

@@ -134,24 +134,24 @@ func TestJobListPlans(t *testing.T) {
 	cases := []struct {
 		name  string
 		state string
-		args  []any // queue, kind, tenant, serial key, error text, after, limit+1
+		args  []any // queue, kind, tenant, serial key, error text, after, limit+1, floor
 		pages int64
 	}{
-		{"live first page", "", []any{"", "", "", "", "", int64(math.MaxInt64), 51}, 400},
-		{"live deep page", "", []any{"", "", "", "", "", int64(deep), 51}, 400},
-		{"ready of a queue and kind", admin.StateReady, []any{"mail", "k1", "", "", "", int64(math.MaxInt64), 51}, 400},
-		{"ready of a tenant, deep", admin.StateReady, []any{"", "", "t42", "", "", int64(deep), 51}, 400},
-		{"scheduled", admin.StateScheduled, []any{"", "", "", "", "", int64(math.MaxInt64), 51}, 400},
-		{"running", admin.StateRunning, []any{"", "", "", "", "", int64(math.MaxInt64), 51}, 400},
+		{"live first page", "", []any{"", "", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"live deep page", "", []any{"", "", "", "", "", int64(deep), 51, int64(0)}, 400},
+		{"ready of a queue and kind", admin.StateReady, []any{"mail", "k1", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"ready of a tenant, deep", admin.StateReady, []any{"", "", "t42", "", "", int64(deep), 51, int64(0)}, 400},
+		{"scheduled", admin.StateScheduled, []any{"", "", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"running", admin.StateRunning, []any{"", "", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
 		// One serial key in a thousand: the scan walks about 20,000 ids
 		// for 20 matches. An index on (serial_key, id) would make it a
 		// range scan; the plan is checked for its bound as it is.
-		{"serial key", "", []any{"", "", "", "acct-10", "", int64(math.MaxInt64), 21}, 1500},
-		{"error text", "", []any{"", "", "", "", "timeout", int64(math.MaxInt64), 51}, 400},
-		{"dead of a kind", admin.StateDead, []any{"", "k3", "", "", "", int64(math.MaxInt64), 51}, 400},
-		{"dead by error", admin.StateDead, []any{"", "", "", "", "signature 2", int64(math.MaxInt64), 51}, 400},
-		{"completed", admin.StateCompleted, []any{"", "", "", "", "", int64(math.MaxInt64), 51}, 400},
-		{"completed of a queue, deep", admin.StateCompleted, []any{"bulk", "", "", "", "", int64(1_150_000), 51}, 400},
+		{"serial key", "", []any{"", "", "", "acct-10", "", int64(math.MaxInt64), 21, int64(0)}, 1500},
+		{"error text", "", []any{"", "", "", "", "timeout", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"dead of a kind", admin.StateDead, []any{"", "k3", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"dead by error", admin.StateDead, []any{"", "", "", "", "signature 2", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"completed", admin.StateCompleted, []any{"", "", "", "", "", int64(math.MaxInt64), 51, int64(0)}, 400},
+		{"completed of a queue, deep", admin.StateCompleted, []any{"bulk", "", "", "", "", int64(1_150_000), 51, int64(0)}, 400},
 	}
 	for _, tc := range cases {
 		plan := explainAnalyze(t, ctx, pool, "force_custom_plan", c.ListSQL(tc.state), tc.args...)

@@ -110,6 +110,52 @@ func TestListJobsStatesFiltersPages(t *testing.T) {
 	}
 }
 
+// A filtered page bounded by Scan stops after that many jobs of its state
+// without filling up, says so, and its Next leads below them to the
+// matches further down; an unbounded filter or an unfiltered page ignores
+// Scan.
+func TestListJobsScanBound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	match := b.EnqueueN(t, 3, enqueue.Opts{Queue: "rare"})
+	b.EnqueueN(t, 25, enqueue.Opts{Queue: "mail"})
+	list := func(f admin.JobFilter) admin.JobPage {
+		t.Helper()
+		p, err := b.ops.Jobs().List(b.Ctx, b.Pool, f)
+		if err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+		return p
+	}
+	f := admin.JobFilter{State: admin.StateReady, Queue: "rare", Scan: 10}
+	var pages, found int
+	for ; pages < 10; pages++ {
+		p := list(f)
+		found += len(p.Jobs)
+		if p.Next == 0 {
+			if p.Scanned {
+				t.Errorf("the last page says it stopped at the bound")
+			}
+			break
+		}
+		if len(p.Jobs) == 0 && !p.Scanned {
+			t.Errorf("page %d: empty, not said bounded, next %d", pages, p.Next)
+		}
+		f.After = p.Next
+	}
+	// 28 ready jobs, the 3 matches oldest: pages over ids 28..19, 18..9,
+	// then the last 8 (fewer than the bound: no floor) with the 3 matches.
+	if found != 3 || pages != 2 {
+		t.Errorf("found %d matches in %d pages, want 3 in 3", found, pages+1)
+	}
+	if p := list(admin.JobFilter{State: admin.StateReady, Queue: "rare"}); len(p.Jobs) != 3 || p.Jobs[2].ID != match[0] || p.Scanned {
+		t.Errorf("unbounded: %d jobs, scanned %v", len(p.Jobs), p.Scanned)
+	}
+	if p := list(admin.JobFilter{State: admin.StateReady, Scan: 5}); len(p.Jobs) != 28 || p.Scanned {
+		t.Errorf("no filter but the state: %d jobs, scanned %v; want all 28", len(p.Jobs), p.Scanned)
+	}
+}
+
 func TestListJobsRejectsBadFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -118,6 +164,7 @@ func TestListJobsRejectsBadFilters(t *testing.T) {
 		{Limit: admin.MaxJobPage + 1},
 		{Limit: -1},
 		{After: -5},
+		{Scan: -1},
 		{State: admin.StateCompleted, ErrorContains: "x"},
 		{Kind: "bad\x00kind"},
 		{Queue: string([]byte{0xff, 0xfe})},

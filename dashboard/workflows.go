@@ -100,13 +100,8 @@ func (d *dash) workflow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sum, err := d.ops.Workflows().Summary(r.Context(), d.pool, id)
-	if errors.Is(err, admin.ErrWorkflowNotFound) {
-		d.fail(w, r, http.StatusNotFound, "no workflow "+strconv.FormatInt(id, 10))
-		return
-	}
-	if err != nil {
-		d.internal(w, r, "reading the workflow", err)
+	sum, ok := d.workflowSummary(w, r, id)
+	if !ok {
 		return
 	}
 	g, err := d.ops.Workflows().Graph(r.Context(), d.pool, sum.WorkflowState, d.cfg.ShowPayloads)
@@ -132,13 +127,8 @@ func (d *dash) cancelWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !confirmed(r) {
-		sum, err := d.ops.Workflows().Summary(r.Context(), d.pool, id)
-		if errors.Is(err, admin.ErrWorkflowNotFound) {
-			d.fail(w, r, http.StatusNotFound, "no workflow "+strconv.FormatInt(id, 10))
-			return
-		}
-		if err != nil {
-			d.internal(w, r, "reading the workflow", err)
+		sum, ok := d.workflowSummary(w, r, id)
+		if !ok {
 			return
 		}
 		c := confirmData{Action: "workflows/cancel", Button: "Yes, cancel the workflow", Class: "danger",
@@ -210,4 +200,19 @@ func stepCounts(w admin.WorkflowSummary) []stateCount {
 		out = append(out, stateCount{admin.StateCompleted, "?"})
 	}
 	return out
+}
+
+// workflowSummary reads workflow id's summary, or answers 404 (no such
+// workflow) or 500 and returns false.
+func (d *dash) workflowSummary(w http.ResponseWriter, r *http.Request, id int64) (admin.WorkflowSummary, bool) {
+	sum, err := d.ops.Workflows().Summary(r.Context(), d.pool, id)
+	if errors.Is(err, admin.ErrWorkflowNotFound) {
+		d.fail(w, r, http.StatusNotFound, "no workflow "+strconv.FormatInt(id, 10))
+		return sum, false
+	}
+	if err != nil {
+		d.internal(w, r, "reading the workflow", err)
+		return sum, false
+	}
+	return sum, true
 }
