@@ -458,7 +458,8 @@ func TestJSONObjectsCoverTheirSource(t *testing.T) {
 	}{
 		{src: reflect.TypeFor[admin.JobInfo](), dst: reflect.TypeFor[jobDetailJSON]()},
 		{src: reflect.TypeFor[admin.DeadJob](), dst: reflect.TypeFor[jobDetailJSON](), renamed: map[string]string{"DeadAt": "finished_at"}},
-		{src: reflect.TypeFor[admin.JobPage](), dst: reflect.TypeFor[jobPageJSON]()},
+		{src: reflect.TypeFor[admin.JobPage](), dst: reflect.TypeFor[jobPageJSON](),
+			leftOut: []string{"Scanned"}}, // jobs list sets no JobFilter.Scan: never true here
 		{src: reflect.TypeFor[admin.QueueStatus](), dst: reflect.TypeFor[queueStatusJSON]()},
 		{src: reflect.TypeFor[admin.WorkerStatus](), dst: reflect.TypeFor[workerJSON]()},
 		{src: reflect.TypeFor[admin.TableStatus](), dst: reflect.TypeFor[tableJSON]()},

@@ -606,11 +606,13 @@ type limitJSON struct {
 
 // limitKeyJSON is one key of a limit in use (a tenant, or "" for the
 // whole limit): its running jobs and, with a rate, the tokens its bucket
-// held when a claim last looked.
+// held when a claim last looked and the tokens it holds now (refilled at
+// the limit's rate since, up to the burst).
 type limitKeyJSON struct {
-	Tenant  string   `json:"tenant"`
-	Running int      `json:"running"`
-	Tokens  *float64 `json:"tokens,omitzero"`
+	Tenant    string   `json:"tenant"`
+	Running   int      `json:"running"`
+	Tokens    *float64 `json:"tokens,omitzero"`
+	TokensNow *float64 `json:"tokens_now,omitzero"`
 }
 
 // limitUsageJSON is limits list: the limit and its keys in use.
@@ -629,6 +631,9 @@ func limitFrom(l admin.Limit, usage []admin.LimitUsage) limitUsageJSON {
 		k := limitKeyJSON{Tenant: u.Tenant, Running: u.Running}
 		if u.Tokens >= 0 {
 			k.Tokens = &u.Tokens
+		}
+		if u.TokensNow >= 0 {
+			k.TokensNow = &u.TokensNow
 		}
 		out.Keys = append(out.Keys, k)
 	}
