@@ -69,14 +69,17 @@ var (
 
 	// sqlJobFilter is the filter of a list: $1 queue, $2 kind, $3 tenant,
 	// $4 serial key, $5 text in the last error (case-insensitive), $6 the
-	// keyset bound, $7 the page size plus one (to know whether more follow),
-	// $8 the lowest id the page may look at (JobFilter.Scan's floor, else 0).
+	// keyset bound, $7 the page size plus one (to know whether more follow).
 	sqlJobFilter = `
 WHERE {{state}} AND ($1 = '' OR j.queue = $1) AND ($2 = '' OR j.kind = $2) AND ($3 = '' OR j.tenant = $3)
 	AND ($4 = '' OR j.serial_key = $4) AND ($5 = '' OR strpos(lower(j.last_error), lower($5)) > 0)
-	AND j.id < $6 AND j.id >= $8
+	AND j.id < $6
 ORDER BY j.id DESC
 LIMIT $7`
+
+	// sqlJobPage is sqlJobFilter for Jobs.List, whose $8 is the lowest id
+	// a page may look at (JobFilter.Scan's floor, else 0).
+	sqlJobPage = strings.Replace(sqlJobFilter, "AND j.id < $6", "AND j.id < $6 AND j.id >= $8", 1)
 
 	// sqlJobFloor finds how far down a bounded page may look: the lowest
 	// of the next $2 ids of the state below the keyset bound $1, and how
@@ -101,17 +104,17 @@ LIMIT 1`)
 // live job) and the statement that finds its floor for JobFilter.Scan.
 func listStatements(schema string) (list, floor map[string]string) {
 	live := func(pred string) string {
-		return pgsql.Render(strings.Replace(sqlJobColsLive+"\nFROM {{schema}}.docket_jobs j"+sqlJobFilter, "{{state}}", pred, 1), schema)
+		return pgsql.Render(strings.Replace(sqlJobColsLive+"\nFROM {{schema}}.docket_jobs j"+sqlJobPage, "{{state}}", pred, 1), schema)
 	}
 	floorOf := func(table, pred string) string {
 		return pgsql.Render(strings.NewReplacer("{{table}}", "{{schema}}."+table, "{{state}}", pred).Replace(sqlJobFloor), schema)
 	}
 	list = map[string]string{
 		"": live("true"),
-		StateDead: pgsql.Render(strings.Replace(sqlJobColsDead+"\nFROM {{schema}}.docket_jobs_dead j"+sqlJobFilter,
+		StateDead: pgsql.Render(strings.Replace(sqlJobColsDead+"\nFROM {{schema}}.docket_jobs_dead j"+sqlJobPage,
 			"{{state}}", "true", 1), schema),
 		// History keeps no error: $5 must be empty (Jobs.List checks).
-		StateCompleted: pgsql.Render(strings.Replace(strings.Replace(sqlJobColsDone+"\nFROM {{schema}}.docket_jobs_done j"+sqlJobFilter,
+		StateCompleted: pgsql.Render(strings.Replace(strings.Replace(sqlJobColsDone+"\nFROM {{schema}}.docket_jobs_done j"+sqlJobPage,
 			"{{state}}", "true", 1), "strpos(lower(j.last_error), lower($5)) > 0", "false", 1), schema),
 	}
 	floor = map[string]string{
