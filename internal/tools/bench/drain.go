@@ -49,12 +49,18 @@ func (e *env) waitDrained(ctx context.Context, n int, ran func() int64) error {
 	})
 }
 
-// timedDrain starts an in-process worker with startWorker, waits until n
-// jobs ran (as ran counts them) and the jobs table is empty, then stops the
-// timed part, the worker and the progress line. It returns the time from
-// the worker's start.
-func (e *env) timedDrain(ctx context.Context, timed *timedPart, prog *progress, n int, ran func() int64,
-	startWorker func() (func(), error)) (time.Duration, error) {
+// timedDrain starts the timed part of scenario (see startTimed) and an
+// in-process worker with startWorker, waits until n jobs ran (as ran
+// counts them) and the jobs table is empty, then stops the timed part, the
+// worker and the progress line. It returns the time from the worker's
+// start and the timed part, for its CPU figures.
+func (e *env) timedDrain(ctx context.Context, db *pgxpool.Pool, scenario string, prog *progress, n int, ran func() int64,
+	startWorker func() (func(), error)) (time.Duration, *timedPart, error) {
+	timed, err := e.r.startTimed(ctx, db, scenario, nil)
+	if err != nil {
+		prog.finish()
+		return 0, nil, err
+	}
 	start := time.Now()
 	stop, err := startWorker()
 	if err == nil {
@@ -69,9 +75,9 @@ func (e *env) timedDrain(ctx context.Context, timed *timedPart, prog *progress, 
 	}
 	prog.finish()
 	if err != nil {
-		return 0, fmt.Errorf("after %d of %d jobs: %w", ran(), n, err)
+		return 0, nil, fmt.Errorf("after %d of %d jobs: %w", ran(), n, err)
 	}
-	return elapsed, nil
+	return elapsed, timed, nil
 }
 
 // drain fills the queue with cfg.Jobs jobs (not timed), then times a

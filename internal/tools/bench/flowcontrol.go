@@ -162,13 +162,8 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 			ordinaryClaims.add(took, jobs)
 		}
 	}}
-	timed, err := r.startTimed(ctx, db, ScenarioFlowControl, nil)
-	if err != nil {
-		prog.finish()
-		return Result{}, err
-	}
-	start = time.Now() // of the handlers' start times
-	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+	elapsed, timed, err := e.timedDrain(ctx, db, ScenarioFlowControl, prog, n, ran.Load, func() (func(), error) {
+		start = time.Now() // of the handlers' start times
 		return e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
 			started(&lastOrdinary)
 			return nil

@@ -45,12 +45,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 		prog.add(1)
 		return nil
 	}
-	timed, err := r.startTimed(ctx, db, ScenarioHandlers, nil)
-	if err != nil {
-		prog.finish()
-		return Result{}, err
-	}
-	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+	elapsed, timed, err := e.timedDrain(ctx, db, ScenarioHandlers, prog, n, ran.Load, func() (func(), error) {
 		return e.workerWith(ctx, handler, slots)
 	})
 	if err != nil {

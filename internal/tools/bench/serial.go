@@ -141,12 +141,7 @@ func (r *Runner) serial(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 			return nil
 		}, handlers.KindOpts{})
 	}
-	timed, err := r.startTimed(ctx, db, ScenarioSerial, nil)
-	if err != nil {
-		prog.finish()
-		return Result{}, err
-	}
-	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+	elapsed, timed, err := e.timedDrain(ctx, db, ScenarioSerial, prog, n, ran.Load, func() (func(), error) {
 		return e.worker(ctx, func(context.Context, *handlers.Job[noop]) error { return nil })
 	})
 	if err != nil {

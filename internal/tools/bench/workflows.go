@@ -85,12 +85,7 @@ func (r *Runner) workflows(ctx context.Context, db *pgxpool.Pool) (Result, error
 			return nil
 		}, handlers.KindOpts{})
 	}
-	timed, err := r.startTimed(ctx, db, ScenarioWorkflows, nil)
-	if err != nil {
-		prog.finish()
-		return Result{}, err
-	}
-	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+	elapsed, timed, err := e.timedDrain(ctx, db, ScenarioWorkflows, prog, n, ran.Load, func() (func(), error) {
 		return e.worker(ctx, func(context.Context, *handlers.Job[noop]) error { return nil })
 	})
 	if err != nil {
@@ -176,12 +171,7 @@ func (r *Runner) plainDrain(ctx context.Context, db *pgxpool.Pool, n int, scenar
 	}
 	var ran atomic.Int64
 	prog := r.progress("plain jobs", int64(n))
-	timed, err := r.startTimed(ctx, db, scenario+"-plain", nil)
-	if err != nil {
-		prog.finish()
-		return 0, err
-	}
-	elapsed, err := e.timedDrain(ctx, timed, prog, n, ran.Load, func() (func(), error) {
+	elapsed, _, err := e.timedDrain(ctx, db, scenario+"-plain", prog, n, ran.Load, func() (func(), error) {
 		return e.worker(ctx, func(context.Context, *handlers.Job[noop]) error {
 			if sleep > 0 {
 				time.Sleep(sleep)
