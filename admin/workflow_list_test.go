@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/docketq/docket/admin"
-	"github.com/docketq/docket/internal/testkit/jobfill"
-	"github.com/docketq/docket/internal/testkit/pgtest"
 )
 
 // Workflows.Page pages by id, filters by the derived state, stops looking
@@ -17,21 +15,7 @@ import (
 func TestWorkflowPage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
-	if _, err := pool.Exec(ctx, "DROP SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobfill.Create(ctx, pool, schema, 20_000); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobfill.Workflows(ctx, pool, schema, 2_000); err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.New(admin.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, c := workflowSchema(t, 20_000, 2_000)
 	ids := func(p admin.WorkflowPage) []int64 {
 		var out []int64
 		for _, w := range p.Workflows {

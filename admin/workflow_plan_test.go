@@ -10,6 +10,7 @@ import (
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/testkit/jobfill"
 	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestWorkflowPagePlans runs the statements of the dashboard's workflows
@@ -20,21 +21,7 @@ import (
 func TestWorkflowPagePlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
-	if _, err := pool.Exec(ctx, "DROP SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobfill.Create(ctx, pool, schema, 200_000); err != nil {
-		t.Fatal(err)
-	}
-	if err := jobfill.Workflows(ctx, pool, schema, 10_000); err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.New(admin.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, c := workflowSchema(t, 200_000, 10_000)
 	page := make([]int64, 50)
 	for i := range page {
 		page[i] = int64(2_500 + i)
@@ -76,4 +63,28 @@ func TestWorkflowPagePlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// workflowSchema is a schema of its own for t with jobs live jobs and
+// workflows workflows of 10 steps (jobfill.Create, jobfill.Workflows), and
+// an admin client on it.
+func workflowSchema(t *testing.T, jobs, workflows int) (*pgxpool.Pool, *admin.Client) {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	if _, err := pool.Exec(ctx, "DROP SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobfill.Create(ctx, pool, schema, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobfill.Workflows(ctx, pool, schema, workflows); err != nil {
+		t.Fatal(err)
+	}
+	c, err := admin.New(admin.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, c
 }
