@@ -21,13 +21,7 @@ import (
 func TestSerialKeysInOrderAcrossProcesses(t *testing.T) {
 	const keys, perKey, procs, slots = 20, 500, 3, 40
 	r := sharedRun(t)
-	r.enq.Item = func(n int) docket.Item {
-		opts := docket.Opts{SerialKey: fmt.Sprintf("k%02d", n%keys)}
-		if n%2 == 0 {
-			return docket.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n}}, Opts: opts}
-		}
-		return docket.Item{Args: faultsuite.Tx{Work: faultsuite.Work{N: n}}, Opts: opts}
-	}
+	r.enq.Item = serialItems(keys)
 	r.enqueue(keys * perKey)
 	began := time.Now()
 	for range procs {
@@ -144,19 +138,13 @@ func checkSerialRuns(t *testing.T, r *run, keys int) (spread int) {
 
 // Serial keys through crashes: 10 keys × 150 jobs, half transactional, on
 // three worker processes with 20 slots each, one of them killed (SIGKILL)
-// when a third is done and replaced. Its jobs, running or claimed for it
-// by a hand-off, wait out their lease; still no two runs of a key overlap
+// when a third is done and replaced. Its running and claimed jobs wait
+// out their lease; still no two runs of a key overlap
 // and each key's jobs run in the order they were enqueued.
 func TestSerialKeysInOrderThroughCrash(t *testing.T) {
 	const keys, perKey, procs, slots = 10, 150, 3, 20
 	r := sharedRun(t)
-	r.enq.Item = func(n int) docket.Item {
-		opts := docket.Opts{SerialKey: fmt.Sprintf("k%02d", n%keys)}
-		if n%2 == 0 {
-			return docket.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n}}, Opts: opts}
-		}
-		return docket.Item{Args: faultsuite.Tx{Work: faultsuite.Work{N: n}}, Opts: opts}
-	}
+	r.enq.Item = serialItems(keys)
 	r.enqueue(keys * perKey)
 	start := func() *faultsuite.Process {
 		p, err := faultsuite.Start(exec.Command(os.Args[0]), faultsuite.WorkerSpec{
@@ -186,4 +174,16 @@ func TestSerialKeysInOrderThroughCrash(t *testing.T) {
 		t.Errorf("%d jobs done, want %d", c.Done, keys*perKey)
 	}
 	checkSerialRuns(t, r, keys)
+}
+
+// serialItems spreads the enqueued jobs round robin over keys serial keys,
+// every other one transactional.
+func serialItems(keys int) func(n int) docket.Item {
+	return func(n int) docket.Item {
+		opts := docket.Opts{SerialKey: fmt.Sprintf("k%02d", n%keys)}
+		if n%2 == 0 {
+			return docket.Item{Args: faultsuite.Plain{Work: faultsuite.Work{N: n}}, Opts: opts}
+		}
+		return docket.Item{Args: faultsuite.Tx{Work: faultsuite.Work{N: n}}, Opts: opts}
+	}
 }
