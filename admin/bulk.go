@@ -90,7 +90,7 @@ func checkBulk(f JobFilter, act BulkAction) error {
 		return fmt.Errorf("%w: running jobs are left to their workers", ErrUnsafeFilter)
 	case f.State == StateDead && act == BulkCancel:
 		return fmt.Errorf("%w: dead jobs cannot be cancelled", ErrUnsafeFilter)
-	case f.State == "" && f.Queue == "" && f.Kind == "" && f.Tenant == "" && f.SerialKey == "" && f.ErrorContains == "":
+	case f.State == "" && !f.filtered():
 		return fmt.Errorf("%w: the filter matches every live job: narrow it by state, queue, kind, tenant, serial key or error", ErrUnsafeFilter)
 	}
 	return nil
