@@ -9,10 +9,11 @@
 //
 // Events are spread over 64 partitions: a hash of the key, or the id for
 // events without key. Each Relay registers in docket_relays and holds a
-// lease on its fair share of docket_relay_parts (ceil(64 / live relays)),
-// renewed every LeaseTTL/3; a relay that stops renewing loses its
-// partitions to the others after LeaseTTL, and one that stops cleanly gives
-// them back at once. Only the holder of a partition publishes its events,
+// lease on its share of docket_relay_parts (64 / live relays, one more for
+// the relays first by id when that does not divide, so that the shares add
+// up to 64), renewed every LeaseTTL/3; a relay that stops renewing loses
+// its partitions to the others after LeaseTTL, and one that stops cleanly
+// gives them back at once. Only the holder of a partition publishes its events,
 // and only while its lease holds may it mark them published.
 //
 // # Identity and restarts

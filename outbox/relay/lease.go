@@ -13,8 +13,8 @@ import (
 const parts = 64
 
 // maintainLeases registers the relay, renews the partitions it holds, and
-// moves it toward its fair share of ceil(64 / live relays): it gives back
-// the partitions above its share and takes free or expired ones below it.
+// moves it toward its share (see share): it gives back the partitions
+// above its share and takes free or expired ones below it.
 // It runs between rounds, so no message of a partition given back is in
 // flight. All in one transaction, so the count and the moves agree. It
 // returns whether the relay is short of its share: it then looks again
@@ -34,8 +34,8 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 	defer cancel()
 	err = r.withLeaseDB(func(db leaseDB) error {
 		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			var live int
-			if err := tx.QueryRow(ctx, sqlRegister.For(r.cfg.Schema), r.id, r.ID(), ttlMS).Scan(&live); err != nil {
+			var live, rank int
+			if err := tx.QueryRow(ctx, sqlRegister.For(r.cfg.Schema), r.id, r.ID(), ttlMS).Scan(&live, &rank); err != nil {
 				return err
 			}
 			owned, err := scanParts(tx.Query(ctx, sqlRenew.For(r.cfg.Schema), r.id, ttlMS))
@@ -45,7 +45,7 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 			if r.fresh && len(owned) > 0 {
 				r.publishAfter = r.heldAt.Add(r.holdOff())
 			}
-			share := (parts + live - 1) / max(live, 1)
+			share := share(live, rank)
 			switch {
 			case len(owned) > share:
 				slices.Sort(owned)
@@ -87,6 +87,20 @@ func (r *Relay) maintainLeases(ctx context.Context) (short bool, err error) {
 	return short, err
 }
 
+// share is the number of partitions of the relay ranked rank (from 0) by
+// id among live relays: 64 / live, one more for the first 64 % live, so
+// that the shares add up to 64. Were every share ceil(64 / live), a relay
+// could stay short of it for good (22, 22 and 20 of 64) and ask the
+// others to give back at every check.
+func share(live, rank int) int {
+	live = max(live, 1)
+	n := parts / live
+	if rank < parts%live {
+		n++
+	}
+	return n
+}
+
 func scanParts(rows pgx.Rows, err error) ([]int16, error) {
 	if err != nil {
 		return nil, err
@@ -96,7 +110,8 @@ func scanParts(rows pgx.Rows, err error) ([]int16, error) {
 
 var (
 	// sqlRegister renews the relay's presence, forgets relays gone for a
-	// minute, and counts the live ones (this one included).
+	// minute, and counts the live ones (this one included) and those of
+	// them with a smaller id (its rank).
 	sqlRegister = pgsql.SQL(`WITH me AS (
 	INSERT INTO {{schema}}.docket_relays (id, name, lease_until)
 	VALUES ($1, $2, now() + $3::bigint * interval '1 millisecond')
@@ -105,7 +120,7 @@ var (
 ), gone AS (
 	DELETE FROM {{schema}}.docket_relays WHERE lease_until < now() - interval '1 minute'
 )
-SELECT 1 + count(*) FROM {{schema}}.docket_relays WHERE lease_until > now() AND id <> $1`)
+SELECT 1 + count(*), count(*) FILTER (WHERE id < $1) FROM {{schema}}.docket_relays WHERE lease_until > now() AND id <> $1`)
 
 	sqlRenew = pgsql.SQL(`UPDATE {{schema}}.docket_relay_parts
 SET lease_until = now() + $2::bigint * interval '1 millisecond'
