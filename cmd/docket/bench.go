@@ -28,7 +28,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
-	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --workers relays vs a direct JetStream publish, then commit->delivery at --rate for --duration"},
+	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --relays relay processes, from their start and warm, vs a direct JetStream publish, then commit->delivery and CPU at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window (--held-limited-rate: also a rate-limited kind)"},
 	{bench.ScenarioFlowControl, "drain --jobs jobs, --limited-share of them a limited kind, with no limit, an unused rate limit, --limit-running per tenant, and --limit-rate; limited and ordinary claims apart"},
 }
@@ -72,6 +72,8 @@ func benchFlags(fs *flag.FlagSet) action {
 	rate := fs.Int("rate", 0, "total target enqueue rate in jobs/s for sustained (default 1000) and heldxmin (default 2000)")
 	duration := fs.Duration("duration", bench.DefaultDuration, "how long sustained produces")
 	natsURL := fs.String("nats-url", "nats://127.0.0.1:4222", "NATS server with JetStream, for the relay scenario")
+	relays := fs.String("relays", "1,3", "relay: the numbers of relay processes to measure, comma-separated, one line each")
+	relayBin := fs.String("relay-bin", "", "relay: the docket binary whose relay run is measured (default: this one)")
 	baseline := fs.Duration("baseline", bench.DefaultHeldBaseline, "heldxmin: how long to run before holding the transaction")
 	held := fs.Duration("held", bench.DefaultHeldHold, "heldxmin: how long the transaction holds back the vacuum horizon")
 	recovery := fs.Duration("recovery", bench.DefaultHeldRecovery, "heldxmin: how long to run after releasing it")
@@ -127,6 +129,14 @@ func benchFlags(fs *flag.FlagSet) action {
 		if *history != "on" && *history != "off" {
 			return fmt.Errorf("%w: --history must be on or off, got %q", errUsage, *history)
 		}
+		var counts []int
+		for f := range strings.SplitSeq(*relays, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 64 {
+				return fmt.Errorf("%w: --relays: want numbers from 1 to 64, comma-separated, got %q", errUsage, *relays)
+			}
+			counts = append(counts, n)
+		}
 		if *serveWorker != "" {
 			*scenario = bench.ScenarioDrain
 		}
@@ -135,8 +145,8 @@ func benchFlags(fs *flag.FlagSet) action {
 			dbURL = os.Getenv("DATABASE_URL")
 		}
 		if *scenario == bench.ScenarioRelay {
-			return benchRelay(ctx, dbURL, bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: *workers,
-				Rate: *rate, Duration: *duration, Progress: errOut, CPUProfile: *cpuProfile}, out, errOut)
+			return benchRelay(ctx, dbURL, bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: counts,
+				Rate: *rate, Duration: *duration, Progress: errOut, CPUProfile: *cpuProfile}, *relayBin, out, errOut)
 		}
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
@@ -206,8 +216,10 @@ func workerProcess(url *string, workers int, history string, pollOnly bool) func
 	}
 }
 
-// benchRelay runs the relay scenario and prints its JSON line.
-func benchRelay(ctx context.Context, dbURL string, cfg bench.RelayConfig, out, errOut io.Writer) error {
+// benchRelay runs the relay scenario and prints its JSON lines. Each relay
+// runs in a process of its own, docket relay run of bin (empty: this
+// program), but with a CPU profile, which covers relays in this process.
+func benchRelay(ctx context.Context, dbURL string, cfg bench.RelayConfig, bin string, out, errOut io.Writer) error {
 	if dbURL == "" {
 		srv, err := pgsrv.Discover(ctx)
 		if err != nil {
@@ -216,14 +228,27 @@ func benchRelay(ctx context.Context, dbURL string, cfg bench.RelayConfig, out, e
 		defer srv.Stop()
 		dbURL = srv.URL
 	}
-	pool, err := connect(ctx, dbURL, int32(2*max(cfg.Relays, 2)+2), false)
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			self = os.Args[0]
+		}
+		bin = self
+	}
+	if cfg.CPUProfile == "" {
+		cfg.Process = func(schema string) *exec.Cmd {
+			return exec.Command(bin, "relay", "run", "--database-url", dbURL, "--schema", schema, "--nats-url", cfg.NatsURL)
+		}
+	}
+	pool, err := connect(ctx, dbURL, steadyConns, false)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	res, err := bench.RunRelay(ctx, pool, cfg)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(out).Encode(res)
+	enc := json.NewEncoder(out)
+	return bench.RunRelay(ctx, pool, cfg, func(r bench.RelayResult) error { return enc.Encode(r) })
 }
+
+// steadyConns is the relay bench's pool: the steady phase's 8 producers,
+// the consumer's bookkeeping and the checks for a drained outbox.
+const steadyConns = 10

@@ -126,6 +126,7 @@ var malformedText = map[string][]string{
 	"scenario":           {"nope"},
 	"history":            {"maybe"},
 	"limit-variants":     {"fast", "rate,"},
+	"relays":             {"0", "one", "1,,3", "65"},
 	"role":               {strings.Repeat("r", 64)}, // PostgreSQL names are at most 63 bytes
 	"limits set --queue": {"bad name"},
 	"limits set --kind":  {"bad name"},
@@ -139,6 +140,7 @@ var malformedText = map[string][]string{
 var freeText = map[string]bool{"kind": true, "queue": true, "tenant": true, "serial-key": true, "error": true,
 	"note": true, "topic": true, "token": true, "out": true, "cpuprofile": true,
 	"bench --nats-url":     true, // read by the relay scenario only, when it dials
+	"bench --relay-bin":    true, // a file name, run by the relay scenario only
 	"bench --serve-worker": true, // internal: bench starts its own workers with it
 }
 
