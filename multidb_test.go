@@ -170,11 +170,16 @@ func TestOneProcessServesThreeDatabases(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
+	// Each database's connections, sampled while it works: the client's
+	// pool (which the test shares) and the worker's LISTEN connection.
+	peakConns := map[string]int{}
 	effects := func(s *shard) int {
-		var n int
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM effects`).Scan(&n); err != nil {
+		var n, conns int
+		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM effects),
+			(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&n, &conns); err != nil {
 			return -1
 		}
+		peakConns[s.name] = max(peakConns[s.name], conns)
 		return n
 	}
 	waitFor := func(what string, timeout time.Duration, done func() bool) {
@@ -236,6 +241,12 @@ func TestOneProcessServesThreeDatabases(t *testing.T) {
 		}
 		if live != 0 || dead != 0 || foreign != 0 {
 			t.Errorf("%s: %d jobs left, %d dead, %d ticks of another database", s.name, live, dead, foreign)
+		}
+	}
+	for _, s := range shards {
+		t.Logf("%s: up to %d client connections", s.name, peakConns[s.name])
+		if most := int(s.pool.Config().MaxConns) + 1; peakConns[s.name] > most || peakConns[s.name] < 2 {
+			t.Errorf("%s: up to %d connections, want 2 to the pool's %d and one LISTEN connection", s.name, peakConns[s.name], most-1)
 		}
 	}
 	mu.Lock()
