@@ -11,8 +11,9 @@ import (
 
 // One process serving several databases mounts one dashboard per database,
 // each under its own prefix: each shows its own database's queues and
-// links within its prefix (its pages' links are relative to it). (Two schemas stand in for two databases: a dashboard is bound
-// to one pool and schema.)
+// links within its prefix (its pages' links are relative to it). (Two
+// schemas stand in for two databases: a dashboard is bound to one pool and
+// schema.)
 func TestOneDashboardPerDatabase(t *testing.T) {
 	t.Parallel()
 	eu, us := setup(t, dashboard.Config{}), setup(t, dashboard.Config{})
