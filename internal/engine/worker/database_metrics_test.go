@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,21 @@ func TestMetricsOfSeveralDatabases(t *testing.T) {
 		if gauges[db] != 1 {
 			t.Errorf("docket.jobs.in_flight has %d points for database %s, want 1 (all: %v)", gauges[db], db, gauges)
 		}
+	}
+}
+
+// Without Database, workers on one registry share its collectors: a second
+// worker's status views collide with the first's, and New says so.
+func TestMetricsOfSeveralDatabasesNeedTheirNames(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	handled := handlers.NewRegistry()
+	handlers.MustRegister(handled, func(ctx context.Context, j *handlers.Job[testArgs]) error { return nil }, handlers.KindOpts{})
+	a, b := setup(t, 4), setup(t, 4)
+	a.worker(handled, Config{Metrics: reg, Collectors: a.statusViews()})
+	_, err := New(Config{DB: b.pool, Schema: b.schema, Handlers: handled, Metrics: reg, Collectors: b.statusViews(),
+		LatestMigration: b.latest, Logger: b.logs.logger()})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "duplicate metrics collector registration") {
+		t.Fatalf("New of a second worker with status views on the same registry: %v, want a duplicate registration", err)
 	}
 }
