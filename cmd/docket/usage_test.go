@@ -126,6 +126,7 @@ var malformedText = map[string][]string{
 	"scenario":           {"nope"},
 	"history":            {"maybe"},
 	"limit-variants":     {"fast", "rate,"},
+	"databases":          {"0", "1,x"},
 	"role":               {strings.Repeat("r", 64)}, // PostgreSQL names are at most 63 bytes
 	"limits set --queue": {"bad name"},
 	"limits set --kind":  {"bad name"},
