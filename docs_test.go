@@ -97,6 +97,8 @@ var importPaths = map[string]string{
 	"stdlib":    "github.com/jackc/pgx/v5/stdlib",
 	"nats":      "github.com/nats-io/nats.go",
 	"jetstream": "github.com/nats-io/nats.go/jetstream",
+
+	"prometheus": "github.com/prometheus/client_golang/prometheus",
 }
 
 // snippetSource turns s into a Go file of package snippet: as it is when it

@@ -138,6 +138,15 @@ type WorkerConfig struct {
 	// the database: enable it on one process, or run `docket metrics
 	// serve` instead.
 	MetricsStatus bool
+	// Database names the worker's database in its metrics, for a process
+	// that serves several databases with one client each
+	// (docs/scaling.md): every Prometheus series of the worker and of its
+	// status views carries the label database="<Database>", and every
+	// OpenTelemetry measurement the attribute docket.database
+	// (handlers.AttrDatabase), so that the workers of all the databases
+	// share one registry and one MeterProvider and stay apart. Empty means
+	// no such label.
+	Database string
 }
 
 // workerConfig is the engine's configuration of w.
@@ -152,6 +161,6 @@ func workerConfig(w WorkerConfig) worker.Config {
 		ClaimCursorLag: w.ClaimCursorLag, DisableNotify: w.DisableNotify, ListenURL: w.ListenURL,
 		NotifyCheckTimeout: w.NotifyCheckTimeout, Middleware: w.Middleware, Logger: w.Logger,
 		TracerProvider: w.TracerProvider, MeterProvider: w.MeterProvider, ID: w.ID,
-		Metrics: w.Metrics, MetricsAddr: w.MetricsAddr,
+		Metrics: w.Metrics, MetricsAddr: w.MetricsAddr, Database: w.Database,
 	}
 }

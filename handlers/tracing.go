@@ -15,4 +15,7 @@ const (
 	// lease was lost; the job runs again elsewhere).
 	AttrOutcome = core.AttrOutcome
 	AttrPool    = core.AttrPool // docket.pool: the worker pool that ran it (metrics)
+	// AttrDatabase is docket.database: the database of the worker that ran
+	// it, on the metrics of a worker whose WorkerConfig.Database is set.
+	AttrDatabase = core.AttrDatabase
 )

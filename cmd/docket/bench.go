@@ -30,6 +30,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --relays relay processes, from their start and warm, vs a direct JetStream publish, then commit->delivery and CPU at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window (--held-limited-rate: also a rate-limited kind)"},
+	{bench.ScenarioMultiDB, "start private clusters and drain --jobs jobs (default 20,000) in each of 1, 2, … of them at once (--databases) from one process, one client per database, handlers sleeping --handler-time"},
 	{bench.ScenarioFlowControl, "drain --jobs jobs, --limited-share of them a limited kind, with no limit, an unused rate limit, --limit-running per tenant, and --limit-rate; limited and ordinary claims apart"},
 }
 
@@ -58,7 +59,7 @@ cluster it starts and removes.`
 
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+" or "+bench.ScenarioFlowControl+" (required)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+", "+bench.ScenarioFlowControl+" or "+bench.ScenarioMultiDB+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain); workflows to run (workflows: default 10,000, at most 2,000 under all)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
@@ -86,7 +87,8 @@ func benchFlags(fs *flag.FlagSet) action {
 	limitVariants := fs.String("limit-variants", strings.Join(bench.LimitVariants, ","), "flowcontrol: the variants to run, comma-separated")
 	limitedSleep := fs.Bool("limited-sleep", false, "flowcontrol: limited handlers sleep --handler-min to --handler-max (default: they return at once)")
 	keys := fs.Int("keys", bench.DefaultSerialKeys, "serial: serial keys the jobs are spread over")
-	handlerTime := fs.Duration("handler-time", 0, "serial: how long each handler sleeps")
+	handlerTime := fs.Duration("handler-time", 0, "serial and multidb: how long each handler sleeps")
+	databases := fs.String("databases", "1,2,3", "multidb: the numbers of databases to drain at once, comma-separated")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
 	pollOnly := fs.Bool("poll-only", false, "disable LISTEN/NOTIFY: workers find jobs by polling only")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed part to this file (with --scenario all, one file per scenario)")
@@ -98,6 +100,17 @@ func benchFlags(fs *flag.FlagSet) action {
 		fs.Visit(func(f *flag.Flag) { jobsSet = jobsSet || f.Name == "jobs" })
 		if !jobsSet && *scenario == bench.ScenarioWorkflows {
 			*jobs = bench.DefaultWorkflows
+		}
+		if !jobsSet && *scenario == bench.ScenarioMultiDB {
+			*jobs = bench.DefaultMultiDBJobs
+		}
+		var dbCounts []int
+		for _, f := range strings.Split(*databases, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || k < 1 {
+				return fmt.Errorf("%w: --databases wants counts of at least 1, comma-separated, got %q", errUsage, *databases)
+			}
+			dbCounts = append(dbCounts, k)
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
 			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,
@@ -155,7 +168,7 @@ func benchFlags(fs *flag.FlagSet) action {
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window, HeldLimitedRate: *heldLimitedRate,
 			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants, LimitedSleep: *limitedSleep, LimitVariants: strings.Split(*limitVariants, ","),
-			SerialKeys: *keys, SerialHandler: *handlerTime,
+			SerialKeys: *keys, SerialHandler: *handlerTime, Databases: dbCounts, MultiDBHandler: *handlerTime,
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 			Progress: errOut, ProgressBar: isTerminal(errOut),
 		})

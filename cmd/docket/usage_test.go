@@ -127,6 +127,7 @@ var malformedText = map[string][]string{
 	"history":            {"maybe"},
 	"limit-variants":     {"fast", "rate,"},
 	"relays":             {"0", "one", "1,,3", "65"},
+	"databases":          {"0", "1,x"},
 	"role":               {strings.Repeat("r", 64)}, // PostgreSQL names are at most 63 bytes
 	"limits set --queue": {"bad name"},
 	"limits set --kind":  {"bad name"},

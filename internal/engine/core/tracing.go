@@ -14,4 +14,7 @@ const (
 	AttrAttempt = attribute.Key("docket.job.attempt")
 	AttrOutcome = attribute.Key("docket.job.outcome")
 	AttrPool    = attribute.Key("docket.pool")
+	// AttrDatabase names the database a worker serves on its metrics,
+	// when the process serves several (WorkerConfig.Database).
+	AttrDatabase = attribute.Key("docket.database")
 )

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type meters struct {
 	leaseLosses, reconnects  metric.Int64Counter
 	inFlight                 metric.Registration
 
+	// base holds the attributes every measurement carries: the
+	// database, when the worker names one (Config.Database).
+	base []attribute.KeyValue
 	// opts caches the attribute options of each pool, kind and (kind,
 	// outcome), so that recording allocates nothing per job.
 	mu   sync.RWMutex
@@ -64,13 +68,18 @@ type meters struct {
 }
 
 // newMeters makes w's instruments from mp (nil: the global
-// MeterProvider, a no-op until the application installs an SDK).
-func newMeters(mp metric.MeterProvider, w *Worker) (*meters, error) {
+// MeterProvider, a no-op until the application installs an SDK), with the
+// attribute docket.database on every measurement when database is set.
+func newMeters(mp metric.MeterProvider, w *Worker, database string) (*meters, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(tracerName)
 	s := &meters{opts: map[optKey]attrOpts{}}
+	if database != "" {
+		s.base = []attribute.KeyValue{core.AttrDatabase.String(database)}
+	}
+	all := s.opt(optKey{})
 	var err error
 	hist := func(name, unit, desc string, bounds []float64) metric.Float64Histogram {
 		if err != nil {
@@ -104,7 +113,7 @@ func newMeters(mp metric.MeterProvider, w *Worker) (*meters, error) {
 		return nil, err
 	}
 	s.inFlight, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(gauge, int64(w.inflight.len()))
+		o.ObserveInt64(gauge, int64(w.inflight.len()), all.obs...)
 		return nil
 	}, gauge)
 	if err != nil {
@@ -117,15 +126,17 @@ func newMeters(mp metric.MeterProvider, w *Worker) (*meters, error) {
 type attrOpts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption
+	obs []metric.ObserveOption
 }
 
-// optKey names a cached attribute set: a pool, a kind, or a kind and an
-// outcome.
+// optKey names a cached attribute set: a pool, a kind, a kind and an
+// outcome, or none (the base attributes alone).
 type optKey struct {
 	pool, kind, outcome string
 }
 
-// opt returns the cached attribute options for key, made of attrs.
+// opt returns the cached attribute options for key, made of the base
+// attributes and attrs.
 func (s *meters) opt(key optKey, attrs ...attribute.KeyValue) attrOpts {
 	s.mu.RLock()
 	o, ok := s.opts[key]
@@ -133,8 +144,8 @@ func (s *meters) opt(key optKey, attrs ...attribute.KeyValue) attrOpts {
 	if ok {
 		return o
 	}
-	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	o = attrOpts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}}
+	set := metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(s.base), attrs...)...))
+	o = attrOpts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}, obs: []metric.ObserveOption{set}}
 	s.mu.Lock()
 	s.opts[key] = o
 	s.mu.Unlock()
@@ -174,13 +185,13 @@ func (s *meters) outcome(kind, what string) {
 
 func (s *meters) leaseLost() {
 	if s != nil {
-		s.leaseLosses.Add(context.Background(), 1)
+		s.leaseLosses.Add(context.Background(), 1, s.opt(optKey{}).add...)
 	}
 }
 
 func (s *meters) reconnected() {
 	if s != nil {
-		s.reconnects.Add(context.Background(), 1)
+		s.reconnects.Add(context.Background(), 1, s.opt(optKey{}).add...)
 	}
 }
 

@@ -143,7 +143,7 @@ func checkAttrs(t *testing.T, name string, set attribute.Set) {
 // attribute sets are cached (here with the global provider, a no-op until
 // an SDK is installed, as in an application that exports none).
 func TestMetersAllocateNothing(t *testing.T) {
-	m, err := newMeters(nil, &Worker{inflight: newInflight()})
+	m, err := newMeters(nil, &Worker{inflight: newInflight()}, "db1")
 	if err != nil {
 		t.Fatal(err)
 	}

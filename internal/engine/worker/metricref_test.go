@@ -36,7 +36,7 @@ func TestMetricReference(t *testing.T) {
 	}
 
 	e := setup(t, 4)
-	m, err := metricsFor(prometheus.NewRegistry())
+	m, err := metricsFor(prometheus.NewRegistry(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,17 +48,34 @@ type workerMetrics struct {
 	inFlightDesc *prometheus.Desc
 }
 
+// regKey names the collectors of one registerer and database label.
+type regKey struct {
+	reg      prometheus.Registerer
+	database string
+}
+
 var (
 	metricsMu    sync.Mutex
-	metricsByReg = map[prometheus.Registerer]*workerMetrics{}
+	metricsByReg = map[regKey]*workerMetrics{}
 )
 
-// metricsFor returns the collectors registered on reg, registering them the
-// first time.
-func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
+// labelled is reg, or reg adding the label database="<database>" to every
+// series of the collectors registered through it when database is set.
+func labelled(reg prometheus.Registerer, database string) prometheus.Registerer {
+	if database == "" {
+		return reg
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"database": database}, reg)
+}
+
+// metricsFor returns the collectors registered on reg for database,
+// registering them the first time: workers of one database share them,
+// workers of several databases on one registerer have a series each.
+func metricsFor(reg prometheus.Registerer, database string) (*workerMetrics, error) {
 	metricsMu.Lock()
 	defer metricsMu.Unlock()
-	if m := metricsByReg[reg]; m != nil {
+	key := regKey{reg, database}
+	if m := metricsByReg[key]; m != nil {
 		return m, nil
 	}
 	m := &workerMetrics{
@@ -96,12 +113,13 @@ func metricsFor(reg prometheus.Registerer) (*workerMetrics, error) {
 		inFlightDesc: prometheus.NewDesc("docket_jobs_in_flight",
 			"Jobs claimed by this process whose outcome is not written yet.", nil, nil),
 	}
+	lreg := labelled(reg, database)
 	for _, c := range []prometheus.Collector{m.claimDur, m.claimed, m.pickup, m.jobDur, m.outcomes, m.leaseLosses, m.notifyReconnects, m} {
-		if err := reg.Register(c); err != nil {
+		if err := lreg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	metricsByReg[reg] = m
+	metricsByReg[key] = m
 	return m, nil
 }
 

@@ -89,6 +89,7 @@ type Config struct {
 	ID                 uuid.UUID
 	Metrics            prometheus.Registerer
 	MetricsAddr        string
+	Database           string
 }
 
 // Defaults of Config's and PoolConfig's zero values.
@@ -364,7 +365,7 @@ func newKindRun(cfg Config, name string, opts core.KindOpts) *kindRun {
 // setupMetrics makes the worker's OpenTelemetry instruments and registers
 // its Prometheus collectors as cfg asks.
 func (w *Worker) setupMetrics(cfg Config) error {
-	ot, err := newMeters(cfg.MeterProvider, w)
+	ot, err := newMeters(cfg.MeterProvider, w, cfg.Database)
 	if err != nil {
 		return fmt.Errorf("OpenTelemetry instruments: %w", err)
 	}
@@ -379,13 +380,13 @@ func (w *Worker) setupMetrics(cfg Config) error {
 	if reg == nil {
 		reg = metricserver.NewRegistry()
 	}
-	m, err := metricsFor(reg)
+	m, err := metricsFor(reg, cfg.Database)
 	if err != nil {
 		return err
 	}
 	w.met.prom = m
 	for _, c := range cfg.Collectors {
-		if err := reg.Register(c); err != nil {
+		if err := labelled(reg, cfg.Database).Register(c); err != nil {
 			return err
 		}
 	}

@@ -93,6 +93,30 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	return c.pgctl(ctx, "restart", "-m", "fast")
 }
 
+// Kill stops the server at once (pg_ctl stop -m immediate: no checkpoint,
+// sessions killed, as in a crash) and keeps its data directory, so that
+// [Cluster.Start] brings it back with every committed transaction, on the
+// same port.
+func (c *Cluster) Kill(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("pgsrv: kill of a stopped cluster")
+	}
+	return c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir(), "-m", "immediate", "-w")
+}
+
+// Start starts a server that [Cluster.Kill] stopped and returns once it
+// accepts connections.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("pgsrv: start of a stopped cluster")
+	}
+	return c.pgctl(ctx, "start")
+}
+
 // Stop stops the cluster at once (pg_ctl stop -m immediate: no checkpoint,
 // sessions killed) and removes its temporary directory. Calling it again
 // does nothing.

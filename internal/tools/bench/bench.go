@@ -51,6 +51,10 @@ const (
 	// and reports the hand-off from one job of a key to the next, and the
 	// rate against the same number of jobs without keys.
 	ScenarioSerial = "serial"
+	// ScenarioMultiDB starts private PostgreSQL clusters and drains jobs
+	// in 1, 2, … of them at once (Config.Databases) from one process with
+	// one client per database; ScenarioAll leaves it out.
+	ScenarioMultiDB = "multidb"
 	// ScenarioAll runs every scenario of [Scenarios] once, in that order.
 	ScenarioAll = "all"
 )
@@ -170,6 +174,12 @@ type Config struct {
 	// SerialHandler is how long each handler of the serial scenario (and
 	// of its drain without keys) sleeps. Zero means not at all.
 	SerialHandler time.Duration
+	// Databases are the multidb scenario's database counts, in the order
+	// it measures them. Empty means DefaultDatabases (1, 2, 3).
+	Databases []int
+	// MultiDBHandler is how long each handler of the multidb scenario
+	// sleeps. Zero means not at all.
+	MultiDBHandler time.Duration
 	// DisableHistory deletes completed jobs instead of moving them to the
 	// history table (docket.Config.DisableHistory).
 	DisableHistory bool
@@ -213,13 +223,13 @@ func New(cfg Config) (*Runner, error) {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
 	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers ||
-		cfg.Scenario == ScenarioLimit || cfg.Scenario == ScenarioFlowControl:
+		cfg.Scenario == ScenarioLimit || cfg.Scenario == ScenarioFlowControl || cfg.Scenario == ScenarioMultiDB:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s, %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "),
-			ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioFlowControl, ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s, %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "),
+			ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioFlowControl, ScenarioMultiDB, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes, "held-limited-rate": cfg.HeldLimitedRate,
@@ -230,7 +240,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	for name, d := range map[string]time.Duration{"duration": cfg.Duration, "baseline": cfg.Baseline, "held": cfg.Held, "recovery": cfg.Recovery, "window": cfg.Window,
-		"handler-min": cfg.HandlerMin, "handler-max": cfg.HandlerMax, "handler-time": cfg.SerialHandler} {
+		"handler-min": cfg.HandlerMin, "handler-max": cfg.HandlerMax, "handler-time": cfg.SerialHandler, "multidb handler time": cfg.MultiDBHandler} {
 		if d < 0 {
 			return bad("negative %s %s", name, d)
 		}
@@ -243,7 +253,18 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Scenario == ScenarioWorkflows {
 		def(&cfg.Jobs, DefaultWorkflows)
 	}
+	if cfg.Scenario == ScenarioMultiDB {
+		def(&cfg.Jobs, DefaultMultiDBJobs)
+	}
 	def(&cfg.Jobs, DefaultJobs)
+	if len(cfg.Databases) == 0 {
+		cfg.Databases = DefaultDatabases
+	}
+	for _, k := range cfg.Databases {
+		if k < 1 {
+			return bad("database count %d: want at least 1", k)
+		}
+	}
 	def(&cfg.Batch, DefaultBatch)
 	if cfg.Scenario == ScenarioHandlers {
 		def(&cfg.Workers, DefaultHandlerSlots)
@@ -321,10 +342,13 @@ func (r *Runner) Run(ctx context.Context, db *pgxpool.Pool, emit func(Result) er
 			res.ProducerTx = r.cfg.ProducerTx
 			return res
 		}
-		if s == ScenarioHeldXmin || s == ScenarioFlowControl {
+		if s == ScenarioHeldXmin || s == ScenarioFlowControl || s == ScenarioMultiDB {
 			run := r.heldXmin
-			if s == ScenarioFlowControl {
+			switch s {
+			case ScenarioFlowControl:
 				run = r.flowControl
+			case ScenarioMultiDB:
+				run = func(ctx context.Context, _ *pgxpool.Pool, emit func(Result) error) error { return r.multiDB(ctx, emit) }
 			}
 			if err := run(ctx, db, func(res Result) error { return emit(stamp(res)) }); err != nil {
 				return fmt.Errorf("%s: %w", s, err)

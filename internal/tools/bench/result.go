@@ -127,6 +127,11 @@ type Result struct {
 	// in MiB, from VmHWM in /proc/self/status (drain; omitted when the
 	// platform does not report it).
 	MaxRSSMiB float64
+	// Databases is how many databases multidb drained at once; OnePerSec
+	// is its rate with one database in the same run (0 when 1 was not
+	// among the counts).
+	Databases int
+	OnePerSec float64
 }
 
 // Latency summarises a set of latencies. Its zero value is the summary of
@@ -173,6 +178,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			field{"handoff_p50_ms", ms(r.Latency.P50)}, field{"handoff_p95_ms", ms(r.Latency.P95)},
 			field{"handoff_p99_ms", ms(r.Latency.P99)}, field{"handoff_max_ms", ms(r.Latency.Max)},
 			field{"plain_jobs_per_sec", round(r.PlainPerSec, 1)}, field{"fraction_of_plain", fraction(r.JobsPerSec, r.PlainPerSec)})
+	case ScenarioMultiDB:
+		f = append(f, field{"databases", r.Databases}, field{"jobs", r.Jobs}, field{"workers_per_database", r.Workers},
+			field{"handler_ms", ms(r.HandlerMin)}, field{"seconds", round(r.Seconds, 3)},
+			field{"jobs_per_sec", round(r.JobsPerSec, 1)}, field{"per_database_jobs_per_sec", round(r.JobsPerSec/float64(max(r.Databases, 1)), 1)},
+			field{"one_database_jobs_per_sec", round(r.OnePerSec, 1)}, field{"speedup_over_one", fraction(r.JobsPerSec, r.OnePerSec)})
 	case ScenarioHandlers:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
 			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
