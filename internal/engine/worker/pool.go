@@ -393,7 +393,9 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	switch {
 	case err != nil:
 	case res.Held:
-		p.limitTimes.held(lc.name, res.Wait, time.Now())
+		if p.limitTimes.held(lc.name, res.Wait, start, time.Now()) {
+			p.wakeLimits()
+		}
 	case len(res.Jobs) == 0:
 		p.limitTimes.idle(lc.name, time.Now())
 	default:
