@@ -184,7 +184,7 @@ func TestPickupRightAfterOutage(t *testing.T) {
 	case at := <-started:
 		wait := at.Sub(back)
 		t.Logf("the job started %s after the listener reconnected, %s after the database was reachable", wait, at.Sub(restored))
-		if wait > 500*time.Millisecond {
+		if wait > 50*time.Millisecond {
 			t.Errorf("the job started %s after the listener reconnected: the pool slept out its retry wait (poll %s)", wait, poll)
 		}
 	case <-time.After(2 * poll):
