@@ -157,6 +157,32 @@ func TestClaimLimitedRateWaitsForOneToken(t *testing.T) {
 	}
 }
 
+// A rate limit asked again and again grants every token that accrued: a
+// refill dates the bucket at the instant it counted the tokens up to, so
+// no time between two readings of the clock goes unpaid, however often
+// the bucket is charged.
+func TestClaimLimitedRateLosesNoTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const rate, burst = 2000, 100
+	b.setLimit(t, admin.Limit{Name: "noop_steady", Kind: "noop", Rate: rate, Per: time.Second, Burst: burst})
+	b.EnqueueN(t, 2*rate+burst, enqueue.Opts{})
+	w := uuid.New()
+	granted := len(b.claimLimited(t, "noop_steady", w, 2*rate, false).Jobs)
+	firstEnd := time.Now()
+	var lastStart time.Time
+	for time.Since(firstEnd) < time.Second {
+		lastStart = time.Now()
+		granted += len(b.claimLimited(t, "noop_steady", w, 2*rate, false).Jobs)
+	}
+	// The bucket was made during the first claim and last charged during
+	// the last one: at least this much time was paid for.
+	if least := burst + int(rate*lastStart.Sub(firstEnd).Seconds()) - 1; granted < least {
+		t.Fatalf("claims back to back for %s granted %d jobs at %d/s, want at least %d",
+			lastStart.Sub(firstEnd), granted, rate, least)
+	}
+}
+
 // Limits are validated before anything is written, and one scope has one
 // limit.
 func TestSetLimitRejects(t *testing.T) {

@@ -216,14 +216,26 @@ func (t *limitTimes) done(name string) bool {
 }
 
 // held records that the limit held jobs back, to be asked again when it is
-// worth it: after wait, for a rate, or limitRecheck for a place (wait 0),
-// unless a run of the limit ends here first (released).
-func (t *limitTimes) held(name string, wait time.Duration, now time.Time) {
+// worth it: for a place (wait 0), limitRecheck after now unless a run of
+// the limit ends here first (released); for a rate, wait after the claim
+// that was told so started at asked, and no sooner than limitRateWait
+// after it. The bucket was read during that claim, so its next token is
+// due wait after a moment between asked and now: counted from now, every
+// held job would also wait out the claim's round trip. It reports whether
+// the rate's time has come already (a claim slower than the wait): the
+// pool should ask again at once.
+func (t *limitTimes) held(name string, wait time.Duration, asked, now time.Time) bool {
 	if wait == 0 {
 		t.set(name, limitDue{at: now.Add(limitRecheck), place: true}, now)
-		return
+		return false
 	}
-	t.set(name, limitDue{at: now.Add(max(wait, limitRateWait))}, now)
+	at := asked.Add(max(wait, limitRateWait))
+	if !at.After(now) {
+		t.free(name)
+		return true
+	}
+	t.set(name, limitDue{at: at}, now)
+	return false
 }
 
 // released records that a run the limit granted left the running state

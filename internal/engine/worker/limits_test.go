@@ -451,14 +451,14 @@ func TestLimitTimesReleasedPlaces(t *testing.T) {
 	if lt.released("l") {
 		t.Fatal("released asks for a claim while one asks the limit")
 	}
-	lt.held("l", 0, now)
+	lt.held("l", 0, now, now)
 	if !lt.done("l") {
 		t.Fatal("a claim that found the limit full after a run of it ended meanwhile does not ask again")
 	}
 	if !lt.begin("l", now) {
 		t.Fatal("the limit may not be asked again at once after a place became free during a claim")
 	}
-	lt.held("l", 0, now)
+	lt.held("l", 0, now, now)
 	if lt.done("l") {
 		t.Fatal("a claim that found the limit full asks again with no place freed")
 	}
@@ -468,10 +468,36 @@ func TestLimitTimesReleasedPlaces(t *testing.T) {
 	if !lt.released("l") || !lt.begin("l", now) {
 		t.Fatal("a run's end does not end the wait for a place")
 	}
-	lt.held("l", 50*time.Millisecond, now)
+	lt.held("l", 50*time.Millisecond, now, now)
 	lt.done("l")
 	if lt.released("l") || lt.begin("l", now) {
 		t.Fatal("a run's end ends a wait for a rate's token")
 	}
 	lt.timer.Stop()
+}
+
+// A rate's wait counts from the start of the claim that read the bucket:
+// a claim slower than the wait asks again at once, a fast one no sooner
+// than limitRateWait after it started.
+func TestLimitTimesRateWaitCountsTheClaim(t *testing.T) {
+	lt := newLimitTimes(func() {})
+	defer lt.timer.Stop()
+	now := time.Now()
+	if !lt.begin("l", now) {
+		t.Fatal("a fresh limit may not be asked")
+	}
+	if !lt.held("l", time.Millisecond, now.Add(-10*time.Millisecond), now) {
+		t.Fatal("a claim that took 10ms for a 1ms wait does not ask again at once")
+	}
+	lt.done("l")
+	if !lt.begin("l", now) {
+		t.Fatal("the limit may not be asked at once after a claim slower than its wait")
+	}
+	if lt.held("l", time.Millisecond, now.Add(-time.Millisecond), now) {
+		t.Fatal("a claim of 1ms asks again at once, before limitRateWait")
+	}
+	lt.done("l")
+	if at := now.Add(limitRateWait - time.Millisecond); lt.begin("l", at.Add(-time.Microsecond)) || !lt.begin("l", at) {
+		t.Fatalf("the limit may not be asked exactly limitRateWait after the claim started")
+	}
 }

@@ -198,9 +198,18 @@ func (p *pool) claimLoop() {
 	defer retry.Stop()
 	var errWait time.Duration
 	var retryAt time.Time
+	// lost counts the claims in a row that failed on a connection closed
+	// under them; each is retried at once, up to the pool's size.
+	lost := 0
 	launch := 1      // claims to start as soon as slots are free
 	backlog := false // the last claim came back full: prefetch
 	failed := func(err error) {
+		if connLost(err) && lost < int(w.db.Config().MaxConns) {
+			// A pooled connection from before a restart: the database may
+			// answer on the next one, so the claim is not put off.
+			lost++
+			return
+		}
 		if errWait == 0 {
 			w.log.Warn("claim failed; retrying", slog.String("pool", p.cfg.Name), slog.String("error", err.Error()))
 		}
@@ -265,6 +274,7 @@ func (p *pool) claimLoop() {
 				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
 				errWait = 0
 			}
+			lost = 0
 			// Jobs were granted: more may be, until a limit holds them back
 			// or has none (limitTimes then says when to ask again).
 			limWant = limWant || r.n > 0
@@ -280,6 +290,7 @@ func (p *pool) claimLoop() {
 				w.log.Info("claim recovered", slog.String("pool", p.cfg.Name))
 				errWait = 0
 			}
+			lost = 0
 			p.prefetch.claimed(r.took)
 			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
 			if backlog {
@@ -393,7 +404,9 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	switch {
 	case err != nil:
 	case res.Held:
-		p.limitTimes.held(lc.name, res.Wait, time.Now())
+		if p.limitTimes.held(lc.name, res.Wait, start, time.Now()) {
+			p.wakeLimits()
+		}
 	case len(res.Jobs) == 0:
 		p.limitTimes.idle(lc.name, time.Now())
 	default:
