@@ -80,7 +80,10 @@ type Result struct {
 	// JSON adds fraction_of_bound, JobsPerSec / Bound). HandlerMin alone is
 	// every handler's sleep (serial).
 	HandlerMin, HandlerMax time.Duration
-	Bound                  float64
+	// HandlerMean is the mean time the handlers took, measured around
+	// their sleeps: the mean of the handlers scenario's bound.
+	HandlerMean time.Duration
+	Bound       float64
 	// LimitPerSec is what PostgreSQL itself did in the same run: the
 	// SQL-only drain (drain) or one bare COPY of the same rows (insert);
 	// the JSON adds fraction_of_limit, JobsPerSec / LimitPerSec. DrainLimit
@@ -176,6 +179,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioHandlers:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
 			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
+			field{"handler_mean_ms", ms(r.HandlerMean)},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
 			field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", fraction(r.JobsPerSec, r.Bound)})
 	case ScenarioSustained:
