@@ -15,7 +15,8 @@ import (
 )
 
 // The SQL-only limit's shape: claims of limitClaim jobs on limitConns
-// connections, each claim completed into history at once.
+// connections, each claim completed at once (into history, or deleted with
+// history off, as the worker of the same run completes them).
 const (
 	limitClaim = 500
 	limitConns = 2
@@ -38,8 +39,9 @@ func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 // drainLimit fills a fresh schema with cfg.Jobs jobs (not timed), then
 // times limitConns connections that claim limitClaim jobs at a time with
 // the worker's own claim statement and complete them with its own
-// completion statement, with no handler, worker or outcome batching in
-// between: the rate PostgreSQL sustains for the statements a drain runs.
+// completion statement (the one of cfg's history setting), with no
+// handler, worker or outcome batching in between: the rate PostgreSQL
+// sustains for the statements a drain runs.
 func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, error) {
 	e, err := r.setup(ctx, db, "limit drain")
 	defer e.drop()
@@ -106,11 +108,7 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 // the insert scenario's transactions.
 func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batched float64, err error) {
 	n := r.cfg.Jobs
-	rows := make([][]any, n)
-	payload := []byte(`{}`)
-	for i := range rows {
-		rows[i] = []any{"ready", docket.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
-	}
+	rows := limitRows(n)
 	for _, size := range []int{n, r.cfg.Batch} {
 		rate, err := r.copyRate(ctx, db, rows, size)
 		if err != nil {
@@ -123,6 +121,17 @@ func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batche
 		}
 	}
 	return one, batched, nil
+}
+
+// limitRows returns n rows of a no-op job, in the columns copyRate
+// copies.
+func limitRows(n int) [][]any {
+	rows := make([][]any, n)
+	payload := []byte(`{}`)
+	for i := range rows {
+		rows[i] = []any{"ready", docket.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
+	}
+	return rows
 }
 
 // copyRate copies rows into a fresh schema's docket_jobs in COPYs of size
