@@ -32,7 +32,7 @@ func (r *Runner) handlers(ctx context.Context, db *pgxpool.Pool) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	n, slots := r.cfg.Jobs, r.cfg.Workers
+	n, slots := r.cfg.Jobs, r.handlerSlots
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
 	randomPriority := func() docket.Item { return docket.Item{Args: noop{}, Opts: docket.Opts{Priority: rand.IntN(11)}} }
 	if err := e.backlog(ctx, n, ScenarioHandlers, randomPriority); err != nil {
