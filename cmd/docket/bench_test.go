@@ -35,7 +35,7 @@ func TestBenchAll(t *testing.T) {
 		"insert": {"jobs", "batch", "inserters", "seconds", "jobs_per_sec", "limit_per_sec", "fraction_of_limit",
 			"batched_limit_per_sec", "fraction_of_batched_limit", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"drain": {"jobs", "workers", "processes", "seconds", "jobs_per_sec", "max_rss_mib", "limit_per_sec",
-			"fraction_of_limit", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
+			"fraction_of_limit", "limit_bench_cpu_s_per_1k", "limit_pg_cpu_s_per_1k", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"sustained": {"rate", "achieved_rate", "jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms",
 			"bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},
 		"idle": {"jobs", "producer_tx", "p50_ms", "p95_ms", "p99_ms", "max_ms", "notify", "bench_cpu_s_per_1k", "pg_cpu_s_per_1k"},

@@ -86,7 +86,7 @@ func (e *env) timedDrain(ctx context.Context, db *pgxpool.Pool, scenario string,
 // its own, and reported as their mean: the load of a shared machine that
 // drifts during the run moves both sides of the ratio alike.
 func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
-	before, err := r.drainLimit(ctx, db)
+	before, beforeCPU, err := r.drainLimit(ctx, db)
 	if err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}
@@ -178,11 +178,13 @@ func (r *Runner) drain(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	}
 	res := Result{Jobs: n, Workers: r.cfg.Workers, Processes: r.cfg.Processes, Seconds: elapsed.Seconds(),
 		JobsPerSec: float64(n) / elapsed.Seconds(), MaxRSSMiB: rss, CPU: timed.cpu(n)}
-	after, err := r.drainLimit(ctx, db)
+	after, afterCPU, err := r.drainLimit(ctx, db)
 	if err != nil {
 		return Result{}, fmt.Errorf("limit: %w", err)
 	}
 	r.logf("drain: SQL-only limit %.0f jobs/s before, %.0f after", before, after)
 	res.LimitPerSec = (before + after) / 2
+	res.LimitCPU = cpuUse{bench: (beforeCPU.bench + afterCPU.bench) / 2, pg: (beforeCPU.pg + afterCPU.pg) / 2,
+		pgKnown: beforeCPU.pgKnown && afterCPU.pgKnown}
 	return res, nil
 }

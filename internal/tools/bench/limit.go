@@ -24,7 +24,7 @@ const (
 
 // limit measures both limits and reports them as one result line.
 func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
-	drain, err := r.drainLimit(ctx, db)
+	drain, _, err := r.drainLimit(ctx, db)
 	if err != nil {
 		return Result{}, err
 	}
@@ -41,30 +41,34 @@ func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 // the worker's own claim statement and complete them with its own
 // completion statement (the one of cfg's history setting), with no
 // handler, worker or outcome batching in between: the rate PostgreSQL
-// sustains for the statements a drain runs.
-func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, error) {
+// sustains for the statements a drain runs, and the CPU they cost per
+// 1,000 jobs, which the load of a shared machine moves far less than the
+// rate.
+func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, cpuUse, error) {
 	e, err := r.setup(ctx, db, "limit drain")
 	defer e.drop()
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	n := r.cfg.Jobs
 	if err := e.backlog(ctx, n, "limit drain", nil); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	q, err := queue.New(e.schema, queue.Config{DisableHistory: r.cfg.DisableHistory})
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	conns, err := warmPool(ctx, e.db, limitConns)
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	defer conns.Close()
+	clock := newCPUClock(ctx, db)
 	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{docket.DefaultQueue},
 		Kinds: []string{noop{}.Kind()}, Limit: limitClaim, Lease: time.Minute}
 	var wg sync.WaitGroup
 	errs := make([]error, limitConns)
+	from := clock.read()
 	start := time.Now()
 	for i := range limitConns {
 		wg.Go(func() {
@@ -88,17 +92,18 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := clock.use(from, clock.read(), n)
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	var left int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM `+e.table("docket_jobs")).Scan(&left); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	if left != 0 {
-		return 0, fmt.Errorf("the SQL-only drain left %d of %d jobs", left, n)
+		return 0, cpuUse{}, fmt.Errorf("the SQL-only drain left %d of %d jobs", left, n)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / elapsed.Seconds(), cpu, nil
 }
 
 // insertLimit times one COPY of cfg.Jobs rows into a fresh docket_jobs,

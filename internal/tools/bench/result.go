@@ -97,6 +97,10 @@ type Result struct {
 	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
 	// process (and its worker processes) and of the PostgreSQL server.
 	CPU cpuUse
+	// LimitCPU is the same for the SQL-only drain, the mean of its two
+	// runs (drain; JSON limit_bench_cpu_s_per_1k and
+	// limit_pg_cpu_s_per_1k).
+	LimitCPU cpuUse
 	// Limit is the flowcontrol variant: none, idle, concurrency or rate
 	// (see LimitNone and the others).
 	Limit string
@@ -164,6 +168,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			field{"limit_per_sec", round(r.LimitPerSec, 1)}, field{"fraction_of_limit", fraction(r.JobsPerSec, r.LimitPerSec)})
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
+		}
+		f = append(f, field{"limit_bench_cpu_s_per_1k", round(r.LimitCPU.bench, 4)})
+		if r.LimitCPU.pgKnown {
+			f = append(f, field{"limit_pg_cpu_s_per_1k", round(r.LimitCPU.pg, 4)})
 		}
 	case ScenarioWorkflows:
 		f = append(f, field{"workflows", r.Workflows}, field{"steps", r.Jobs}, field{"workers", r.Workers},
