@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioSerial, "--jobs jobs (at most 20,000 under all) round robin over --keys serial keys, handlers sleeping --handler-time; jobs/s, hand-off p50/p99 and the ratio to as many jobs without keys"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
 	{bench.ScenarioLimit, "PostgreSQL's own limits: the drain's claim and completion statements alone (500 per claim, 2 connections) and bare COPY of --jobs rows, in one COPY and in COPYs of --batch"},
-	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + " once, in that order"},
+	{bench.ScenarioAll, "each of " + strings.Join(bench.Scenarios, ", ") + ", then relay, once, in that order"},
 	{bench.ScenarioRelay, "outbox relay to NATS (--nats-url): --jobs events drained by --relays relay processes, from their start and warm, vs a direct JetStream publish, then commit->delivery and CPU at --rate for --duration"},
 	{bench.ScenarioHeldXmin, "hold a transaction open for --held between --baseline and --recovery; one line per --window (--held-limited-rate: also a rate-limited kind)"},
 	{bench.ScenarioMultiDB, "start private clusters and drain --jobs jobs (default 20,000) in each of 1, 2, … of them at once (--databases) from one process, one client per database, handlers sleeping --handler-time"},
@@ -59,7 +60,7 @@ cluster it starts and removes.`
 
 func benchFlags(fs *flag.FlagSet) action {
 	url := fs.String("database-url", "", "PostgreSQL connection URL (default $DATABASE_URL, else a local server found or started)")
-	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioHandlers+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+", "+bench.ScenarioFlowControl+" or "+bench.ScenarioMultiDB+" (required)")
+	scenario := fs.String("scenario", "", "what to measure: "+strings.Join(bench.Scenarios, ", ")+", "+bench.ScenarioAll+", "+bench.ScenarioLimit+", "+bench.ScenarioRelay+", "+bench.ScenarioHeldXmin+" or "+bench.ScenarioMultiDB+" (required)")
 	jobs := fs.Int("jobs", bench.DefaultJobs, "jobs to insert (insert) or drain (drain); workflows to run (workflows: default 10,000, at most 2,000 under all)")
 	batch := fs.Int("batch", bench.DefaultBatch, "jobs per transaction for insert and drain's fill")
 	workers := fs.Int("workers", 0, "worker concurrency (0: the worker default; 32 for handlers)")
@@ -157,9 +158,10 @@ func benchFlags(fs *flag.FlagSet) action {
 		if dbURL == "" {
 			dbURL = os.Getenv("DATABASE_URL")
 		}
+		relay := bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: counts,
+			Rate: *rate, Duration: *duration, Progress: errOut, CPUProfile: *cpuProfile}
 		if *scenario == bench.ScenarioRelay {
-			return benchRelay(ctx, dbURL, bench.RelayConfig{NatsURL: *natsURL, Events: *jobs, Relays: counts,
-				Rate: *rate, Duration: *duration, Progress: errOut, CPUProfile: *cpuProfile}, *relayBin, out, errOut)
+			return benchRelay(ctx, dbURL, relay, *relayBin, out, errOut)
 		}
 		runner, err := bench.New(bench.Config{
 			Inserters: *inserters, Processes: *processes, WorkerProcess: workerProcess(&dbURL, *workers, *history, *pollOnly),
@@ -205,6 +207,15 @@ func benchFlags(fs *flag.FlagSet) action {
 			_, err = out.Write(append(b, '\n'))
 			return err
 		})
+		if err == nil && *scenario == bench.ScenarioAll {
+			// Last, as it needs NATS besides PostgreSQL.
+			if p := relay.CPUProfile; p != "" {
+				relay.CPUProfile = strings.TrimSuffix(p, filepath.Ext(p)) + "." + bench.ScenarioRelay + filepath.Ext(p)
+			}
+			if err = benchRelay(ctx, dbURL, relay, *relayBin, out, errOut); err != nil {
+				err = fmt.Errorf("relay (NATS at --nats-url %s): %w", relay.NatsURL, err)
+			}
+		}
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return fmt.Errorf("interrupted; bench schemas dropped: %w", err)
 		}

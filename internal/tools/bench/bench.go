@@ -30,18 +30,19 @@ const (
 	ScenarioIdle      = "idle"
 	// ScenarioHandlers drains jobs whose handlers take time (HandlerMin to
 	// HandlerMax) and compares the rate with what the slots could do if
-	// none ever waited for a claim. ScenarioAll leaves it out.
+	// none ever waited for a claim.
 	ScenarioHandlers = "handlers"
 	// ScenarioLimit measures PostgreSQL's own limits for drain and insert
 	// (see the drain and insert results' fraction_of_limit, measured in
-	// the same run). ScenarioAll leaves it out.
+	// the same run). ScenarioAll leaves it out: drain and insert measure
+	// their limits themselves.
 	ScenarioLimit = "limit"
 	// ScenarioHeldXmin measures claims while a long transaction holds back
 	// the vacuum horizon; it takes minutes, so ScenarioAll leaves it out.
 	ScenarioHeldXmin = "heldxmin"
 	// ScenarioFlowControl drains a backlog of which a share is a kind under
 	// a flow-control limit (admin.Limit), once per limit variant, and
-	// reports limited and ordinary claims apart. ScenarioAll leaves it out.
+	// reports limited and ordinary claims apart, one result per variant.
 	ScenarioFlowControl = "flowcontrol"
 	// ScenarioWorkflows runs chains of three workflow steps, each recording
 	// a result that the next reads, and compares the steps per second with
@@ -60,7 +61,8 @@ const (
 )
 
 // Scenarios lists the scenarios in the order ScenarioAll runs them.
-var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioSustained, ScenarioIdle, ScenarioWorkflows, ScenarioSerial}
+var Scenarios = []string{ScenarioInsert, ScenarioDrain, ScenarioHandlers, ScenarioSustained, ScenarioIdle, ScenarioWorkflows,
+	ScenarioSerial, ScenarioFlowControl}
 
 // Defaults of Config's zero values.
 const (
@@ -102,7 +104,7 @@ type Config struct {
 	Batch int
 	// Workers is the worker's concurrency (its one pool's slots). Zero
 	// means the worker's default, worker.DefaultConcurrency, or
-	// DefaultHandlerSlots (32) for handlers.
+	// DefaultHandlerSlots (32) for handlers, also under ScenarioAll.
 	Workers int
 	// HandlerMin and HandlerMax bound the random time each handler of
 	// the handlers scenario sleeps. Zero means DefaultHandlerMin (2 ms)
@@ -209,6 +211,9 @@ var ErrInvalidConfig = errors.New("docket bench: invalid config")
 type Runner struct {
 	cfg       Config
 	scenarios []string
+	// handlerSlots is the handlers scenario's slots: Config.Workers, or
+	// DefaultHandlerSlots when unset.
+	handlerSlots int
 }
 
 // New validates cfg and fills in its defaults. It returns an error wrapping
@@ -222,14 +227,14 @@ func New(cfg Config) (*Runner, error) {
 	switch {
 	case cfg.Scenario == ScenarioAll:
 		scenarios = slices.Clone(Scenarios)
-	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioHandlers ||
-		cfg.Scenario == ScenarioLimit || cfg.Scenario == ScenarioFlowControl || cfg.Scenario == ScenarioMultiDB:
+	case slices.Contains(Scenarios, cfg.Scenario) || cfg.Scenario == ScenarioHeldXmin || cfg.Scenario == ScenarioLimit ||
+		cfg.Scenario == ScenarioMultiDB:
 		scenarios = []string{cfg.Scenario}
 	case cfg.Scenario == "":
 		return bad("no scenario: want one of %s or %s", strings.Join(Scenarios, ", "), ScenarioAll)
 	default:
-		return bad("unknown scenario %q: want one of %s, %s, %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "),
-			ScenarioHandlers, ScenarioLimit, ScenarioHeldXmin, ScenarioFlowControl, ScenarioMultiDB, ScenarioAll)
+		return bad("unknown scenario %q: want one of %s, %s, %s, %s or %s", cfg.Scenario, strings.Join(Scenarios, ", "),
+			ScenarioLimit, ScenarioHeldXmin, ScenarioMultiDB, ScenarioAll)
 	}
 	for name, v := range map[string]int{"jobs": cfg.Jobs, "batch": cfg.Batch, "workers": cfg.Workers,
 		"producers": cfg.Producers, "rate": cfg.Rate, "inserters": cfg.Inserters, "processes": cfg.Processes, "held-limited-rate": cfg.HeldLimitedRate,
@@ -266,9 +271,9 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	def(&cfg.Batch, DefaultBatch)
-	if cfg.Scenario == ScenarioHandlers {
-		def(&cfg.Workers, DefaultHandlerSlots)
-	}
+	// The handlers scenario's slots, also under ScenarioAll.
+	handlerSlots := cfg.Workers
+	def(&handlerSlots, DefaultHandlerSlots)
 	def(&cfg.Workers, worker.DefaultConcurrency)
 	def(&cfg.Producers, DefaultProducers)
 	def(&cfg.Inserters, 1)
@@ -322,7 +327,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(cfg.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	return &Runner{cfg: cfg, scenarios: scenarios}, nil
+	return &Runner{cfg: cfg, scenarios: scenarios, handlerSlots: handlerSlots}, nil
 }
 
 // Run runs the configured scenarios one after the other on the server db

@@ -15,7 +15,8 @@ import (
 )
 
 // The SQL-only limit's shape: claims of limitClaim jobs on limitConns
-// connections, each claim completed into history at once.
+// connections, each claim completed at once (into history, or deleted with
+// history off, as the worker of the same run completes them).
 const (
 	limitClaim = 500
 	limitConns = 2
@@ -23,7 +24,7 @@ const (
 
 // limit measures both limits and reports them as one result line.
 func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
-	drain, err := r.drainLimit(ctx, db)
+	drain, _, err := r.drainLimit(ctx, db)
 	if err != nil {
 		return Result{}, err
 	}
@@ -38,31 +39,36 @@ func (r *Runner) limit(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 // drainLimit fills a fresh schema with cfg.Jobs jobs (not timed), then
 // times limitConns connections that claim limitClaim jobs at a time with
 // the worker's own claim statement and complete them with its own
-// completion statement, with no handler, worker or outcome batching in
-// between: the rate PostgreSQL sustains for the statements a drain runs.
-func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, error) {
+// completion statement (the one of cfg's history setting), with no
+// handler, worker or outcome batching in between: the rate PostgreSQL
+// sustains for the statements a drain runs, and the CPU they cost per
+// 1,000 jobs, which the load of a shared machine moves far less than the
+// rate.
+func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, cpuUse, error) {
 	e, err := r.setup(ctx, db, "limit drain")
 	defer e.drop()
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	n := r.cfg.Jobs
 	if err := e.backlog(ctx, n, "limit drain", nil); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	q, err := queue.New(e.schema, queue.Config{DisableHistory: r.cfg.DisableHistory})
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	conns, err := warmPool(ctx, e.db, limitConns)
 	if err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	defer conns.Close()
+	clock := newCPUClock(ctx, db)
 	params := queue.ClaimParams{Worker: uuid.New(), Queues: []string{docket.DefaultQueue},
 		Kinds: []string{noop{}.Kind()}, Limit: limitClaim, Lease: time.Minute}
 	var wg sync.WaitGroup
 	errs := make([]error, limitConns)
+	from := clock.read()
 	start := time.Now()
 	for i := range limitConns {
 		wg.Go(func() {
@@ -86,17 +92,18 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := clock.use(from, clock.read(), n)
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	var left int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM `+e.table("docket_jobs")).Scan(&left); err != nil {
-		return 0, err
+		return 0, cpuUse{}, err
 	}
 	if left != 0 {
-		return 0, fmt.Errorf("the SQL-only drain left %d of %d jobs", left, n)
+		return 0, cpuUse{}, fmt.Errorf("the SQL-only drain left %d of %d jobs", left, n)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return float64(n) / elapsed.Seconds(), cpu, nil
 }
 
 // insertLimit times one COPY of cfg.Jobs rows into a fresh docket_jobs,
@@ -106,11 +113,7 @@ func (r *Runner) drainLimit(ctx context.Context, db *pgxpool.Pool) (float64, err
 // the insert scenario's transactions.
 func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batched float64, err error) {
 	n := r.cfg.Jobs
-	rows := make([][]any, n)
-	payload := []byte(`{}`)
-	for i := range rows {
-		rows[i] = []any{"ready", docket.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
-	}
+	rows := limitRows(n)
 	for _, size := range []int{n, r.cfg.Batch} {
 		rate, err := r.copyRate(ctx, db, rows, size)
 		if err != nil {
@@ -123,6 +126,17 @@ func (r *Runner) insertLimit(ctx context.Context, db *pgxpool.Pool) (one, batche
 		}
 	}
 	return one, batched, nil
+}
+
+// limitRows returns n rows of a no-op job, in the columns copyRate
+// copies.
+func limitRows(n int) [][]any {
+	rows := make([][]any, n)
+	payload := []byte(`{}`)
+	for i := range rows {
+		rows[i] = []any{"ready", docket.DefaultQueue, noop{}.Kind(), int16(0), int32(25), "", nil, payload, nil}
+	}
+	return rows
 }
 
 // copyRate copies rows into a fresh schema's docket_jobs in COPYs of size

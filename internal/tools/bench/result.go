@@ -80,7 +80,10 @@ type Result struct {
 	// JSON adds fraction_of_bound, JobsPerSec / Bound). HandlerMin alone is
 	// every handler's sleep (serial).
 	HandlerMin, HandlerMax time.Duration
-	Bound                  float64
+	// HandlerMean is the mean time the handlers took, measured around
+	// their sleeps: the mean of the handlers scenario's bound.
+	HandlerMean time.Duration
+	Bound       float64
 	// LimitPerSec is what PostgreSQL itself did in the same run: the
 	// SQL-only drain (drain) or one bare COPY of the same rows (insert);
 	// the JSON adds fraction_of_limit, JobsPerSec / LimitPerSec. DrainLimit
@@ -94,6 +97,10 @@ type Result struct {
 	// CPU is the CPU time the timed part cost per 1,000 jobs, of the bench
 	// process (and its worker processes) and of the PostgreSQL server.
 	CPU cpuUse
+	// LimitCPU is the same for the SQL-only drain, the mean of its two
+	// runs (drain; JSON limit_bench_cpu_s_per_1k and
+	// limit_pg_cpu_s_per_1k).
+	LimitCPU cpuUse
 	// Limit is the flowcontrol variant: none, idle, concurrency or rate
 	// (see LimitNone and the others).
 	Limit string
@@ -167,6 +174,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		if r.MaxRSSMiB > 0 {
 			f = append(f, field{"max_rss_mib", round(r.MaxRSSMiB, 1)})
 		}
+		f = append(f, field{"limit_bench_cpu_s_per_1k", round(r.LimitCPU.bench, 4)})
+		if r.LimitCPU.pgKnown {
+			f = append(f, field{"limit_pg_cpu_s_per_1k", round(r.LimitCPU.pg, 4)})
+		}
 	case ScenarioWorkflows:
 		f = append(f, field{"workflows", r.Workflows}, field{"steps", r.Jobs}, field{"workers", r.Workers},
 			field{"seconds", round(r.Seconds, 3)}, field{"steps_per_sec", round(r.JobsPerSec, 1)},
@@ -186,6 +197,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	case ScenarioHandlers:
 		f = append(f, field{"jobs", r.Jobs}, field{"workers", r.Workers},
 			field{"handler_min_ms", ms(r.HandlerMin)}, field{"handler_max_ms", ms(r.HandlerMax)},
+			field{"handler_mean_ms", ms(r.HandlerMean)},
 			field{"seconds", round(r.Seconds, 3)}, field{"jobs_per_sec", round(r.JobsPerSec, 1)},
 			field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", fraction(r.JobsPerSec, r.Bound)})
 	case ScenarioSustained:
