@@ -312,6 +312,10 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	if len(f.dropped) > 0 {
 		w.inflight.remove(f.dropped...)
 	}
+	// Hand-offs first: the next jobs of their keys wait for them.
+	for i := range f.handing {
+		c.writeHandingOn(stop, &f.handing[i])
+	}
 	q, db, me := w.q, w.db, w.id
 	if len(f.complete) > 0 {
 		c.write(stop, "complete", f.complete, func(ctx context.Context) ([]int64, error) {
@@ -349,9 +353,6 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		c.write(stop, "cancelled", f.cancelled, func(ctx context.Context) ([]int64, error) {
 			return q.Cancelled(ctx, db, me, f.cancelRuns)
 		})
-	}
-	for i := range f.handing {
-		c.writeHandingOn(stop, &f.handing[i])
 	}
 	if len(f.hooked) > 0 {
 		c.writeHooked(stop, f.hooked)
