@@ -13,19 +13,23 @@ import (
 // 009); the finisher also claims that job for this pool in the same
 // transaction (queue.CompleteHandOn), and a slot takes it before any other
 // claimed job: each completion hands its key into the slot it freed,
-// without a claim's round trip and commit. The handed job starts only
+// without a claim's round trip and commit, unless other ready jobs wait
+// for the pool's slots. The handed job starts only
 // once the completion committed, as a job claimed afterwards would: a
 // crash then leaves it running under its lease, to be reaped and run
 // again, after the job before it.
 
 // handOnFor returns what a completion of this pool's serial jobs may claim
 // for it: the ready jobs of its active queues and of the kinds its
-// ordinary claim takes. It reports false while stopping, when every queue
-// is paused, and for a tenant-capped pool, whose claims weigh tenants
-// against each other.
+// ordinary claim takes. It reports false while other ready jobs wait for
+// the pool's slots (its last claim came back full): the key's next job
+// then takes its turn behind them, as it did before, instead of keeping
+// the slot for its key for as long as the line lasts. It also reports
+// false while stopping, when every queue is paused, and for a
+// tenant-capped pool, whose claims weigh tenants against each other.
 func (p *pool) handOnFor() (queue.HandOn, bool) {
 	w := p.w
-	if w.stopping.Load() || p.cfg.TenantCap > 0 {
+	if w.stopping.Load() || p.cfg.TenantCap > 0 || p.backlogged.Load() {
 		return queue.HandOn{}, false
 	}
 	plan := w.limits.load().plan(p.cfg.Queues, w.names)

@@ -31,7 +31,11 @@ type pool struct {
 	// handed carries the jobs that serial completions claimed for this
 	// pool (see handoff.go), which slots take before any other.
 	handed chan *task
-	busy   atomic.Int64
+	// backlogged says the pool's last claim came back full: other ready
+	// jobs wait for its slots, so serial completions do not hand their
+	// keys on ahead of them.
+	backlogged atomic.Bool
+	busy       atomic.Int64
 	// limitedBusy counts the jobs of limited claimed and not yet finished
 	// by their handler; limited claims ask for at most the slots and the
 	// prefetch's depth less these, so limited never blocks.
@@ -286,6 +290,7 @@ func (p *pool) claimLoop() {
 			}
 			p.prefetch.claimed(r.took)
 			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
+			p.backlogged.Store(backlog)
 			if backlog {
 				launch = claimsInFlight - inFlight
 			} else {

@@ -457,3 +457,35 @@ func TestSerialCompletionClaimsNextOfKey(t *testing.T) {
 		t.Errorf("claims took %d of the %d jobs: completions did not hand their key on", n, jobs)
 	}
 }
+
+// While other ready jobs wait for a pool's slots, a completing serial job
+// does not hand its key into its slot ahead of them: the key's next job
+// takes its turn at the end of the ready jobs. One slot, a key of two
+// jobs enqueued before 40 plain ones: the key's second job runs after
+// them.
+func TestSerialHandOffWaitsBehindBacklog(t *testing.T) {
+	t.Parallel()
+	const plain = 40
+	e := setup(t, 8)
+	var mu sync.Mutex
+	var order []string
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, j.Args.Key)
+		return nil
+	}, handlers.KindOpts{})
+	e.enqueue(serialArgs{Key: "a1"}, enqueue.Opts{SerialKey: "a"})
+	last := e.enqueue(serialArgs{Key: "a2"}, enqueue.Opts{SerialKey: "a"})
+	for range plain {
+		e.enqueue(serialArgs{Key: "plain"}, enqueue.Opts{})
+	}
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 1}}})
+	e.waitWhere(last, "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if i := slices.Index(order, "a2"); i < plain/2 {
+		t.Errorf("the key's second job ran %d-th, ahead of the plain jobs ready before it: %v", i+1, order)
+	}
+}
