@@ -2,8 +2,11 @@ package queue
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/google/uuid"
@@ -71,7 +74,97 @@ func keepWorkflowResults(p string) string {
 )`
 }
 
+// completeSerial is the completion of a batch that holds runs of serial
+// jobs (see Run.Serial): completeHistory, or with history false the
+// deletion, that also hands each completed holder's key to the head of
+// its line (migration 009), for the whole batch in the statement itself.
+// The departing holder is deleted by this statement, so no other
+// transaction can make a holder of its key until it commits (every other
+// path sees the holder still there); the unique holder index backs that.
+// It announces the queues of the heads it made ready, as the per-row
+// trigger does, which it spares (see serialPassSettings).
+func completeSerial(history, results bool) string {
+	body := completeHistory(results)
+	if !history {
+		keep := ""
+		if results {
+			keep = keepWorkflowResults("$4")
+		}
+		body = `WITH d AS (
+	DELETE FROM {{schema}}.docket_jobs j
+	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
+		AND j.cancel_requested_at IS NULL
+	RETURNING j.*
+)` + keep + `
+SELECT id FROM d`
+	}
+	// The final statement becomes the CTE "done"; the pass and the
+	// notifications run as CTEs beside it. note is read once, before any
+	// row, so that its NOTIFYs are sent whatever the batch completed.
+	at := strings.LastIndex(body, "\nINSERT INTO")
+	if !history {
+		at = strings.LastIndex(body, "\nSELECT id FROM d")
+	}
+	return body[:at] + `, done AS (` + body[at:] + `
+), nxt AS (
+	UPDATE {{schema}}.docket_jobs w
+	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(w.run_at, now())
+	FROM d
+	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting'
+		AND w.id = (SELECT x.id FROM {{schema}}.docket_jobs x
+			WHERE x.serial_key = d.serial_key AND x.state = 'waiting'
+			ORDER BY x.serial_seq LIMIT 1)
+		AND w.state = 'waiting'
+	RETURNING w.queue
+), note AS (
+	SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), n.queue) FROM (SELECT DISTINCT queue FROM nxt) n
+	WHERE current_setting('docket.serial_pass', true) IS DISTINCT FROM 'handoff'
+)
+SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`
+}
+
+// serialPassSettings runs before completeSerial on a pool or connection:
+// pgsql.IndexSettings, and the mark that this statement hands its holders'
+// keys on itself, which the row trigger docket_jobs_serial_pass then skips
+// (migration 026). It lasts for the statement's implicit transaction. In
+// a caller's transaction the mark is not set and the trigger runs too: it
+// finds the head already made ready and does nothing. handOnSettings
+// marks a completion whose transaction claims the heads it made ready
+// (CompleteHandOn) and announces only those it left.
+const (
+	serialPassSettings = `SELECT set_config('enable_seqscan', 'off', true),
+	set_config('docket.serial_pass', 'statement', true)`
+	handOnSettings = `SELECT set_config('enable_seqscan', 'off', true),
+	set_config('docket.serial_pass', 'handoff', true)`
+)
+
 var (
+	// sqlClaimHandedOn claims for worker $4, with a lease of $5 ms, the
+	// holders of serial keys $1 that are ready in queues $2 with kinds $3:
+	// after a completion in the same transaction, the heads it made ready.
+	// It finds them through the holder index, one per key.
+	sqlClaimHandedOn = pgsql.SQL(`WITH c AS (
+	SELECT id FROM {{schema}}.docket_jobs
+	WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting' AND state = 'ready'
+		AND queue = ANY($2::text[]) AND kind = ANY($3::text[])
+	FOR NO KEY UPDATE SKIP LOCKED
+)` + claimUpdate)
+
+	// sqlAnnounceHeads announces the queues of the holders of serial keys
+	// $1 that are still ready: the heads a hand-off left to other claims.
+	sqlAnnounceHeads = pgsql.SQL(`SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), h.queue)
+FROM (SELECT DISTINCT queue FROM {{schema}}.docket_jobs
+	WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting' AND state = 'ready') h`)
+)
+
+var (
+	// sqlCompleteSerial* are completeSerial with and without history and
+	// results.
+	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false))
+	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true))
+	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false))
+	sqlCompleteSerialDeleteResults  = pgsql.SQL(completeSerial(false, true))
+
 	// sqlCompleteHistory moves runs to history: see completeHistory.
 	sqlCompleteHistory = pgsql.SQL(completeHistory(false))
 
@@ -178,6 +271,9 @@ func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Ru
 	// Batches without results run the statements that know nothing of
 	// them: results cost nothing to the jobs that record none.
 	results := runResults(runs, func(r Run) Run { return r })
+	if slices.ContainsFunc(runs, func(r Run) bool { return r.SerialKey != "" }) {
+		return q.completeSerial(ctx, db, worker, ids, claims, results, finishedAt)
+	}
 	if !q.history {
 		if results != nil {
 			return q.ids(ctx, db, sqlCompleteDeleteResults.For(q.schema), ids, worker, claims, results)
@@ -199,6 +295,129 @@ func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Ru
 		}
 	}
 	return done, err
+}
+
+// completeSerial is Complete for a batch that holds runs of serial jobs.
+func (q *Queue) completeSerial(ctx context.Context, db DB, worker uuid.UUID, ids []int64, claims string, results any, finishedAt time.Time) ([]int64, error) {
+	stmt, args := q.serialStatement(ids, worker, claims, results, finishedAt)
+	run := func() ([]int64, error) {
+		var done []int64
+		err := q.run(ctx, db, serialPassSettings, stmt.For(q.schema), args, func(rows pgx.Rows) error {
+			var err error
+			done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+		return done, err
+	}
+	done, err := run()
+	if q.history && !pgsql.IsTx(db) {
+		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
+			return run()
+		}
+	}
+	return done, err
+}
+
+// serialStatement is completeSerial's statement for this Queue and its
+// arguments.
+func (q *Queue) serialStatement(ids []int64, worker uuid.UUID, claims string, results any, finishedAt time.Time) (*pgsql.Statement, []any) {
+	var stmt *pgsql.Statement
+	args := []any{ids, worker, claims}
+	if q.history {
+		var at *time.Time
+		if !finishedAt.IsZero() {
+			at = &finishedAt
+		}
+		args = append(args, at)
+		stmt = sqlCompleteSerialHistory
+		if results != nil {
+			stmt = sqlCompleteSerialHistoryResults
+		}
+	} else if results != nil {
+		stmt = sqlCompleteSerialDeleteResults
+	} else {
+		stmt = sqlCompleteSerialDelete
+	}
+	if results != nil {
+		args = append(args, results)
+	}
+	return stmt, args
+}
+
+// HandOn is what CompleteHandOn may claim for its worker: the next job
+// of a completed run's serial key, when it is ready in one of Queues and
+// of one of Kinds, under a lease of Lease.
+type HandOn struct {
+	Queues, Kinds []string
+	Lease         time.Duration
+}
+
+// CompleteHandOn is Complete that also claims for worker, in the same
+// transaction, the jobs that the completions made ready by handing their
+// serial keys on and that h allows, and returns them as Claim does. A key
+// passes to its next job only once the completion of the one before
+// commits, so a handed job starts after its predecessor's outcome is
+// durable, as one claimed later would; it saves the claim's round trip
+// and its commit. Heads it leaves ready are announced. On a caller's
+// transaction, or for runs without serial keys, it is Complete.
+func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, runs []Run, finishedAt time.Time, h HandOn) ([]int64, []*core.Job, error) {
+	b, ok := db.(interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	})
+	var keys []string
+	for _, r := range runs {
+		if r.SerialKey != "" {
+			keys = append(keys, r.SerialKey)
+		}
+	}
+	if !ok || pgsql.IsTx(db) || len(keys) == 0 || len(h.Queues) == 0 || len(h.Kinds) == 0 || h.Lease <= 0 {
+		done, err := q.Complete(ctx, db, worker, runs, finishedAt)
+		return done, nil, err
+	}
+	ids, claims := runClaims(runs)
+	results := runResults(runs, func(r Run) Run { return r })
+	stmt, args := q.serialStatement(ids, worker, claims, results, finishedAt)
+	run := func() ([]int64, []*core.Job, error) {
+		batch := &pgx.Batch{}
+		batch.Queue(handOnSettings)
+		batch.Queue(stmt.For(q.schema), args...)
+		batch.Queue(sqlClaimHandedOn.For(q.schema), keys, h.Queues, h.Kinds, worker, h.Lease.Milliseconds())
+		batch.Queue(sqlAnnounceHeads.For(q.schema), keys)
+		res := b.SendBatch(ctx, batch)
+		var done []int64
+		var jobs []*core.Job
+		_, err := res.Exec()
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = res.Query(); err == nil {
+				done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			}
+		}
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = res.Query(); err == nil {
+				jobs, _, err = scanJobs(rows)
+				rows.Close()
+			}
+		}
+		if err == nil {
+			_, err = res.Exec()
+		}
+		if cerr := res.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, nil, q.wrapErr(err) // rolled back: nothing completed, nothing claimed
+		}
+		return done, jobs, nil
+	}
+	done, jobs, err := run()
+	if q.history {
+		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
+			return run()
+		}
+	}
+	return done, jobs, err
 }
 
 // Failure is one failed attempt of a job.

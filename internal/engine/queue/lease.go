@@ -22,11 +22,16 @@ type Run struct {
 	// Result is what the run recorded with SetResult (nil: nothing),
 	// written by Complete, Fail (when the job dead-letters) and DeadLetter.
 	Result json.RawMessage
+	// SerialKey is the job's serial key, if any: Complete then hands the
+	// key on in its own statement (see completeSerial).
+	SerialKey string
 }
 
 // RunOf returns the run of a job returned by Claim, with the result its
 // handler recorded.
-func RunOf(j *core.Job) Run { return Run{ID: j.ID, ClaimID: j.ClaimID, Result: core.Result(j)} }
+func RunOf(j *core.Job) Run {
+	return Run{ID: j.ID, ClaimID: j.ClaimID, Result: core.Result(j), SerialKey: j.SerialKey}
+}
 
 var (
 	// sqlHeartbeat extends the leases of runs ($1 ids, $4 their claims, see

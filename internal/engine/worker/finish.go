@@ -63,6 +63,10 @@ type finisher struct {
 
 	mu  sync.Mutex
 	buf []outcome
+	// urgent says buf holds the outcome of a serial job: the next job of
+	// its key waits for it to commit, so it is written without waiting
+	// out the interval.
+	urgent bool
 
 	kick chan struct{} // a flusher should look at buf
 	done chan struct{} // closed by close: drain and exit
@@ -94,11 +98,14 @@ func (c *finisher) start() {
 // add queues an outcome. The task's state must already be stFinishing or
 // stReleased.
 func (c *finisher) add(o outcome) {
+	serial := o.task.job.SerialKey != ""
 	c.mu.Lock()
 	c.buf = append(c.buf, o)
 	n := len(c.buf)
+	first := serial && !c.urgent
+	c.urgent = c.urgent || serial
 	c.mu.Unlock()
-	if n == 1 || n == flushEarly {
+	if n == 1 || n == flushEarly || first {
 		select {
 		case c.kick <- struct{}{}:
 		default:
@@ -133,7 +140,7 @@ func (c *finisher) loop() {
 				c.flush(c.stopCtx, f, batch)
 			}
 		}
-		if c.interval > 0 && c.pending() < flushEarly {
+		if c.interval > 0 && !c.due() {
 			timer.Reset(c.interval)
 			select {
 			case <-timer.C:
@@ -167,6 +174,14 @@ func (c *finisher) ctx() context.Context {
 	}
 }
 
+// due reports whether buf is to be written now: it is full enough, or
+// holds a serial job's outcome.
+func (c *finisher) due() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urgent || len(c.buf) >= flushEarly
+}
+
 func (c *finisher) pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -185,6 +200,7 @@ func (c *finisher) take(spare []outcome) []outcome {
 	}
 	b := c.buf
 	c.buf = spare[:0]
+	c.urgent = false
 	return b
 }
 
@@ -206,6 +222,16 @@ type flushScratch struct {
 	wake         []*pool
 	limited      []*task   // runs a limit granted: their places are free once written
 	hooked       []outcome // final outcomes of kinds with an OutcomeHook
+	handing      []handing // serial completions that may claim the next of their keys
+}
+
+// handing is the serial completions of one pool that hand their keys on
+// into it (see handoff.go).
+type handing struct {
+	p     *pool
+	on    queue.HandOn
+	runs  []queue.Run
+	tasks []*task
 }
 
 func (f *flushScratch) reset() {
@@ -219,7 +245,8 @@ func (f *flushScratch) reset() {
 	clear(f.wake)
 	clear(f.limited)
 	clear(f.hooked)
-	f.wake, f.limited, f.hooked = f.wake[:0], f.limited[:0], f.hooked[:0]
+	clear(f.handing)
+	f.wake, f.limited, f.hooked, f.handing = f.wake[:0], f.limited[:0], f.hooked[:0], f.handing[:0]
 	f.completeRuns, f.complete = f.completeRuns[:0], f.complete[:0]
 	f.fails, f.failed = f.fails[:0], f.failed[:0]
 	f.snoozes, f.snoozed = f.snoozes[:0], f.snoozed[:0]
@@ -248,6 +275,9 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		}
 		if hooked(o) {
 			f.hooked = append(f.hooked, *o) // written by writeHooked
+			continue
+		}
+		if o.what == oComplete && o.task.job.SerialKey != "" && f.handOn(o.task, run) {
 			continue
 		}
 		switch o.what {
@@ -281,6 +311,10 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	}
 	if len(f.dropped) > 0 {
 		w.inflight.remove(f.dropped...)
+	}
+	// Hand-offs first: the next jobs of their keys wait for them.
+	for i := range f.handing {
+		c.writeHandingOn(stop, &f.handing[i])
 	}
 	q, db, me := w.q, w.db, w.id
 	if len(f.complete) > 0 {
@@ -329,6 +363,42 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 	freePlaces(f.limited)
 	for _, p := range f.wake {
 		p.signal()
+	}
+}
+
+// handOn adds a serial job's completion to the hand-offs of its pool, if
+// the pool may take the next job of its key now.
+func (f *flushScratch) handOn(t *task, run queue.Run) bool {
+	for i := range f.handing {
+		if h := &f.handing[i]; h.p == t.pool {
+			h.runs, h.tasks = append(h.runs, run), append(h.tasks, t)
+			return true
+		}
+	}
+	on, ok := t.pool.handOnFor()
+	if !ok {
+		return false
+	}
+	f.handing = append(f.handing, handing{p: t.pool, on: on, runs: []queue.Run{run}, tasks: []*task{t}})
+	return true
+}
+
+// writeHandingOn writes one pool's serial completions, claiming for it the
+// next jobs of their keys, and hands those to its slots. The pool claims
+// at once for the keys it did not get.
+func (c *finisher) writeHandingOn(stop context.Context, h *handing) {
+	w := c.w
+	var handed []*core.Job
+	start := time.Now()
+	c.write(stop, "complete", h.tasks, func(ctx context.Context) ([]int64, error) {
+		start = time.Now()
+		done, jobs, err := w.q.CompleteHandOn(ctx, w.db, w.id, h.runs, c.finishTime(), h.on)
+		handed = jobs
+		return done, err
+	})
+	h.p.handOn(start, handed)
+	if len(handed) < len(h.runs) {
+		h.p.signal()
 	}
 }
 

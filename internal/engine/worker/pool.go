@@ -28,7 +28,14 @@ type pool struct {
 	// any in jobs: each holds one of its limit's places until it ends, so
 	// it does not wait behind prefetched jobs.
 	limited chan *task
-	busy    atomic.Int64
+	// handed carries the jobs that serial completions claimed for this
+	// pool (see handoff.go), which slots take before any other.
+	handed chan *task
+	// backlogged says the pool's last claim came back full: other ready
+	// jobs wait for its slots, so serial completions do not hand their
+	// keys on ahead of them.
+	backlogged atomic.Bool
+	busy       atomic.Int64
 	// limitedBusy counts the jobs of limited claimed and not yet finished
 	// by their handler; limited claims ask for at most the slots and the
 	// prefetch's depth less these, so limited never blocks.
@@ -63,6 +70,7 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 		w: w, cfg: cfg, prefetch: f,
 		jobs:      make(chan *task, cfg.Concurrency+f.ceiling),
 		limited:   make(chan *task, cfg.Concurrency+f.ceiling),
+		handed:    make(chan *task, cfg.Concurrency+f.ceiling),
 		wake:      make(chan struct{}, 1),
 		freed:     make(chan struct{}, 1),
 		limitWake: make(chan struct{}, 1),
@@ -303,6 +311,7 @@ func (p *pool) claimLoop() {
 			lost = 0
 			p.prefetch.claimed(r.took)
 			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
+			p.backlogged.Store(backlog)
 			if backlog {
 				launch = claimsInFlight - inFlight
 			} else {
@@ -467,6 +476,9 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit strin
 func (p *pool) releaseQueued() {
 	for {
 		select {
+		case t := <-p.handed:
+			p.w.run(t) // stopping: releases it
+			p.ran(t)
 		case t := <-p.limited:
 			p.w.run(t) // stopping: releases it
 			p.ran(t)
@@ -508,16 +520,21 @@ func (p *pool) slot() {
 	}
 }
 
-// next is the next claimed job for a slot: one a limit granted if any
-// waits, else whichever comes first. It reports false once jobs is closed
-// and limited empty (the claim loop sends nothing after closing jobs).
+// next is the next claimed job for a slot: one a serial completion
+// handed on or a limit granted if any waits, else whichever comes first. It reports false once jobs is closed and limited and handed
+// empty (the claim loop sends nothing after closing jobs; a hand-off
+// while stopping releases its jobs itself).
 func (p *pool) next() (*task, bool) {
 	select {
+	case t := <-p.handed:
+		return t, true
 	case t := <-p.limited:
 		return t, true
 	default:
 	}
 	select {
+	case t := <-p.handed:
+		return t, true
 	case t := <-p.limited:
 		return t, true
 	case t, ok := <-p.jobs:
@@ -525,6 +542,8 @@ func (p *pool) next() (*task, bool) {
 			return t, true
 		}
 		select {
+		case t := <-p.handed:
+			return t, true
 		case t := <-p.limited:
 			return t, true
 		default:

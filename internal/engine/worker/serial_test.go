@@ -391,3 +391,101 @@ func TestSerialEnqueueRaces(t *testing.T) {
 		}
 	}
 }
+
+// A serial job's outcome is written without waiting out the flush
+// interval: the next job of its key waits for that write. With a 300 ms
+// interval, four hand-offs of one key take far less than the 1.2 s that
+// waiting would cost.
+func TestSerialOutcomeSkipsFlushInterval(t *testing.T) {
+	t.Parallel()
+	const jobs, interval = 5, 300 * time.Millisecond
+	e := setup(t, 8)
+	var mu sync.Mutex
+	var starts, ends []time.Time
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts, ends = append(starts, time.Now()), append(ends, time.Now())
+		return nil
+	}, handlers.KindOpts{})
+	var last int64
+	for range jobs {
+		last = e.enqueue(serialArgs{Key: "a"}, enqueue.Opts{SerialKey: "a"})
+	}
+	e.worker(reg, Config{FlushInterval: interval, Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
+	e.waitWhere(last, "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if took := starts[jobs-1].Sub(ends[0]); took >= 2*interval {
+		t.Errorf("%d hand-offs took %s: outcomes waited for the %s flush interval", jobs-1, took, interval)
+	}
+}
+
+// A completing serial job hands its key into the slot it freed: its
+// completion claims the next job of the key, so one key's line of 30
+// jobs takes one claim (its head) rather than one per job, in order.
+func TestSerialCompletionClaimsNextOfKey(t *testing.T) {
+	t.Parallel()
+	const jobs = 30
+	e := setup(t, 8)
+	var mu sync.Mutex
+	var order []int64
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, j.ID)
+		return nil
+	}, handlers.KindOpts{})
+	ids := make([]int64, jobs)
+	for i := range ids {
+		ids[i] = e.enqueue(serialArgs{Key: "a"}, enqueue.Opts{SerialKey: "a"})
+	}
+	var claimed atomic.Int64
+	e.worker(reg, Config{
+		Pools:   []PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
+		OnClaim: func(_ time.Duration, n int) { claimed.Add(int64(n)) },
+	})
+	e.waitWhere(ids[jobs-1], "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, ids) {
+		t.Errorf("ran %v, want %v", order, ids)
+	}
+	if n := claimed.Load(); n > 3 {
+		t.Errorf("claims took %d of the %d jobs: completions did not hand their key on", n, jobs)
+	}
+}
+
+// While other ready jobs wait for a pool's slots, a completing serial job
+// does not hand its key into its slot ahead of them: the key's next job
+// takes its turn at the end of the ready jobs. One slot, a key of two
+// jobs enqueued before 40 plain ones: the key's second job runs after
+// them.
+func TestSerialHandOffWaitsBehindBacklog(t *testing.T) {
+	t.Parallel()
+	const plain = 40
+	e := setup(t, 8)
+	var mu sync.Mutex
+	var order []string
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, j.Args.Key)
+		return nil
+	}, handlers.KindOpts{})
+	e.enqueue(serialArgs{Key: "a1"}, enqueue.Opts{SerialKey: "a"})
+	last := e.enqueue(serialArgs{Key: "a2"}, enqueue.Opts{SerialKey: "a"})
+	for range plain {
+		e.enqueue(serialArgs{Key: "plain"}, enqueue.Opts{})
+	}
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 1}}})
+	e.waitWhere(last, "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if i := slices.Index(order, "a2"); i < plain/2 {
+		t.Errorf("the key's second job ran %d-th, ahead of the plain jobs ready before it: %v", i+1, order)
+	}
+}
