@@ -126,7 +126,7 @@ SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`
 // serialPassSettings runs before completeSerial on a pool or connection:
 // pgsql.IndexSettings, and the mark that this statement hands its holders'
 // keys on itself, which the row trigger docket_jobs_serial_pass then skips
-// (migration 026). It lasts for the statement's implicit transaction. In
+// (migration 025). It lasts for the statement's implicit transaction. In
 // a caller's transaction the mark is not set and the trigger runs too: it
 // finds the head already made ready and does nothing. handOnSettings
 // marks a completion whose transaction claims the heads it made ready
