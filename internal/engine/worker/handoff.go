@@ -8,16 +8,16 @@ import (
 	"github.com/docketq/docket/internal/engine/queue"
 )
 
-// Serial hand-off. When a serial job completes, the transaction that
-// writes its completion makes the next job of its key ready (migration
-// 009); the finisher also claims that job for this pool in the same
+// Serial hand-off. When a serial job completes, the statement that writes
+// its completion makes the next job of its key ready (migrations 009 and
+// 025); the finisher also claims that job for this pool in the same
 // transaction (queue.CompleteHandOn), and a slot takes it before any other
 // claimed job: each completion hands its key into the slot it freed,
 // without a claim's round trip and commit, unless other ready jobs wait
-// for the pool's slots. The handed job starts only
-// once the completion committed, as a job claimed afterwards would: a
-// crash then leaves it running under its lease, to be reaped and run
-// again, after the job before it.
+// for the pool's slots. The handed job starts only once the completion
+// committed, as a job claimed afterwards would: a crash then leaves it
+// running under its lease, to be reaped and run again, after the job
+// before it.
 
 // handOnFor returns what a completion of this pool's serial jobs may claim
 // for it: the ready jobs of its active queues and of the kinds its

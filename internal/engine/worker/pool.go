@@ -521,9 +521,10 @@ func (p *pool) slot() {
 }
 
 // next is the next claimed job for a slot: one a serial completion
-// handed on or a limit granted if any waits, else whichever comes first. It reports false once jobs is closed and limited and handed
-// empty (the claim loop sends nothing after closing jobs; a hand-off
-// while stopping releases its jobs itself).
+// handed on or a limit granted if any waits, else whichever comes first.
+// It reports false once jobs is closed and limited and handed empty (the
+// claim loop sends nothing after closing jobs; a hand-off while stopping
+// releases its jobs itself).
 func (p *pool) next() (*task, bool) {
 	select {
 	case t := <-p.handed:
