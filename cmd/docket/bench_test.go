@@ -26,7 +26,7 @@ func TestBenchAll(t *testing.T) {
 	defer nats.Stop()
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{"bench", "--scenario", "all", "--jobs", "2000", "--duration", "2s",
-		"--rate", "200", "--producers", "8", "--database-url", url, "--nats-url", nats.URL}, &out, &errOut)
+		"--rate", "200", "--producers", "8", "--relays", "1", "--database-url", url, "--nats-url", nats.URL}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
@@ -187,7 +187,6 @@ func TestBenchAll(t *testing.T) {
 // test binary run as the CLI) after a fill on two connections, and checks
 // every job was done.
 func TestBenchProcessesAndInserters(t *testing.T) {
-	t.Setenv(envRunCLI, "1") // for the worker processes only: run() itself is called directly
 	url := pgtest.URL(t)
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{"bench", "--scenario", "drain", "--jobs", "3000", "--batch", "100",

@@ -14,14 +14,18 @@ import (
 )
 
 // envRunCLI makes the test binary run the CLI with its arguments instead of
-// the tests: a multi-process drain starts its worker processes by running
-// its own executable again.
+// the tests: the bench's worker and relay processes, and the relay tests'
+// relay processes, run their own executable again.
 const envRunCLI = "DOCKET_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunCLI) != "" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Every process this binary starts from its own executable is a CLI
+	// run: set here once, so that no child can run the tests again (which
+	// would start children of its own).
+	os.Setenv(envRunCLI, "1")
 	pgtest.Main(m)
 }
 

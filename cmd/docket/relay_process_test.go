@@ -68,7 +68,6 @@ func relayProcesses(t *testing.T, b relayTarget, total int) {
 		logs[i] = &syncBuffer{}
 		args := append([]string{"relay", "run", "--database-url", pgtest.URL(t), "--schema", schema, "--lease", "2s"}, b.flags...)
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), envRunCLI+"=1")
 		cmd.Stdout, cmd.Stderr = logs[i], logs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

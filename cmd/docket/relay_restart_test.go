@@ -180,7 +180,6 @@ func (rp *relayProcs) start(name string, flags ...string) *relayProc {
 	rp.t.Helper()
 	p := &relayProc{name: name, log: &syncBuffer{}}
 	p.cmd = exec.Command(os.Args[0], append(append([]string(nil), rp.args...), flags...)...)
-	p.cmd.Env = append(os.Environ(), envRunCLI+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		rp.t.Fatal(err)
