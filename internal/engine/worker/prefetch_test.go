@@ -233,42 +233,32 @@ func TestFastHandlersClaimLargerBatches(t *testing.T) {
 	}
 }
 
-// While a backlog lasts, a pool of the automatic prefetch whose handlers
-// take a few milliseconds claims once half of what it holds ahead is free,
-// not for each slot that frees: 16 slots of 2 ms handlers took 2,000 jobs
-// in about 105 claims on a loaded machine, against 160-210 claiming for
-// every freed slot.
-func TestBacklogClaimsWaitForABatch(t *testing.T) {
+// TestClaimReady: the claim loop's rule for when free places are enough
+// to claim. While a backlog lasts under the automatic prefetch, a claim
+// waits for half the prefetch's depth to be free instead of claiming for
+// each slot that frees (the old rule claimed at one free place: the
+// "backlog, one free" case failed with it); otherwise one free place is
+// enough, and a claim beside one in flight waits for a full batch.
+func TestClaimReady(t *testing.T) {
 	t.Parallel()
-	e := setup(t, 8)
-	reg := handlers.NewRegistry()
-	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[prefetchArgs]) error {
-		time.Sleep(time.Duration(j.Args.SleepMS) * time.Millisecond)
-		return nil
-	}, handlers.KindOpts{})
-	const jobs = 2000
-	items := make([]enqueue.Item, jobs)
-	for i := range items {
-		items[i] = enqueue.Item{Args: prefetchArgs{SleepMS: 2}}
-	}
-	if _, err := e.jobs.EnqueueMany(t.Context(), e.pool, items); err != nil {
-		t.Fatal(err)
-	}
-	var claims, claimed atomic.Int64
-	e.worker(reg, Config{
-		Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 16}},
-		OnClaim: func(_ time.Duration, n int) {
-			if n > 0 {
-				claims.Add(1)
-				claimed.Add(int64(n))
-			}
-		},
-	})
-	waitFor(t, 30*time.Second, "every job done", func() bool {
-		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
-	})
-	t.Logf("%d claims of %.1f jobs on average", claims.Load(), float64(claimed.Load())/float64(claims.Load()))
-	if n := claims.Load(); n > jobs/15 {
-		t.Errorf("%d claims took %d jobs; want at most %d", n, claimed.Load(), jobs/15)
+	for _, c := range []struct {
+		name                            string
+		free, inFlight, perClaim, depth int
+		autoBacklog, want               bool
+	}{
+		{"no backlog, one free", 1, 0, 24, 32, false, true},
+		{"nothing free", 0, 0, 24, 32, false, false},
+		{"backlog, one free", 1, 0, 24, 32, true, false},
+		{"backlog, under half the depth", 15, 0, 24, 32, true, false},
+		{"backlog, half the depth", 16, 0, 24, 32, true, true},
+		{"backlog, depth 1", 1, 0, 24, 1, true, true},
+		{"beside a claim, under a batch", 20, 1, 24, 32, false, false},
+		{"beside a claim, a batch", 24, 1, 24, 32, false, true},
+		{"backlog beside a claim, a batch", 24, 1, 24, 32, true, true},
+	} {
+		if got := claimReady(c.free, c.inFlight, c.perClaim, c.depth, c.autoBacklog); got != c.want {
+			t.Errorf("%s: claimReady(free %d, in flight %d, per claim %d, depth %d, auto backlog %v) = %v, want %v",
+				c.name, c.free, c.inFlight, c.perClaim, c.depth, c.autoBacklog, got, c.want)
+		}
 	}
 }
