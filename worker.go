@@ -41,11 +41,11 @@ type PoolConfig struct {
 	// so other workers get the rest. Negative means none.
 	//
 	// Zero means automatic: Concurrency/2 (at least 1), or what the slots
-	// finish in four claim round trips when that is more, up to
+	// finish in two claim round trips when that is more, up to
 	// 4×Concurrency. Handlers of tens of milliseconds keep it at
 	// Concurrency/2; the quicker the handlers, the more it holds, so that
 	// the pool claims in larger batches, which cost the database less per
-	// job, while a job held ahead still waits for a slot only about four
+	// job, while a job held ahead still waits for a slot only about two
 	// round trips.
 	Prefetch int
 }

@@ -250,7 +250,11 @@ func (p *pool) claimLoop() {
 			capacity += depth
 		}
 		free := capacity - int(p.busy.Load()) - reserved
-		enough := claimReady(free, inFlight, perClaim, depth, backlog && p.prefetch.auto())
+		// A claim beside one in flight waits for a full batch of free
+		// slots: otherwise a backlog is taken in many small claims as
+		// slots free one by one, each a round trip (measured: a third of
+		// the claims of a 100-slot drain took under 10 jobs).
+		enough := free > 0 && (inFlight == 0 || free >= perClaim)
 		if launch > 0 && enough && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
 			limit := min(free, perClaim)
 			launch--
@@ -454,25 +458,6 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit strin
 	for _, t := range tasks {
 		to <- t
 	}
-}
-
-// claimReady reports whether free places (slots and prefetch) are enough
-// to claim for now, with inFlight claims already running and perClaim the
-// most one claim takes. A claim beside one in flight waits for a full
-// batch of free places: otherwise a backlog is taken in many small claims
-// as slots free one by one, each a round trip (measured: a third of the
-// claims of a 100-slot drain took under 10 jobs). While a backlog lasts
-// under the automatic prefetch (autoBacklog), the first claim too waits
-// for half of the prefetch's depth to be free, while the other half still
-// feeds the slots (measured: 32 slots of 2-5 ms handlers claimed 4.6 jobs
-// at a time, and PostgreSQL spent four times the drain's CPU per job). A
-// configured prefetch is topped up as slots free.
-func claimReady(free, inFlight, perClaim, depth int, autoBacklog bool) bool {
-	least := 1
-	if autoBacklog {
-		least = max(1, depth/2)
-	}
-	return free >= least && (inFlight == 0 || free >= perClaim)
 }
 
 // releaseQueued hands back, at shutdown, the claimed jobs still waiting

@@ -11,12 +11,8 @@ const (
 	// prefetchHorizon is how many claim round trips of work the automatic
 	// prefetch holds when that is more than its floor: enough that a slot
 	// never waits for a claim, short enough that a job held ahead waits
-	// about that long. The claim loop starts the next claim when half of
-	// it is free, so the other half covers the claim's round trip twice:
-	// round trips vary, and a slot that finds no job waits a whole one
-	// (measured, 32 slots of 2-5 ms handlers: 0.94-0.96 of the slots'
-	// bound with 2, 0.98 with 4).
-	prefetchHorizon = 4
+	// about that long.
+	prefetchHorizon = 2
 )
 
 // prefetch decides how many jobs beyond its slots a pool holds while a
@@ -55,9 +51,6 @@ func newPrefetch(slots, configured int) *prefetch {
 	}
 	return &prefetch{slots: slots, floor: max(1, slots/2), ceiling: autoPrefetchCeiling * slots}
 }
-
-// auto reports whether the depth adapts (PoolConfig.Prefetch zero).
-func (f *prefetch) auto() bool { return f.floor != f.ceiling }
 
 // claimed notes a claim's round trip.
 func (f *prefetch) claimed(took time.Duration) { f.rtt = smooth(f.rtt, took) }

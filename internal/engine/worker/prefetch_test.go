@@ -172,10 +172,10 @@ func TestPrefetchDepth(t *testing.T) {
 		{"none", 100, -1, time.Microsecond, 5 * time.Millisecond, 0},
 		{"fixed", 100, 3, time.Microsecond, 5 * time.Millisecond, 3},
 		{"auto before any job finished", 100, 0, 0, 5 * time.Millisecond, 50},
-		// 100 slots of 50 ms handlers: 40 jobs in four 5 ms round trips.
-		{"auto, slow handlers", 100, 0, 50 * time.Millisecond, 5 * time.Millisecond, 50},
-		// 100 slots of 20 ms handlers: 200 jobs in four 10 ms round trips.
-		{"auto, between", 100, 0, 20 * time.Millisecond, 10 * time.Millisecond, 200},
+		// 100 slots of 35 ms handlers: 28.6 jobs in two 5 ms round trips.
+		{"auto, slow handlers", 100, 0, 35 * time.Millisecond, 5 * time.Millisecond, 50},
+		// 100 slots of 10 ms handlers: 200 jobs in two 10 ms round trips.
+		{"auto, between", 100, 0, 10 * time.Millisecond, 10 * time.Millisecond, 200},
 		{"auto, no-op handlers", 100, 0, 10 * time.Microsecond, 5 * time.Millisecond, 400},
 		{"auto, one slot", 1, 0, 10 * time.Microsecond, 5 * time.Millisecond, 4},
 	}
@@ -187,10 +187,10 @@ func TestPrefetchDepth(t *testing.T) {
 
 	// Slow handlers that started together and finish within moments of
 	// each other are still slow: 16 slots of 200 ms handlers, all done at
-	// once after a claim of 25 ms, hold the floor (16 × 100 ms / 200 ms
-	// is 8 jobs in four round trips).
+	// once after a claim of 50 ms, hold the floor (16 × 100 ms / 200 ms
+	// is 8 jobs in two round trips).
 	f := newPrefetch(16, 0)
-	f.claimed(25 * time.Millisecond)
+	f.claimed(50 * time.Millisecond)
 	if got := f.depth(16, 16*200*time.Millisecond); got != 8 {
 		t.Errorf("a burst of slow handlers finishing: depth %d, want the floor of 8", got)
 	}
@@ -230,35 +230,5 @@ func TestFastHandlersClaimLargerBatches(t *testing.T) {
 	t.Logf("largest claim: %d jobs", largest.Load())
 	if n := largest.Load(); n <= 7 || n > 25 {
 		t.Errorf("largest claim took %d jobs; want more than 7 (slots plus half, halved) and at most 25", n)
-	}
-}
-
-// TestClaimReady: the claim loop's rule for when free places are enough
-// to claim. While a backlog lasts under the automatic prefetch, a claim
-// waits for half the prefetch's depth to be free instead of claiming for
-// each slot that frees (the old rule claimed at one free place: the
-// "backlog, one free" case failed with it); otherwise one free place is
-// enough, and a claim beside one in flight waits for a full batch.
-func TestClaimReady(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		name                            string
-		free, inFlight, perClaim, depth int
-		autoBacklog, want               bool
-	}{
-		{"no backlog, one free", 1, 0, 24, 32, false, true},
-		{"nothing free", 0, 0, 24, 32, false, false},
-		{"backlog, one free", 1, 0, 24, 32, true, false},
-		{"backlog, under half the depth", 15, 0, 24, 32, true, false},
-		{"backlog, half the depth", 16, 0, 24, 32, true, true},
-		{"backlog, depth 1", 1, 0, 24, 1, true, true},
-		{"beside a claim, under a batch", 20, 1, 24, 32, false, false},
-		{"beside a claim, a batch", 24, 1, 24, 32, false, true},
-		{"backlog beside a claim, a batch", 24, 1, 24, 32, true, true},
-	} {
-		if got := claimReady(c.free, c.inFlight, c.perClaim, c.depth, c.autoBacklog); got != c.want {
-			t.Errorf("%s: claimReady(free %d, in flight %d, per claim %d, depth %d, auto backlog %v) = %v, want %v",
-				c.name, c.free, c.inFlight, c.perClaim, c.depth, c.autoBacklog, got, c.want)
-		}
 	}
 }
