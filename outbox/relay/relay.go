@@ -483,9 +483,10 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 		return 0, false, err
 	}
 	if n < r.cfg.BatchSize && r.ahead == nil {
-		// Caught up. The marks ride with the next fetch, at the next
-		// wake-up or poll (PollInterval) at the latest, instead of costing
-		// a round trip of their own after every round.
+		// Caught up: the marks would wait for the next event; write them.
+		if err := r.flushMarks(ctx); err != nil {
+			return 0, n > 0, err
+		}
 		return r.cfg.PollInterval, n > 0, nil
 	}
 	return 0, true, nil
