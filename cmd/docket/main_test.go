@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,15 +20,20 @@ import (
 const envRunCLI = "DOCKET_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envRunCLI) != "" {
+	// The fuzzing engine's workers are this binary again, with -test.
+	// flags: they run the tests whatever the environment says.
+	if os.Getenv(envRunCLI) != "" && !slices.ContainsFunc(os.Args[1:], isTestFlag) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	// Every process this binary starts from its own executable is a CLI
-	// run: set here once, so that no child can run the tests again (which
-	// would start children of its own).
+	// Every other process this binary starts from its own executable is a
+	// CLI run: set here once, so that no child can run the tests again
+	// (which would start children of its own).
 	os.Setenv(envRunCLI, "1")
 	pgtest.Main(m)
 }
+
+// isTestFlag reports whether arg is a flag of the testing package.
+func isTestFlag(arg string) bool { return strings.HasPrefix(arg, "-test.") }
 
 // runDocket runs the CLI in-process and returns its exit code and output.
 func runDocket(t *testing.T, args ...string) (int, string, string) {
