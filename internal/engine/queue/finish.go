@@ -159,7 +159,7 @@ FROM (SELECT DISTINCT queue FROM {{schema}}.docket_jobs
 
 var (
 	// sqlCompleteSerial* are completeSerial with and without history and
-	// results.
+	// results (see completions).
 	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false))
 	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true))
 	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false))
@@ -271,57 +271,41 @@ func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Ru
 	// Batches without results run the statements that know nothing of
 	// them: results cost nothing to the jobs that record none.
 	results := runResults(runs, func(r Run) Run { return r })
-	if slices.ContainsFunc(runs, func(r Run) bool { return r.SerialKey != "" }) {
-		return q.completeSerial(ctx, db, worker, ids, claims, results, finishedAt)
+	serial := slices.ContainsFunc(runs, func(r Run) bool { return r.SerialKey != "" })
+	stmt, args := q.completion(serial, ids, worker, claims, results, finishedAt)
+	settings := pgsql.IndexSettings
+	if serial {
+		settings = serialPassSettings
 	}
-	if !q.history {
-		if results != nil {
-			return q.ids(ctx, db, sqlCompleteDeleteResults.For(q.schema), ids, worker, claims, results)
-		}
-		return q.ids(ctx, db, sqlCompleteDelete.For(q.schema), ids, worker, claims)
-	}
-	var at *time.Time
-	if !finishedAt.IsZero() {
-		at = &finishedAt
-	}
-	sql, args := sqlCompleteHistory.For(q.schema), []any{ids, worker, claims, at}
-	if results != nil {
-		sql, args = sqlCompleteHistoryResults.For(q.schema), append(args, results)
-	}
-	done, err := q.ids(ctx, db, sql, args...)
-	if !pgsql.IsTx(db) {
-		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
-			return q.ids(ctx, db, sql, args...)
-		}
-	}
-	return done, err
-}
-
-// completeSerial is Complete for a batch that holds runs of serial jobs.
-func (q *Queue) completeSerial(ctx context.Context, db DB, worker uuid.UUID, ids []int64, claims string, results any, finishedAt time.Time) ([]int64, error) {
-	stmt, args := q.serialStatement(ids, worker, claims, results, finishedAt)
-	run := func() ([]int64, error) {
-		var done []int64
-		err := q.run(ctx, db, serialPassSettings, stmt.For(q.schema), args, func(rows pgx.Rows) error {
+	var done []int64
+	err := q.completing(ctx, db, finishedAt, func() error {
+		return q.run(ctx, db, settings, stmt.For(q.schema), args, func(rows pgx.Rows) error {
 			var err error
 			done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
 		})
-		return done, err
-	}
-	done, err := run()
-	if q.history && !pgsql.IsTx(db) {
-		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
-			return run()
-		}
-	}
+	})
 	return done, err
 }
 
-// serialStatement is completeSerial's statement for this Queue and its
-// arguments.
-func (q *Queue) serialStatement(ids []int64, worker uuid.UUID, claims string, results any, finishedAt time.Time) (*pgsql.Statement, []any) {
-	var stmt *pgsql.Statement
+// completionKind says which of Complete's statements a batch takes.
+type completionKind struct{ serial, history, results bool }
+
+// completions are Complete's statements by kind of batch.
+var completions = map[completionKind]*pgsql.Statement{
+	{history: true}:                sqlCompleteHistory,
+	{history: true, results: true}: sqlCompleteHistoryResults,
+	{}:                             sqlCompleteDelete,
+	{results: true}:                sqlCompleteDeleteResults,
+	{serial: true, history: true}:  sqlCompleteSerialHistory,
+	{serial: true, history: true, results: true}: sqlCompleteSerialHistoryResults,
+	{serial: true}:                sqlCompleteSerialDelete,
+	{serial: true, results: true}: sqlCompleteSerialDeleteResults,
+}
+
+// completion is the statement that completes a batch of runs (serial: it
+// holds runs of serial jobs) for this Queue, and its arguments.
+func (q *Queue) completion(serial bool, ids []int64, worker uuid.UUID, claims string, results any, finishedAt time.Time) (*pgsql.Statement, []any) {
 	args := []any{ids, worker, claims}
 	if q.history {
 		var at *time.Time
@@ -329,19 +313,26 @@ func (q *Queue) serialStatement(ids []int64, worker uuid.UUID, claims string, re
 			at = &finishedAt
 		}
 		args = append(args, at)
-		stmt = sqlCompleteSerialHistory
-		if results != nil {
-			stmt = sqlCompleteSerialHistoryResults
-		}
-	} else if results != nil {
-		stmt = sqlCompleteSerialDeleteResults
-	} else {
-		stmt = sqlCompleteSerialDelete
 	}
 	if results != nil {
 		args = append(args, results)
 	}
-	return stmt, args
+	return completions[completionKind{serial: serial, history: q.history, results: results != nil}], args
+}
+
+// completing runs write, a completion. Outside a caller's transaction, when
+// it failed for a missing history partition, it creates the partition and
+// runs write once more. In a caller's transaction the failed statement has
+// aborted the transaction: the error is returned (see
+// partition.History.Repair).
+func (q *Queue) completing(ctx context.Context, db DB, finishedAt time.Time, write func() error) error {
+	err := write()
+	if q.history && !pgsql.IsTx(db) {
+		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
+			return write()
+		}
+	}
+	return err
 }
 
 // HandOn is what CompleteHandOn may claim for its worker: the next job
@@ -376,16 +367,16 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 	}
 	ids, claims := runClaims(runs)
 	results := runResults(runs, func(r Run) Run { return r })
-	stmt, args := q.serialStatement(ids, worker, claims, results, finishedAt)
-	run := func() ([]int64, []*core.Job, error) {
+	stmt, args := q.completion(true, ids, worker, claims, results, finishedAt)
+	var done []int64
+	var jobs []*core.Job
+	err := q.completing(ctx, db, finishedAt, func() error {
 		batch := &pgx.Batch{}
 		batch.Queue(handOnSettings)
 		batch.Queue(stmt.For(q.schema), args...)
 		batch.Queue(sqlClaimHandedOn.For(q.schema), keys, h.Queues, h.Kinds, worker, h.Lease.Milliseconds())
 		batch.Queue(sqlAnnounceHeads.For(q.schema), keys)
 		res := b.SendBatch(ctx, batch)
-		var done []int64
-		var jobs []*core.Job
 		_, err := res.Exec()
 		if err == nil {
 			var rows pgx.Rows
@@ -406,18 +397,12 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 		if cerr := res.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return nil, nil, q.wrapErr(err) // rolled back: nothing completed, nothing claimed
-		}
-		return done, jobs, nil
+		return q.wrapErr(err) // on error rolled back: nothing completed, nothing claimed
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	done, jobs, err := run()
-	if q.history {
-		if missing, perr := partition.Of(q.Schema()).Repair(ctx, db, err, finishedAt); missing && perr == nil {
-			return run()
-		}
-	}
-	return done, jobs, err
+	return done, jobs, nil
 }
 
 // Failure is one failed attempt of a job.
