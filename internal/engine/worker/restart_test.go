@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -12,7 +13,10 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgsrv"
+	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -252,5 +256,35 @@ func TestConnLost(t *testing.T) {
 		if got := connLost(c.err); got != c.want {
 			t.Errorf("connLost(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A pooled connection reset under a statement (a crashed server, a
+// middlebox that dropped its state) is lost, as one the server closed is:
+// the next statement may get a connection that works.
+func TestConnLostOnReset(t *testing.T) {
+	ctx := t.Context()
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	u.Host = proxy.Addr()
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	proxy.Cut()
+	_, err = conn.Exec(ctx, "SELECT 1")
+	if err == nil {
+		t.Fatal("a statement on a reset connection succeeded")
+	}
+	if !connLost(err) {
+		t.Errorf("connLost(%v) = false after a reset, want true", err)
 	}
 }
