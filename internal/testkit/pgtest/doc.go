@@ -13,7 +13,9 @@
 // DOCKET_PG=server force one of them), creates a database named
 // docket_test_<package>_<random>, runs the tests, drops the database and
 // stops a private cluster if it started one. If no PostgreSQL can be found,
-// the test binary fails: tests never skip silently.
+// the test binary fails: tests never skip silently. The worker processes of
+// a fuzzing run (go test -fuzz) work in their coordinator's database: they
+// find no server and create no database of their own.
 //
 // Inside a test:
 //

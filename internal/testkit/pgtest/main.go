@@ -29,6 +29,14 @@ var (
 	dbURL  string
 )
 
+// The coordinator of a fuzzing run (go test -fuzz) passes its server and
+// package database to the worker processes it starts, which run this test
+// binary again with the same environment and -test.fuzzworker first.
+const (
+	fuzzServerEnv   = "DOCKET_PGTEST_FUZZ_SERVER"
+	fuzzDatabaseEnv = "DOCKET_PGTEST_FUZZ_DATABASE"
+)
+
 // Main runs a package's tests against a database of its own. Call it from
 // TestMain; it does not return (it calls os.Exit with the tests' exit code).
 // It fails the binary with exit code 1, printing why, if PostgreSQL cannot
@@ -39,6 +47,14 @@ func Main(m *testing.M) {
 }
 
 func run(m *testing.M, pkg string) (code int) {
+	if len(os.Args) > 1 && os.Args[1] == "-test.fuzzworker" && os.Getenv(fuzzDatabaseEnv) != "" {
+		// A fuzzing worker works in its coordinator's database. Were it to
+		// start a private cluster of its own, the coordinator, which kills a
+		// worker that is slow to stop, would leave that cluster running
+		// with the worker's pipes, and wait for them to close forever.
+		server, dbURL = &pgsrv.Server{URL: os.Getenv(fuzzServerEnv)}, os.Getenv(fuzzDatabaseEnv)
+		return m.Run()
+	}
 	ctx := context.Background()
 	srv, err := pgsrv.DiscoverWithRoom(ctx, testConnections)
 	if err != nil {
@@ -68,6 +84,8 @@ func run(m *testing.M, pkg string) (code int) {
 		return 1
 	}
 	server = srv
+	os.Setenv(fuzzServerEnv, srv.URL)
+	os.Setenv(fuzzDatabaseEnv, dbURL)
 
 	if code := m.Run(); code != 0 {
 		return code

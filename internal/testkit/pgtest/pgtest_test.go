@@ -2,6 +2,11 @@ package pgtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +135,62 @@ func TestCallerPackage(t *testing.T) {
 	// Called from here, two frames up is testing's tRunner.
 	if got := callerPackage(); got != "testing" {
 		t.Errorf("callerPackage() = %q, want %q", got, "testing")
+	}
+}
+
+// recordEnv names the file to which FuzzWorkerDatabase, fuzzed by a child
+// process of TestFuzzWorkersShareTheDatabase, appends each process's id,
+// package database and server.
+const recordEnv = "PGTEST_RECORD_DATABASE"
+
+func FuzzWorkerDatabase(f *testing.F) {
+	record := os.Getenv(recordEnv)
+	if record == "" {
+		f.Skip("fuzzed only by TestFuzzWorkersShareTheDatabase")
+	}
+	file, err := os.OpenFile(record, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, err = fmt.Fprintf(file, "%d %s %s\n", os.Getpid(), URL(f), Server(f).URL)
+	if err = errors.Join(err, file.Close()); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(0)
+	f.Fuzz(func(*testing.T, int) {})
+}
+
+// The worker processes of a fuzzing run (this binary again, with
+// -test.fuzzworker) work in their coordinator's database on its server:
+// they create no database and start no cluster of their own, which a
+// coordinator that kills a worker slow to stop would leave running with
+// the worker's pipes open, waiting for them forever.
+func TestFuzzWorkersShareTheDatabase(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "databases")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.fuzz=^FuzzWorkerDatabase$", "-test.fuzztime=1x",
+		"-test.parallel=1", "-test.fuzzcachedir="+t.TempDir())
+	// The child coordinator makes its database on this test's server, or
+	// with DOCKET_PG=private (as CI runs this package once) in a cluster it
+	// starts, as every package does where no shared server answers.
+	cmd.Env = append(os.Environ(), recordEnv+"="+record, "DATABASE_URL="+Server(t).URL)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fuzzing run: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, databases := map[string]bool{}, map[string]bool{}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for _, l := range lines {
+		pid, database, _ := strings.Cut(l, " ")
+		pids[pid], databases[database] = true, true
+	}
+	if len(pids) < 2 {
+		t.Fatalf("want the coordinator's and a worker's record, got %q", lines)
+	}
+	if len(databases) != 1 {
+		t.Errorf("the worker processes do not use the coordinator's database and server:\n%s", data)
 	}
 }
