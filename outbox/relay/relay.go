@@ -137,7 +137,8 @@ type Relay struct {
 
 	owned       []int16   // partitions held, maintained by the Run loop
 	unmarked    []int64   // events acknowledged, not marked published yet
-	ahead       []row     // events fetched ahead by the last round, to publish next
+	ahead       []row     // events fetched and not published yet, to publish next
+	more        bool      // the last fetch was full: more may be pending
 	nextLease   time.Time // when to renew
 	nextRetain  time.Time // when to run partition maintenance
 	leaseExpiry time.Time
@@ -482,7 +483,7 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if n < r.cfg.BatchSize && r.ahead == nil {
+	if r.ahead == nil && !r.more {
 		// Caught up: the marks would wait for the next event; write them.
 		if err := r.flushMarks(ctx); err != nil {
 			return 0, n > 0, err
