@@ -36,19 +36,17 @@
 // # Rounds and waves
 //
 // A round fetches the oldest pending events of the relay's partitions in
-// id order (for one key, commit order) and hands the Publisher one wave:
-// the oldest event of each key and every event without key, so a key's
-// next message goes out only after the broker acknowledged the previous
-// one, and pipelining inside a Publisher cannot reorder a key. The later events of the wave's keys wait for the
-// next round, together with the events fetched ahead while the wave was
-// published, so each round hands the Publisher as many messages as the
-// batch allows (used only when every message of the wave was
-// acknowledged). Acknowledged events are marked published in the same
-// round trip that fetches the next ones, or in a transaction of their own
-// beside the fetch ahead, on a second connection; a permanent refusal
-// (Permanent) counts an attempt, and after MaxAttempts the event becomes a
-// dead letter, holding back its key unless SkipDead; a transient failure
-// stops the round and the relay backs off with jitter.
+// id order (for one key, commit order) and hands them to the Publisher in
+// waves of at most one message per key: a key's next message goes out only
+// after the broker acknowledged the previous one, so pipelining inside a
+// Publisher cannot reorder a key. Acknowledged events are marked published
+// in the same round trip that fetches the next ones; a full round instead
+// fetches the next batch while it publishes (used only when every message
+// of the round was acknowledged), and writes the last round's marks beside
+// that fetch on a second connection; a permanent refusal (Permanent) counts an
+// attempt, and after MaxAttempts the event becomes a dead letter, holding
+// back its key unless SkipDead; a transient failure stops the round and the
+// relay backs off with jitter.
 //
 // # Waking up
 //

@@ -79,7 +79,6 @@ type sink struct {
 	mu     sync.Mutex
 	got    []relay.Message
 	calls  int
-	sizes  []int // of each call
 	refuse func(relay.Message) error
 }
 
@@ -87,7 +86,6 @@ func (s *sink) Publish(_ context.Context, msgs []relay.Message) []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	s.sizes = append(s.sizes, len(msgs))
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
 		if s.refuse != nil {

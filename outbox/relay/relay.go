@@ -137,8 +137,7 @@ type Relay struct {
 
 	owned       []int16   // partitions held, maintained by the Run loop
 	unmarked    []int64   // events acknowledged, not marked published yet
-	ahead       []row     // events fetched and not published yet, to publish next
-	more        bool      // the last fetch was full: more may be pending
+	ahead       []row     // events fetched ahead by the last round, to publish next
 	nextLease   time.Time // when to renew
 	nextRetain  time.Time // when to run partition maintenance
 	leaseExpiry time.Time
@@ -483,7 +482,7 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if r.ahead == nil && !r.more {
+	if n < r.cfg.BatchSize && r.ahead == nil {
 		// Caught up: the marks would wait for the next event; write them.
 		if err := r.flushMarks(ctx); err != nil {
 			return 0, n > 0, err

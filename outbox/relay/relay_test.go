@@ -3,7 +3,6 @@ package relay_test
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,38 +122,6 @@ func TestRelaysKeepKeyOrder(t *testing.T) {
 }
 
 var errRollback = errors.New("rollback on purpose")
-
-// TestWavesCarryEveryKey: a backlog of 100 keys, three events each in
-// turn, drained in batches of 150, reaches the Publisher in three calls of
-// one message per key. A batch holds the second events of half the keys;
-// they wait for the next call, with the events fetched meanwhile, instead
-// of going out in a call of their own.
-func TestWavesCarryEveryKey(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	msgs := make([]outbox.Message, 300)
-	for i := range msgs {
-		msgs[i] = outbox.Message{Topic: "orders", Key: "k" + strconv.Itoa(i%100), Payload: []byte("x")}
-	}
-	pubs, err := b.client.PublishMany(b.ctx, b.pool, msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &sink{}
-	b.start(t, relay.Config{Publisher: s, BatchSize: 150})
-	waitFor(t, 20*time.Second, "every event published", func() bool { return len(s.messages()) >= len(msgs) })
-	s.mu.Lock()
-	sizes := slices.Clone(s.sizes)
-	s.mu.Unlock()
-	if !slices.Equal(sizes, []int{100, 100, 100}) {
-		t.Errorf("messages per Publish call %v, want [100 100 100]", sizes)
-	}
-	committed := map[string]bool{}
-	for _, p := range pubs {
-		committed[strconv.FormatInt(p.ID, 10)] = true
-	}
-	checkOrder(t, s.messages(), committed)
-}
 
 // TestFullRoundsPublishOnce drains a committed backlog in many full
 // rounds, each fetching the next batch while the marks of the round before

@@ -1,12 +1,10 @@
 package relay
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
@@ -29,28 +27,27 @@ type row struct {
 	id  int64
 }
 
-// round publishes one wave of the events fetched and not yet published:
-// the oldest of each key (and every event without key), so a message is
-// sent only once every earlier message of its key was acknowledged, and
-// whatever the Publisher pipelines, a key's messages cannot reach the
-// broker out of order. The later events of the wave's keys wait for the
-// next round, with the events the round fetched ahead while it published,
-// so that every round hands the Publisher as many messages as it can. It
-// returns how many events the round held, and an error when the database
-// failed or a publish failed transiently (the broker is down): the caller
-// backs off. When a message fails, the events held are dropped and fetched
-// again, behind it.
+// round fetches up to BatchSize pending events of the relay's partitions,
+// publishes them and records the outcome. It returns how many it fetched,
+// and an error when the database failed or a publish failed transiently
+// (the broker is down): the caller backs off.
+//
+// Messages go to the Publisher in waves: each wave holds at most one
+// message per key (the oldest not yet published), so a message is sent only
+// once every earlier message of its key was acknowledged. When a message
+// fails, the rest of its key waits for the next round. Whatever the
+// Publisher pipelines, a key's messages cannot then reach the broker out of
+// order.
 func (r *Relay) round(ctx context.Context) (int, error) {
 	rows := r.ahead
 	r.ahead = nil
 	if rows == nil {
 		var err error
 		marks := r.unmarked
-		if rows, err = r.markAndFetch(ctx, marks, nil, r.cfg.BatchSize); err != nil {
+		if rows, err = r.markAndFetch(ctx, marks, nil); err != nil {
 			return 0, err
 		}
 		r.unmarked = r.unmarked[:0]
-		r.more = len(rows) == r.cfg.BatchSize
 		if len(rows) == 0 {
 			return 0, nil
 		}
@@ -60,17 +57,13 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 	pctx, cancel := context.WithDeadline(ctx, r.leaseExpiry.Add(-r.ttl/6))
 	defer cancel()
 
-	wave, rest := splitWave(rows)
-
-	// While more is pending, the events to publish next are fetched while
-	// this wave is published, once at most half a batch waits, and the
-	// marks of the rounds before are written beside that fetch on a second
-	// connection. The fetch does not see marks that commit after it
-	// started, so it leaves out the events being marked as well as those
-	// held.
+	// A full batch says more is pending: while this one is published, the
+	// next one is fetched and the last round's marks are written, side by
+	// side on two connections. The fetch does not see marks that commit
+	// after it started, so it leaves out the events being marked as well
+	// as those in flight.
 	var ahead chan fetched
-	room := r.cfg.BatchSize - len(rest)
-	if r.more && room >= r.cfg.BatchSize/2 {
+	if len(rows) == r.cfg.BatchSize {
 		ahead = make(chan fetched, 1)
 		marks := r.unmarked
 		r.unmarked = nil
@@ -82,61 +75,89 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 		go func() {
 			marked := make(chan error, 1)
 			go func() { marked <- r.mark(ctx, marks) }()
-			next, err := r.markAndFetch(ctx, nil, skip, room)
+			next, err := r.markAndFetch(ctx, nil, skip)
 			ahead <- fetched{rows: next, err: err, marks: marks, markErr: <-marked}
 		}()
 	}
 
-	msgs := make([]Message, len(wave))
-	for i, rw := range wave {
-		msgs[i] = rw.msg
-	}
-	errs := r.pub.Publish(pctx, msgs)
-	if len(errs) != len(msgs) {
-		return len(rows), fmt.Errorf("docket: publisher returned %d results for %d messages", len(errs), len(msgs))
+	// groups: one queue per key in order of first appearance; each keyless
+	// message is a group of its own.
+	var groups [][]int
+	byKey := map[string]int{}
+	for i, rw := range rows {
+		if rw.msg.Key == "" {
+			groups = append(groups, []int{i})
+			continue
+		}
+		g, ok := byKey[rw.msg.Key]
+		if !ok {
+			g = len(groups)
+			byKey[rw.msg.Key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
 	}
 	var done []int64
 	var refusedIDs []int64
 	var refusedErrs []string
 	var transient error
-	for i, rw := range wave {
-		switch err := errs[i]; {
-		case err == nil:
-			done = append(done, rw.id)
-		case IsPermanent(err):
-			refusedIDs = append(refusedIDs, rw.id)
-			refusedErrs = append(refusedErrs, truncate(err.Error()))
-		default:
-			if transient == nil {
-				transient = fmt.Errorf("docket: publish message %d (topic %s): %w", rw.id, rw.msg.Topic, err)
+	head := make([]int, len(groups))
+	active := make([]int, len(groups))
+	for g := range groups {
+		active[g] = g
+	}
+	wave := make([]Message, 0, len(groups))
+	at := make([]int, 0, len(groups)) // group of each wave message
+	for len(active) > 0 && pctx.Err() == nil {
+		wave, at = wave[:0], at[:0]
+		for _, g := range active {
+			wave = append(wave, rows[groups[g][head[g]]].msg)
+			at = append(at, g)
+		}
+		errs := r.pub.Publish(pctx, wave)
+		if len(errs) != len(wave) {
+			return len(rows), fmt.Errorf("docket: publisher returned %d results for %d messages", len(errs), len(wave))
+		}
+		next := active[:0]
+		for i, g := range at {
+			rw := rows[groups[g][head[g]]]
+			switch err := errs[i]; {
+			case err == nil:
+				done = append(done, rw.id)
+				head[g]++
+				if head[g] < len(groups[g]) {
+					next = append(next, g)
+				}
+			case IsPermanent(err):
+				refusedIDs = append(refusedIDs, rw.id)
+				refusedErrs = append(refusedErrs, truncate(err.Error()))
+			default:
+				if transient == nil {
+					transient = fmt.Errorf("docket: publish message %d (topic %s): %w", rw.id, rw.msg.Topic, err)
+				}
 			}
 		}
+		active = next
 	}
-	// Acknowledged messages are marked published with the next fetch, in
-	// one round trip (see markAndFetch), or beside the next fetch ahead; a
-	// round that fails or runs out of time marks them at once, through
-	// ctx, not pctx: an acknowledged message is recorded even when the
-	// round ran out of time.
+	// Acknowledged messages are marked published with the next round's
+	// fetch, in one round trip (see markAndFetch), or beside the fetch
+	// ahead of the round after; a round that fails or
+	// runs out of time marks them at once, through ctx, not pctx: an
+	// acknowledged message is recorded even when the round ran out of time.
 	r.unmarked = append(r.unmarked, done...)
 	r.published.Add(uint64(len(done)))
-	var f fetched
 	if ahead != nil {
-		f = <-ahead
+		f := <-ahead
 		if f.markErr != nil {
 			r.unmarked = append(f.marks, r.unmarked...) // not marked: next time
 		}
-	}
-	if len(refusedIDs) == 0 && transient == nil && pctx.Err() == nil {
-		// Every message of the wave was acknowledged, so the next events
-		// of its keys may go. Otherwise the events held are dropped: they
-		// may hold later events of a key whose message failed, and the
-		// next fetch reads them again behind it.
-		r.ahead = holdNext(rest, f.rows)
-		if ahead != nil && f.err == nil {
-			r.more = len(f.rows) == room
+		if f.err == nil && len(refusedIDs) == 0 && transient == nil && pctx.Err() == nil {
+			// Every message of this round was acknowledged, so the next
+			// events of its keys may go. Otherwise the fetch ahead is
+			// dropped: it may hold later events of a key whose message
+			// here failed, and the next fetch reads them again behind it.
+			r.ahead = f.rows
 		}
-	} else if len(rest) > 0 || len(f.rows) > 0 {
-		r.more = true // what was dropped is still pending: fetch it again at once
 	}
 	if len(refusedIDs) > 0 {
 		if err := r.refuse(ctx, refusedIDs, refusedErrs); err != nil {
@@ -152,37 +173,6 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 		return len(rows), errors.Join(errors.New("docket: publish round outlasted half the relay lease; the broker is slow"), r.flushMarks(ctx))
 	}
 	return len(rows), nil
-}
-
-// splitWave splits rows, in id order, into the oldest event of each key
-// and every event without key (the wave), and the later events of the
-// wave's keys (the rest), each in id order.
-func splitWave(rows []row) (wave, rest []row) {
-	keys := make(map[string]bool, len(rows))
-	wave = make([]row, 0, len(rows))
-	for _, rw := range rows {
-		if rw.msg.Key != "" {
-			if keys[rw.msg.Key] {
-				rest = append(rest, rw)
-				continue
-			}
-			keys[rw.msg.Key] = true
-		}
-		wave = append(wave, rw)
-	}
-	return wave, rest
-}
-
-// holdNext returns the events to publish next: those left from the last
-// wave and those fetched ahead, in id order, which for one key is commit
-// order; nil when there are none.
-func holdNext(rest, fetched []row) []row {
-	next := append(rest, fetched...)
-	if len(next) == 0 {
-		return nil
-	}
-	slices.SortFunc(next, func(a, b row) int { return cmp.Compare(a.id, b.id) })
-	return next
 }
 
 // sqlRoundSettings makes the implicit transaction of a mark-and-fetch batch
@@ -209,7 +199,7 @@ type fetched struct {
 // implicit transaction, in which the fetch sees the marks. The marks are
 // written when it returns no error. It reads only what does not change
 // during a round, so a round may run it concurrently with its publishing.
-func (r *Relay) markAndFetch(ctx context.Context, marks, skip []int64, limit int) ([]row, error) {
+func (r *Relay) markAndFetch(ctx context.Context, marks, skip []int64) ([]row, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
 	if len(marks) > 0 {
@@ -218,7 +208,7 @@ func (r *Relay) markAndFetch(ctx context.Context, marks, skip []int64, limit int
 	if skip == nil {
 		skip = []int64{}
 	}
-	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, limit, skip)
+	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, skip)
 	res := r.db.SendBatch(ctx, b)
 	rows, err := readBatch(res, len(marks))
 	if cerr := res.Close(); err == nil && cerr != nil {
