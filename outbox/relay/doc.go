@@ -40,10 +40,9 @@
 // waves of at most one message per key: a key's next message goes out only
 // after the broker acknowledged the previous one, so pipelining inside a
 // Publisher cannot reorder a key. Acknowledged events are marked published
-// in the same round trip that fetches the next ones; a full round instead
-// fetches the next batch while it publishes (used only when every message
-// of the round was acknowledged), and writes the last round's marks beside
-// that fetch on a second connection; a permanent refusal (Permanent) counts an
+// in the same round trip that fetches the next ones, and a full round
+// fetches the next while it publishes (used only when every message of the
+// round was acknowledged); a permanent refusal (Permanent) counts an
 // attempt, and after MaxAttempts the event becomes a dead letter, holding
 // back its key unless SkipDead; a transient failure stops the round and the
 // relay backs off with jitter.
