@@ -123,6 +123,45 @@ func TestRelaysKeepKeyOrder(t *testing.T) {
 
 var errRollback = errors.New("rollback on purpose")
 
+// TestFullRoundsPublishOnce drains a committed backlog in many full
+// rounds, each fetching the next batch while it publishes, and checks that
+// no event is published twice when nothing fails: the fetch ahead must
+// leave out the events in flight.
+func TestFullRoundsPublishOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	msgs := make([]outbox.Message, 600)
+	for i := range msgs {
+		msgs[i] = outbox.Message{Topic: "orders", Key: "k" + strconv.Itoa(i%40), Payload: []byte("x")}
+	}
+	pubs, err := b.client.PublishMany(b.ctx, b.pool, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := map[string]bool{}
+	for _, p := range pubs {
+		committed[strconv.FormatInt(p.ID, 10)] = true
+	}
+	s := &sink{}
+	b.start(t, relay.Config{Publisher: s, BatchSize: 20})
+	waitFor(t, 20*time.Second, "every event marked published", func() bool {
+		var published int
+		err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM "`+b.schema+`".docket_events WHERE published_at IS NOT NULL`).Scan(&published)
+		return err == nil && published == len(msgs)
+	})
+	got := s.messages()
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[m.ID]++
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("event %s published %d times", id, n)
+		}
+	}
+	checkOrder(t, got, committed)
+}
+
 // publishOne publishes m in a transaction of its own and returns its id.
 func (b *bundle) publishOne(t *testing.T, m outbox.Message) string {
 	t.Helper()
