@@ -30,6 +30,28 @@ import (
 // request carried no note.
 const CancelledError = "cancelled by an operator while running"
 
+// ownRuns matches the rows of runs $1 of worker $2 whose claims are $3
+// (see runClaims): the fence of every statement below that takes runs by
+// their claims.
+const ownRuns = `j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2`
+
+// deleteCompleted deletes the completed runs (ownRuns) from the hot table,
+// every completion's first step. A run whose job an operator asked to
+// cancel is refused, as by every outcome but Cancelled.
+const deleteCompleted = `DELETE FROM {{schema}}.docket_jobs j
+WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NULL`
+
+// completeDelete is a completion with history off as CTE "d", returning
+// cols of the deleted rows, then CTEs more (results kept, say), returning
+// the ids.
+func completeDelete(cols, more string) string {
+	return `WITH d AS (
+	` + deleteCompleted + `
+	RETURNING ` + cols + `
+)` + more + `
+SELECT id FROM d`
+}
+
 // completeHistory is the statement that moves runs ($1 ids, $3 their
 // claims, see runClaims) of worker $2 to history, finished at $4, or when
 // the statement runs if $4 is null (not at the start of its transaction: a
@@ -41,9 +63,7 @@ func completeHistory(results bool) string {
 		keep, col, val = keepWorkflowResults("$5"), ", result", ", $5::jsonb -> id::text"
 	}
 	return `WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NULL
+	` + deleteCompleted + `
 	RETURNING j.*
 )` + keep + `
 INSERT INTO {{schema}}.docket_jobs_done
@@ -90,13 +110,7 @@ func completeSerial(history, results bool) string {
 		if results {
 			keep = keepWorkflowResults("$4")
 		}
-		body = `WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NULL
-	RETURNING j.*
-)` + keep + `
-SELECT id FROM d`
+		body = completeDelete("j.*", keep)
 	}
 	// The final statement becomes the CTE "done"; the pass and the
 	// notifications run as CTEs beside it. note is read once, before any
@@ -173,19 +187,13 @@ var (
 	// history rows and, for workflow jobs, kept for their dependents.
 	sqlCompleteHistoryResults = pgsql.SQL(completeHistory(true))
 
-	sqlCompleteDelete = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs j
-WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	AND j.cancel_requested_at IS NULL
+	// sqlCompleteDelete deletes completed runs when history is off.
+	sqlCompleteDelete = pgsql.SQL(deleteCompleted + `
 RETURNING j.id`)
 
 	// sqlCompleteDeleteResults is sqlCompleteDelete for a batch of which
 	// some runs recorded results ($4): only workflow jobs' are kept.
-	sqlCompleteDeleteResults = pgsql.SQL(`WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	RETURNING j.id, j.workflow_id
-)` + keepWorkflowResults("$4") + `
-SELECT id FROM d`)
+	sqlCompleteDeleteResults = pgsql.SQL(completeDelete("j.id, j.workflow_id", keepWorkflowResults("$4")))
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
 	// ready/scheduled after their delay; exhausted ones move to dead, with
@@ -240,8 +248,7 @@ RETURNING j.id`)
 	// returned, since every other outcome above is refused for it.
 	sqlCancelled = pgsql.SQL(`WITH gone AS (
 	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NOT NULL
+	WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NOT NULL
 	RETURNING j.*, 'cancelled'::text AS reason, COALESCE(j.cancel_note, '` + CancelledError + `') AS err
 )
 ` + pgsql.DeadInsert)
@@ -250,8 +257,7 @@ RETURNING j.id`)
 	// attempt is not counted.
 	sqlRelease = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
-WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	AND j.cancel_requested_at IS NULL
+WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 )
 
