@@ -263,6 +263,8 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		{"heartbeat", pgsql.IndexSettings, sqlHeartbeat.For(c.schema), []any{ids, w, lease, claims}},
 		{"complete", pgsql.IndexSettings, sqlCompleteHistory.For(c.schema), []any{ids, w, claims, noTime}},
 		{"delete", pgsql.IndexSettings, sqlCompleteDelete.For(c.schema), []any{ids, w, claims}},
+		{"handon", sqlHandOnSettings.For(c.schema), handOns[completionKind{serial: true, history: true}].For(c.schema), []any{ids, w, claims, noTime, []string{"default"}, []string{"noop"}, lease}},
+		{"handed", sqlHandOnSettings.For(c.schema), sqlHandedOn.For(c.schema), []any{[]string{"a", "b"}, w}},
 		{"fail", pgsql.IndexSettings, sqlFail.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil}},
 		{"snooze", pgsql.IndexSettings, sqlSnooze.For(c.schema), []any{ids, w, []int64{0, 0, 0}, ids}},
 		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids, nil}},
