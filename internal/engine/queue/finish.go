@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +32,28 @@ import (
 // request carried no note.
 const CancelledError = "cancelled by an operator while running"
 
+// ownRuns matches the rows of runs $1 of worker $2 whose claims are $3
+// (see runClaims): the fence of every statement below that takes runs by
+// their claims.
+const ownRuns = `j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2`
+
+// deleteCompleted deletes the completed runs (ownRuns) from the hot table,
+// every completion's first step. A run whose job an operator asked to
+// cancel is refused, as by every outcome but Cancelled.
+const deleteCompleted = `DELETE FROM {{schema}}.docket_jobs j
+WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NULL`
+
+// completeDelete is a completion with history off as CTE "d", returning
+// cols of the deleted rows, then CTEs more (results kept, say), returning
+// the ids.
+func completeDelete(cols, more string) string {
+	return `WITH d AS (
+	` + deleteCompleted + `
+	RETURNING ` + cols + `
+)` + more + `
+SELECT id FROM d`
+}
+
 // completeHistory is the statement that moves runs ($1 ids, $3 their
 // claims, see runClaims) of worker $2 to history, finished at $4, or when
 // the statement runs if $4 is null (not at the start of its transaction: a
@@ -41,9 +65,7 @@ func completeHistory(results bool) string {
 		keep, col, val = keepWorkflowResults("$5"), ", result", ", $5::jsonb -> id::text"
 	}
 	return `WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NULL
+	` + deleteCompleted + `
 	RETURNING j.*
 )` + keep + `
 INSERT INTO {{schema}}.docket_jobs_done
@@ -83,20 +105,39 @@ func keepWorkflowResults(p string) string {
 // path sees the holder still there); the unique holder index backs that.
 // It announces the queues of the heads it made ready, as the per-row
 // trigger does, which it spares (see serialPassSettings).
-func completeSerial(history, results bool) string {
+//
+// With handOn n > 0 it also claims for worker $2 the heads in queues $n
+// with kinds $n+1, under a lease of $n+2 ms and the claim id that
+// sqlHandOnSettings drew (CompleteHandOn): they go from waiting straight
+// to running, one write each, and only the heads it leaves are made ready
+// and announced. Workflow jobs are left ready: becoming ready runs their
+// gate (docket_workflow_gate), which may hold them back.
+func completeSerial(history, results bool, handOn int) string {
 	body := completeHistory(results)
 	if !history {
 		keep := ""
 		if results {
 			keep = keepWorkflowResults("$4")
 		}
-		body = `WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NULL
-	RETURNING j.*
-)` + keep + `
-SELECT id FROM d`
+		body = completeDelete("j.*", keep)
+	}
+	heads := `(SELECT x.id FROM {{schema}}.docket_jobs x
+			WHERE x.serial_key = d.serial_key AND x.state = 'waiting'
+			ORDER BY x.serial_seq LIMIT 1)`
+	handed, left := "", ""
+	if handOn > 0 {
+		ours := fmt.Sprintf(`w.workflow_id IS NULL AND w.queue = ANY($%d::text[]) AND w.kind = ANY($%d::text[])`, handOn, handOn+1)
+		handed = `, handed AS (
+	UPDATE {{schema}}.docket_jobs w
+	SET state = 'running', ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(w.run_at, now()),
+		attempts = w.attempts + 1, locked_by = $2, locked_at = now(),
+		lease_until = now() + $` + strconv.Itoa(handOn+2) + `::bigint * interval '1 millisecond',
+		claim_id = currval('{{schema}}.docket_claims_seq')
+	FROM d
+	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting' AND w.id = ` + heads + `
+		AND w.state = 'waiting' AND ` + ours + `
+)`
+		left = ` AND NOT (` + ours + `)`
 	}
 	// The final statement becomes the CTE "done"; the pass and the
 	// notifications run as CTEs beside it. note is read once, before any
@@ -106,19 +147,15 @@ SELECT id FROM d`
 		at = strings.LastIndex(body, "\nSELECT id FROM d")
 	}
 	return body[:at] + `, done AS (` + body[at:] + `
-), nxt AS (
+)` + handed + `, nxt AS (
 	UPDATE {{schema}}.docket_jobs w
 	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(w.run_at, now())
 	FROM d
-	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting'
-		AND w.id = (SELECT x.id FROM {{schema}}.docket_jobs x
-			WHERE x.serial_key = d.serial_key AND x.state = 'waiting'
-			ORDER BY x.serial_seq LIMIT 1)
-		AND w.state = 'waiting'
+	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting' AND w.id = ` + heads + `
+		AND w.state = 'waiting'` + left + `
 	RETURNING w.queue
 ), note AS (
 	SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), n.queue) FROM (SELECT DISTINCT queue FROM nxt) n
-	WHERE current_setting('docket.serial_pass', true) IS DISTINCT FROM 'handoff'
 )
 SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`
 }
@@ -128,42 +165,47 @@ SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`
 // keys on itself, which the row trigger docket_jobs_serial_pass then skips
 // (migration 025). It lasts for the statement's implicit transaction. In
 // a caller's transaction the mark is not set and the trigger runs too: it
-// finds the head already made ready and does nothing. handOnSettings
-// marks a completion whose transaction claims the heads it made ready
-// (CompleteHandOn) and announces only those it left.
-const (
-	serialPassSettings = `SELECT set_config('enable_seqscan', 'off', true),
+// finds the head already made ready and does nothing.
+const serialPassSettings = `SELECT set_config('enable_seqscan', 'off', true),
 	set_config('docket.serial_pass', 'statement', true)`
-	handOnSettings = `SELECT set_config('enable_seqscan', 'off', true),
-	set_config('docket.serial_pass', 'handoff', true)`
-)
 
 var (
-	// sqlClaimHandedOn claims for worker $4, with a lease of $5 ms, the
-	// holders of serial keys $1 that are ready in queues $2 with kinds $3:
-	// after a completion in the same transaction, the heads it made ready.
-	// It finds them through the holder index, one per key.
-	sqlClaimHandedOn = pgsql.SQL(`WITH c AS (
-	SELECT id FROM {{schema}}.docket_jobs
-	WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting' AND state = 'ready'
-		AND queue = ANY($2::text[]) AND kind = ANY($3::text[])
-	FOR NO KEY UPDATE SKIP LOCKED
-)` + claimUpdate)
+	// sqlHandOnSettings is serialPassSettings for a completion that claims
+	// the heads it hands keys to (CompleteHandOn), and draws that claim's
+	// id, which the statements after it read with currval.
+	sqlHandOnSettings = pgsql.SQL(serialPassSettings + `,
+	nextval('{{schema}}.docket_claims_seq')`)
 
-	// sqlAnnounceHeads announces the queues of the holders of serial keys
-	// $1 that are still ready: the heads a hand-off left to other claims.
-	sqlAnnounceHeads = pgsql.SQL(`SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), h.queue)
-FROM (SELECT DISTINCT queue FROM {{schema}}.docket_jobs
-	WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting' AND state = 'ready') h`)
+	// sqlHandedOn returns, as a claim does, the jobs that worker $2 claimed
+	// under the claim id sqlHandOnSettings drew: the heads of serial keys
+	// $1 that the completion before it in the transaction handed on. It
+	// finds them through the holder index, one per key; only a job claimed
+	// under that id has it, so it does not say state = 'running', which
+	// would let the planner walk all the worker's running jobs instead.
+	sqlHandedOn = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
+FROM {{schema}}.docket_jobs
+WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting'
+	AND locked_by = $2 AND claim_id = currval('{{schema}}.docket_claims_seq')
+ORDER BY priority DESC, ready_seq`)
 )
 
 var (
 	// sqlCompleteSerial* are completeSerial with and without history and
 	// results (see completions).
-	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false))
-	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true))
-	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false))
-	sqlCompleteSerialDeleteResults  = pgsql.SQL(completeSerial(false, true))
+	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false, 0))
+	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true, 0))
+	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false, 0))
+	sqlCompleteSerialDeleteResults  = pgsql.SQL(completeSerial(false, true, 0))
+
+	// handOns are the completions of CompleteHandOn by kind of batch
+	// (serial is always true): completeSerial claiming the heads, with its
+	// hand-on arguments after the completion's.
+	handOns = map[completionKind]*pgsql.Statement{
+		{serial: true, history: true}:                pgsql.SQL(completeSerial(true, false, 5)),
+		{serial: true, history: true, results: true}: pgsql.SQL(completeSerial(true, true, 6)),
+		{serial: true}:                pgsql.SQL(completeSerial(false, false, 4)),
+		{serial: true, results: true}: pgsql.SQL(completeSerial(false, true, 5)),
+	}
 
 	// sqlCompleteHistory moves runs to history: see completeHistory.
 	sqlCompleteHistory = pgsql.SQL(completeHistory(false))
@@ -173,19 +215,13 @@ var (
 	// history rows and, for workflow jobs, kept for their dependents.
 	sqlCompleteHistoryResults = pgsql.SQL(completeHistory(true))
 
-	sqlCompleteDelete = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs j
-WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	AND j.cancel_requested_at IS NULL
+	// sqlCompleteDelete deletes completed runs when history is off.
+	sqlCompleteDelete = pgsql.SQL(deleteCompleted + `
 RETURNING j.id`)
 
 	// sqlCompleteDeleteResults is sqlCompleteDelete for a batch of which
 	// some runs recorded results ($4): only workflow jobs' are kept.
-	sqlCompleteDeleteResults = pgsql.SQL(`WITH d AS (
-	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	RETURNING j.id, j.workflow_id
-)` + keepWorkflowResults("$4") + `
-SELECT id FROM d`)
+	sqlCompleteDeleteResults = pgsql.SQL(completeDelete("j.id, j.workflow_id", keepWorkflowResults("$4")))
 
 	// sqlFail records failed attempts: jobs with attempts left go back to
 	// ready/scheduled after their delay; exhausted ones move to dead, with
@@ -240,8 +276,7 @@ RETURNING j.id`)
 	// returned, since every other outcome above is refused for it.
 	sqlCancelled = pgsql.SQL(`WITH gone AS (
 	DELETE FROM {{schema}}.docket_jobs j
-	WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-		AND j.cancel_requested_at IS NOT NULL
+	WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NOT NULL
 	RETURNING j.*, 'cancelled'::text AS reason, COALESCE(j.cancel_note, '` + CancelledError + `') AS err
 )
 ` + pgsql.DeadInsert)
@@ -250,8 +285,7 @@ RETURNING j.id`)
 	// attempt is not counted.
 	sqlRelease = pgsql.SQL(`UPDATE {{schema}}.docket_jobs j
 SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, attempts = j.attempts - 1, locked_by = NULL, locked_at = NULL, lease_until = NULL
-WHERE j.id = ANY($1::bigint[]) AND j.claim_id = ($3::jsonb ->> j.id::text)::bigint AND j.locked_by = $2
-	AND j.cancel_requested_at IS NULL
+WHERE ` + ownRuns + ` AND j.cancel_requested_at IS NULL
 RETURNING j.id`)
 )
 
@@ -272,7 +306,8 @@ func (q *Queue) Complete(ctx context.Context, db DB, worker uuid.UUID, runs []Ru
 	// them: results cost nothing to the jobs that record none.
 	results := runResults(runs, func(r Run) Run { return r })
 	serial := slices.ContainsFunc(runs, func(r Run) bool { return r.SerialKey != "" })
-	stmt, args := q.completion(serial, ids, worker, claims, results, finishedAt)
+	kind, args := q.completion(serial, ids, worker, claims, results, finishedAt)
+	stmt := completions[kind]
 	settings := pgsql.IndexSettings
 	if serial {
 		settings = serialPassSettings
@@ -303,9 +338,10 @@ var completions = map[completionKind]*pgsql.Statement{
 	{serial: true, results: true}: sqlCompleteSerialDeleteResults,
 }
 
-// completion is the statement that completes a batch of runs (serial: it
-// holds runs of serial jobs) for this Queue, and its arguments.
-func (q *Queue) completion(serial bool, ids []int64, worker uuid.UUID, claims string, results any, finishedAt time.Time) (*pgsql.Statement, []any) {
+// completion is the kind of statement that completes a batch of runs
+// (serial: it holds runs of serial jobs) for this Queue, and its
+// arguments.
+func (q *Queue) completion(serial bool, ids []int64, worker uuid.UUID, claims string, results any, finishedAt time.Time) (completionKind, []any) {
 	args := []any{ids, worker, claims}
 	if q.history {
 		var at *time.Time
@@ -317,7 +353,7 @@ func (q *Queue) completion(serial bool, ids []int64, worker uuid.UUID, claims st
 	if results != nil {
 		args = append(args, results)
 	}
-	return completions[completionKind{serial: serial, history: q.history, results: results != nil}], args
+	return completionKind{serial: serial, history: q.history, results: results != nil}, args
 }
 
 // completing runs write, a completion. Outside a caller's transaction, when
@@ -349,8 +385,9 @@ type HandOn struct {
 // passes to its next job only once the completion of the one before
 // commits, so a handed job starts after its predecessor's outcome is
 // durable, as one claimed later would; it saves the claim's round trip
-// and its commit. Heads it leaves ready are announced. On a caller's
-// transaction, or for runs without serial keys, it is Complete.
+// and its commit, and the job goes from waiting to running in one write.
+// Heads it leaves ready are announced. On a caller's transaction, or for
+// runs without serial keys, it is Complete.
 func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, runs []Run, finishedAt time.Time, h HandOn) ([]int64, []*core.Job, error) {
 	b, ok := db.(interface {
 		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
@@ -367,15 +404,15 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 	}
 	ids, claims := runClaims(runs)
 	results := runResults(runs, func(r Run) Run { return r })
-	stmt, args := q.completion(true, ids, worker, claims, results, finishedAt)
+	kind, args := q.completion(true, ids, worker, claims, results, finishedAt)
+	args = append(args, h.Queues, h.Kinds, h.Lease.Milliseconds())
 	var done []int64
 	var jobs []*core.Job
 	err := q.completing(ctx, db, finishedAt, func() error {
 		batch := &pgx.Batch{}
-		batch.Queue(handOnSettings)
-		batch.Queue(stmt.For(q.schema), args...)
-		batch.Queue(sqlClaimHandedOn.For(q.schema), keys, h.Queues, h.Kinds, worker, h.Lease.Milliseconds())
-		batch.Queue(sqlAnnounceHeads.For(q.schema), keys)
+		batch.Queue(sqlHandOnSettings.For(q.schema))
+		batch.Queue(handOns[kind].For(q.schema), args...)
+		batch.Queue(sqlHandedOn.For(q.schema), keys, worker)
 		res := b.SendBatch(ctx, batch)
 		_, err := res.Exec()
 		if err == nil {
@@ -390,9 +427,6 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 				jobs, _, err = scanJobs(rows)
 				rows.Close()
 			}
-		}
-		if err == nil {
-			_, err = res.Exec()
 		}
 		if cerr := res.Close(); err == nil {
 			err = cerr

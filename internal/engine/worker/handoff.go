@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
@@ -45,22 +44,16 @@ func (p *pool) handOnFor() (queue.HandOn, bool) {
 
 // handOn hands jobs that a completion claimed for this pool, whose
 // statement started at start, to the slots, ahead of other claimed jobs.
-// Jobs that find no room, or arrive while the worker stops, are released.
+// They count as claimed by it, a claim whose round trip is the
+// completion's too. Jobs that find no room, or arrive while the worker
+// stops, are released.
 func (p *pool) handOn(start time.Time, jobs []*core.Job) {
 	if len(jobs) == 0 {
 		return
 	}
 	w := p.w
-	until := start.Add(w.lease).UnixNano()
-	tasks := make([]*task, len(jobs))
-	for i, j := range jobs {
-		t := &task{job: j, kind: w.kinds[j.Kind], pool: p, kick: w.progressKick}
-		t.setContext(context.WithCancelCause(w.handlerCtx))
-		t.leaseUntil.Store(until)
-		tasks[i] = t
-	}
-	w.inflight.add(tasks)
-	p.busy.Add(int64(len(tasks)))
+	p.noteClaim(start, jobs)
+	tasks := p.track(start, jobs, "")
 	for _, t := range tasks {
 		select {
 		case p.handed <- t:

@@ -428,18 +428,40 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 // jobs it took to the slots; limit names the limit that granted them, if
 // any.
 func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string) {
-	w := p.w
 	if err == nil {
-		took := time.Since(start)
-		w.claimLat.add(start, took)
-		w.met.claim(p.cfg.Name, took, jobs)
-		if w.onClaim != nil {
-			w.onClaim(took, len(jobs))
-		}
+		p.noteClaim(start, jobs)
 	}
 	if len(jobs) == 0 {
 		return
 	}
+	tasks := p.track(start, jobs, limit)
+	to := p.jobs
+	if limit != "" {
+		p.limitedBusy.Add(int64(len(tasks)))
+		to = p.limited
+	}
+	for _, t := range tasks {
+		to <- t
+	}
+}
+
+// noteClaim counts a claim statement that started at start and took jobs
+// in the claim metrics and for Config.OnClaim.
+func (p *pool) noteClaim(start time.Time, jobs []*core.Job) {
+	w := p.w
+	took := time.Since(start)
+	w.claimLat.add(start, took)
+	w.met.claim(p.cfg.Name, took, jobs)
+	if w.onClaim != nil {
+		w.onClaim(took, len(jobs))
+	}
+}
+
+// track makes the tasks of jobs claimed by a statement that started at
+// start (their leases run from then), granted by limit if named, and
+// counts them in flight and busy until they have run.
+func (p *pool) track(start time.Time, jobs []*core.Job, limit string) []*task {
+	w := p.w
 	until := start.Add(w.lease).UnixNano()
 	tasks := make([]*task, len(jobs))
 	for i, j := range jobs {
@@ -450,14 +472,7 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit strin
 	}
 	w.inflight.add(tasks)
 	p.busy.Add(int64(len(tasks)))
-	to := p.jobs
-	if limit != "" {
-		p.limitedBusy.Add(int64(len(tasks)))
-		to = p.limited
-	}
-	for _, t := range tasks {
-		to <- t
-	}
+	return tasks
 }
 
 // releaseQueued hands back, at shutdown, the claimed jobs still waiting

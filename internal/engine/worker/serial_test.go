@@ -423,8 +423,13 @@ func TestSerialOutcomeSkipsFlushInterval(t *testing.T) {
 }
 
 // A completing serial job hands its key into the slot it freed: its
-// completion claims the next job of the key, so one key's line of 30
-// jobs takes one claim (its head) rather than one per job, in order.
+// completion claims the next job of the key in its own transaction, so
+// each job of a key's line of 30 but the head starts no later than the
+// job before it finished (a job claimed afterwards would start after
+// that completion committed), in order. Four slots and one key: a claim
+// asks for two jobs or more and finds at most one ready, so it never comes
+// back full, and the pool never sees a backlog that would stop the
+// hand-offs.
 func TestSerialCompletionClaimsNextOfKey(t *testing.T) {
 	t.Parallel()
 	const jobs = 30
@@ -442,19 +447,53 @@ func TestSerialCompletionClaimsNextOfKey(t *testing.T) {
 	for i := range ids {
 		ids[i] = e.enqueue(serialArgs{Key: "a"}, enqueue.Opts{SerialKey: "a"})
 	}
-	var claimed atomic.Int64
-	e.worker(reg, Config{
-		Pools:   []PoolConfig{{Queues: []string{"default"}, Concurrency: 2}},
-		OnClaim: func(_ time.Duration, n int) { claimed.Add(int64(n)) },
-	})
+	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 4}}})
 	e.waitWhere(ids[jobs-1], "done", 20*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(order, ids) {
 		t.Errorf("ran %v, want %v", order, ids)
 	}
-	if n := claimed.Load(); n > 3 {
-		t.Errorf("claims took %d of the %d jobs: completions did not hand their key on", n, jobs)
+	// started_at is the claim's transaction start, finished_at the
+	// completion's clock.
+	if n := e.count(`SELECT count(*) FROM (
+		SELECT started_at, lag(finished_at) OVER (ORDER BY id) AS before_ended
+		FROM {{schema}}.docket_jobs_done WHERE serial_key = 'a') r
+		WHERE r.started_at > r.before_ended`); n != 0 {
+		t.Errorf("%d of the key's %d next jobs were claimed after the completion before them: it did not hand its key on", n, jobs-1)
+	}
+}
+
+// Jobs that serial completions claim count as claimed, in the claim
+// metrics and for OnClaim, as the jobs of any claim do.
+func TestSerialHandedJobsCountAsClaimed(t *testing.T) {
+	t.Parallel()
+	const jobs = 20
+	e := setup(t, 8)
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error { return nil }, handlers.KindOpts{})
+	var last int64
+	for range jobs {
+		last = e.enqueue(serialArgs{Key: "a"}, enqueue.Opts{SerialKey: "a"})
+	}
+	var claimed atomic.Int64
+	w := e.worker(reg, Config{
+		MetricsAddr: "127.0.0.1:0",
+		Pools:       []PoolConfig{{Name: "main", Queues: []string{"default"}, Concurrency: 4}},
+		OnClaim:     func(_ time.Duration, n int) { claimed.Add(int64(n)) },
+	})
+	e.waitWhere(last, "done", 20*time.Second)
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE serial_key = 'a' AND attempts = 1`); n != jobs {
+		t.Fatalf("%d jobs done at their first attempt, want %d", n, jobs)
+	}
+	if n := claimed.Load(); n != jobs {
+		t.Errorf("OnClaim counted %d jobs, want each of the %d once", n, jobs)
+	}
+	text := scrape(t, w.MetricsAddr())
+	for _, m := range []string{`docket_jobs_claimed_total{pool="main"}`, `docket_job_pickup_seconds_count{pool="main"}`} {
+		if v, ok := sample(text, m); v != jobs {
+			t.Errorf("%s = %v (present %v), want %d", m, v, ok, jobs)
+		}
 	}
 }
 

@@ -67,8 +67,9 @@ type Config struct {
 	Propagator propagation.TextMapPropagator
 	// OnClaim, when set, is called after every successful claim statement
 	// with its round-trip time and the number of jobs it took (the
-	// benchmarks' claim statistics). It runs on the claim path: keep it
-	// quick.
+	// benchmarks' claim statistics), also after a completion of serial
+	// jobs that claimed the next jobs of their keys (its round trip, and
+	// the jobs it handed on). It runs on the claim path: keep it quick.
 	OnClaim func(took time.Duration, jobs int)
 
 	Pools              []PoolConfig
