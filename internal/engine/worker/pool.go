@@ -43,7 +43,11 @@ type pool struct {
 	done        atomic.Int64  // jobs the slots finished, for the prefetch
 	slotTime    atomic.Int64  // nanoseconds the slots spent on them
 	wake        chan struct{} // claim now: a notification, a promotion, a reap
-	freed       chan struct{} // a slot became free
+	freed       chan struct{} // enough slots became free for the next claim
+	// claimAt is the busy count at or below which the claim loop can start
+	// a claim it waits to start, -1 when it waits for none: a slot that
+	// frees wakes the loop only then, not once per job.
+	claimAt atomic.Int64
 	// limitWake asks for a limited claim only: a limit's wait ran out or
 	// one of its places became free.
 	limitWake chan struct{}
@@ -254,8 +258,11 @@ func (p *pool) claimLoop() {
 		// slots: otherwise a backlog is taken in many small claims as
 		// slots free one by one, each a round trip (measured: a third of
 		// the claims of a 100-slot drain took under 10 jobs).
-		enough := free > 0 && (inFlight == 0 || free >= perClaim)
-		if launch > 0 && enough && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
+		need := 1
+		if inFlight > 0 {
+			need = perClaim
+		}
+		if launch > 0 && free >= need && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
 			limit := min(free, perClaim)
 			launch--
 			inFlight++
@@ -266,6 +273,18 @@ func (p *pool) claimLoop() {
 				n, err := p.claim(limit)
 				results <- claimResult{limit: limit, n: n, took: time.Since(start), err: err}
 			}()
+			continue
+		}
+		// Ask the slots for a wake-up once the claim that waits only for
+		// them could start. A slot lowers busy, then reads claimAt; the
+		// loop sets claimAt, then reads busy: one of the two sees the
+		// other, so no freed slot goes unnoticed.
+		at := int64(-1)
+		if launch > 0 && inFlight < claimsInFlight && !time.Now().Before(retryAt) {
+			at = int64(capacity - reserved - need)
+		}
+		p.claimAt.Store(at)
+		if at >= 0 && p.busy.Load() <= at {
 			continue
 		}
 		select {
@@ -496,12 +515,20 @@ func (p *pool) releaseQueued() {
 	}
 }
 
-// ran accounts for a claimed job whose run returned.
+// ran accounts for a claimed job whose run returned, and wakes the claim
+// loop when that lets it claim: a limited claim waits for limited jobs to
+// end, an ordinary one for claimAt.
 func (p *pool) ran(t *task) {
-	if t.limit != "" {
+	limited := t.limit != ""
+	if limited {
 		p.limitedBusy.Add(-1)
 	}
-	p.busy.Add(-1)
+	if p.busy.Add(-1) <= p.claimAt.Load() || limited {
+		select {
+		case p.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // slot runs claimed jobs one after the other, limited ones first, until
@@ -518,10 +545,6 @@ func (p *pool) slot() {
 		p.slotTime.Add(int64(time.Since(began)))
 		p.done.Add(1)
 		p.ran(t)
-		select {
-		case p.freed <- struct{}{}:
-		default:
-		}
 	}
 }
 

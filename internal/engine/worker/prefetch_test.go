@@ -141,7 +141,8 @@ func TestShortBacklogIsShared(t *testing.T) {
 
 // The automatic prefetch holds half the slots for slow handlers and grows
 // with the jobs the slots finish per claim round trip, up to four times the
-// slots; a configured prefetch is fixed, a negative one is none.
+// slots or room for two claims of fullClaim beside them, whichever is more;
+// a configured prefetch is fixed, a negative one is none.
 func TestPrefetchDepth(t *testing.T) {
 	t.Parallel()
 	// feed runs ten claims of rtt, after each of which every slot has
@@ -176,8 +177,11 @@ func TestPrefetchDepth(t *testing.T) {
 		{"auto, slow handlers", 100, 0, 35 * time.Millisecond, 5 * time.Millisecond, 50},
 		// 100 slots of 10 ms handlers: 200 jobs in two 10 ms round trips.
 		{"auto, between", 100, 0, 10 * time.Millisecond, 10 * time.Millisecond, 200},
-		{"auto, no-op handlers", 100, 0, 10 * time.Microsecond, 5 * time.Millisecond, 400},
-		{"auto, one slot", 1, 0, 10 * time.Microsecond, 5 * time.Millisecond, 4},
+		// Two claims of 500 beside 100 slots: more than 4 × 100.
+		{"auto, no-op handlers", 100, 0, 10 * time.Microsecond, 5 * time.Millisecond, 900},
+		{"auto, one slot", 1, 0, 10 * time.Microsecond, 5 * time.Millisecond, 999},
+		// 1,000 slots: four times the slots is more than two claims need.
+		{"auto, many slots", 1000, 0, 10 * time.Microsecond, 5 * time.Millisecond, 4000},
 	}
 	for _, c := range cases {
 		if got := feed(newPrefetch(c.slots, c.configured), c.slots, c.perJob, c.rtt); got != c.want {
@@ -197,8 +201,9 @@ func TestPrefetchDepth(t *testing.T) {
 }
 
 // Handlers that return at once let a pool claim beyond slots plus half:
-// with 10 slots the claims grow from 7 towards 25, (10 + 4×10) / 2, and no
-// claim asks for more.
+// with 10 slots the claims grow from 7 towards fullClaim, past the 25 that
+// four times the slots would allow, (10 + 4×10) / 2, and no claim asks for
+// more than fullClaim.
 func TestFastHandlersClaimLargerBatches(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
@@ -228,7 +233,7 @@ func TestFastHandlersClaimLargerBatches(t *testing.T) {
 		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
 	})
 	t.Logf("largest claim: %d jobs", largest.Load())
-	if n := largest.Load(); n <= 7 || n > 25 {
-		t.Errorf("largest claim took %d jobs; want more than 7 (slots plus half, halved) and at most 25", n)
+	if n := largest.Load(); n <= 25 || n > fullClaim {
+		t.Errorf("largest claim took %d jobs; want more than 25 (slots plus four times the slots, halved) and at most %d", n, fullClaim)
 	}
 }
