@@ -439,6 +439,39 @@ func TestFreedPlaceGoesToTheNextLimitedJob(t *testing.T) {
 	}
 }
 
+// A limited job's outcome is written without waiting out the flush
+// interval: the next job of its limit waits for the place it frees. With
+// one place and a 300 ms interval, four hand-ons take far less than the
+// 1.2 s that waiting would cost.
+func TestLimitedOutcomeSkipsFlushInterval(t *testing.T) {
+	t.Parallel()
+	const jobs, interval = 5, 300 * time.Millisecond
+	e := setup(t, 8)
+	if err := e.ops.Limits().Set(t.Context(), e.pool, admin.Limit{Name: "one_place", Kind: "test", MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range jobs {
+		last = e.enqueue(testArgs{}, enqueue.Opts{})
+	}
+	var mu sync.Mutex
+	var starts, ends []time.Time
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts, ends = append(starts, time.Now()), append(ends, time.Now())
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{FlushInterval: interval, PollInterval: 5 * time.Second})
+	e.waitWhere(last, "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if took := starts[jobs-1].Sub(ends[0]); took >= 2*interval {
+		t.Errorf("%d hand-ons of one place took %s: outcomes waited for the %s flush interval", jobs-1, took, interval)
+	}
+}
+
 // limitTimes ends a wait for a place when a run of the limit ends here,
 // also when the run ended while a claim asked the limit (the claim may
 // have counted it); a run's end does not end a wait for a rate's token.
