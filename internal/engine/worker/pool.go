@@ -196,6 +196,7 @@ func (p *pool) claimLoop() {
 		if limInFlight {
 			<-limResults
 		}
+		w.places.flush(p)
 		p.releaseQueued()
 		close(p.jobs) // the slots release what is left and exit
 	}()
@@ -354,7 +355,7 @@ func (p *pool) claim(limit int) (int, error) {
 	cancel()
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
-	p.claimed(start, jobs, err, "")
+	p.claimed(start, jobs, err, "", nil)
 	return len(jobs), err
 }
 
@@ -409,7 +410,7 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 		PerTenant: lc.perTenant,
 	})
 	cancel()
-	p.claimed(start, res.Jobs, err, lc.name)
+	p.claimed(start, res.Jobs, err, lc.name, &res)
 	switch {
 	case err != nil:
 	case res.Held:
@@ -426,8 +427,9 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 
 // claimed records a claim statement that started at start and hands the
 // jobs it took to the slots; limit names the limit that granted them, if
-// any.
-func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string) {
+// any, and granted is that limited claim's answer. The jobs of tenants
+// whose places it reports wait for one (places.go).
+func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string, granted *queue.LimitedClaim) {
 	w := p.w
 	if err == nil {
 		took := time.Since(start)
@@ -449,15 +451,33 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit strin
 		tasks[i] = t
 	}
 	w.inflight.add(tasks)
-	p.busy.Add(int64(len(tasks)))
-	to := p.jobs
-	if limit != "" {
-		p.limitedBusy.Add(int64(len(tasks)))
-		to = p.limited
+	if limit == "" {
+		p.busy.Add(int64(len(tasks)))
+		for _, t := range tasks {
+			p.jobs <- t
+		}
+		return
 	}
+	p.limitedBusy.Add(int64(len(tasks)))
+	var placed []*task
 	for _, t := range tasks {
-		to <- t
+		if granted.Places != nil && t.job.Tenant != "" {
+			t.placed = true
+			placed = append(placed, t)
+		} else {
+			p.toSlot(t)
+		}
 	}
+	if granted.Places != nil {
+		w.places.granted(limit, granted.PlacesSeq, granted.Places, placed)
+	}
+}
+
+// toSlot hands a claimed job the limit granted to the slots, ahead of the
+// others.
+func (p *pool) toSlot(t *task) {
+	p.busy.Add(1)
+	p.limited <- t
 }
 
 // releaseQueued hands back, at shutdown, the claimed jobs still waiting
@@ -487,6 +507,9 @@ func (p *pool) ran(t *task) {
 		p.limitedBusy.Add(-1)
 	}
 	p.busy.Add(-1)
+	if t.placed {
+		p.w.places.ran(t)
+	}
 }
 
 // slot runs claimed jobs one after the other, limited ones first, until
