@@ -116,16 +116,14 @@ BEGIN
     -- statement, not one statement per tenant: each statement of this
     -- function is planned at each call (generic plans, blind to which
     -- branch a limit takes, are far slower), and with many tenants the
-    -- planning cost more than the probes. Tenants are given their free
-    -- places in key order until n is reached; a tenant that had ready jobs
-    -- and no free place, or took all its free places, may have more
-    -- waiting: the limit held jobs back. Jobs without a tenant are looked
-    -- for after, as before.
-    -- The worker is given, per tenant, every place the other workers do
-    -- not use, and may hold jobs_per_place jobs per place: it runs at most
-    -- its places' worth at once (027). A claim smaller than what the
-    -- tenants may take gives every tenant its free places before any
-    -- tenant jobs to wait for them.
+    -- planning cost more than the probes. The worker is given, per
+    -- tenant, every place the other workers do not use, and may hold
+    -- jobs_per_place jobs per place: it runs at most its places' worth at
+    -- once (027). Tenants are given jobs for their free places in key
+    -- order, then jobs to wait for places, until n is reached; a tenant
+    -- that may take no more, or took all it might, may have more waiting:
+    -- the limit held jobs back. Jobs without a tenant are looked for
+    -- after, as before.
     IF l.per_tenant AND l.rate IS NULL AND l.max_running IS NOT NULL THEN
         WITH p AS (
             SELECT t AS tk, greatest(0, l.max_running - COALESCE((counts ->> t)::integer, 0)
