@@ -3,8 +3,8 @@
 -- started only a limited claim's round trip after the outcome of the one
 -- before was written: beside a drain, a place was idle most of the time.
 -- Now the claim records, per tenant, how many places the claiming worker
--- holds (docket_limit_places), and lets it claim up to 4 times as many of
--- the tenant's jobs: the worker runs at most its places' worth of them at
+-- holds (docket_limit_places), and lets it claim up to jobs_per_place
+-- times as many of the tenant's jobs (the worker asks for 4): the worker runs at most its places' worth of them at
 -- once and starts the next the moment one ends, without asking. A
 -- worker's use of a key is its running jobs of the key, but no more than
 -- the places it holds: that is at least how many of its handlers run, so
@@ -19,9 +19,17 @@ CREATE TABLE IF NOT EXISTS {{schema}}.docket_limit_places (
     PRIMARY KEY (name, key, holder)
 );
 
-CREATE OR REPLACE FUNCTION {{schema}}.docket_claim_limited(
+-- The claim that holds places takes one more argument, jobs_per_place: a
+-- new function beside 026's, which stays as it was for the workers of
+-- earlier versions still running during an upgrade. Those run every job
+-- they claim at once, so they must never be given jobs to wait for a
+-- place; their claims count every running job of a key, held ones too,
+-- and this one counts all of theirs (they hold no places): each leaves
+-- the other less, never more.
+CREATE FUNCTION {{schema}}.docket_claim_limited(
     limit_name text, queues text[], kinds text[], n integer, worker uuid, lease_ms bigint,
-    range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[])
+    range_queues text[], range_priorities smallint[], range_after bigint[], range_upto bigint[],
+    jobs_per_place integer)
 RETURNS SETOF {{schema}}.docket_jobs
 LANGUAGE plpgsql
 AS $$
@@ -46,8 +54,6 @@ DECLARE
     mine_used jsonb := '{}';
     -- The places the claiming worker holds now, per key.
     granted jsonb;
-    -- How many of a key's jobs a worker may hold per place it holds.
-    jobs_per_place CONSTANT integer := 4;
 BEGIN
     PERFORM set_config('docket.limit_wait_ms', '', true);
     PERFORM set_config('docket.limit_seen', '', true);

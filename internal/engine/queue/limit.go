@@ -20,7 +20,14 @@ import (
 // The function's rows are named docket_jobs for claimSignal and claimInputs.
 var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[]) AS docket_jobs`)
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[], $11) AS docket_jobs`)
+
+// jobsPerPlace is how many of a tenant's jobs a worker may hold per place
+// of a per-tenant concurrency limit it holds (migration 027): enough that
+// a place's next job is at hand when one ends while the claims that top
+// the tenants up take a round trip, few enough that a crash strands few
+// jobs that never started (they are reaped with their attempt used).
+const jobsPerPlace = 4
 
 const (
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true),
@@ -108,7 +115,7 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
 	batch.Queue(sqlClaimLimited.For(q.schema), p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
-		plan.queues, plan.priorities, plan.after, plan.upto)
+		plan.queues, plan.priorities, plan.after, plan.upto, jobsPerPlace)
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)
 	var out LimitedClaim

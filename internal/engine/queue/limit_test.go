@@ -230,3 +230,44 @@ func TestSetLimitRejects(t *testing.T) {
 		t.Fatalf("limits %+v (%v), want the replaced limit with burst 5", got, err)
 	}
 }
+
+// During an upgrade, workers of the version before places (which call
+// 026's docket_claim_limited, without jobs_per_place, and run every job
+// they claim at once) share a per-tenant cap with workers that hold
+// places. Neither may push a tenant past its cap: the earlier claim is
+// never given jobs to wait for a place, and counts the jobs a worker holds
+// for its places as running; the claim with places counts every running
+// job of an earlier worker.
+func TestClaimLimitedBesideEarlierWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
+	b.EnqueueN(t, 20, enqueue.Opts{Tenant: "a"})
+	earlierClaim := func(worker uuid.UUID) int {
+		t.Helper()
+		var n int
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_claim_limited")+
+			`('noop_tenants', '{default}', '{noop}', 100, $1, 60000, '{}', '{}', '{}', '{}')`, worker).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	earlier, later := uuid.New(), uuid.New()
+	if n := earlierClaim(earlier); n != 2 {
+		t.Fatalf("an earlier worker's claim took %d of the tenant's jobs, want its 2 places' worth and none to hold", n)
+	}
+	if c := b.claimLimited(t, "noop_tenants", later, 100, true); len(c.Jobs) != 0 {
+		t.Fatalf("with an earlier worker running the tenant's 2 jobs, a worker with places took %d", len(c.Jobs))
+	}
+	// The earlier worker's jobs end; the worker with places holds the
+	// tenant's places and jobs to wait for them.
+	if _, err := b.Pool.Exec(b.Ctx, `DELETE FROM `+b.Table("docket_jobs")+` WHERE locked_by = $1`, earlier); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.claimLimited(t, "noop_tenants", later, 100, true); len(c.Jobs) != 8 || c.Places["a"] != 2 {
+		t.Fatalf("a worker with places took %d jobs with places %v, want 8 with 2 places", len(c.Jobs), c.Places)
+	}
+	if n := earlierClaim(uuid.New()); n != 0 {
+		t.Fatalf("an earlier worker's claim took %d jobs while another held the tenant's places", n)
+	}
+}
