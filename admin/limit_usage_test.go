@@ -10,9 +10,11 @@ import (
 	"github.com/google/uuid"
 )
 
-// Limits.Usage counts each key's running jobs under the limit that
+// Limits.Usage counts each key's places in use under the limit that
 // governs them (the kind's before the queue's), per tenant for a
-// per-tenant limit, and reads a bucket's tokens refilled up to now.
+// per-tenant limit: a worker's running jobs of the key, but no more than
+// the places it holds of it. It reads a bucket's tokens refilled up to
+// now.
 func TestLimitUsage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -36,6 +38,12 @@ func TestLimitUsage(t *testing.T) {
 	if err != nil || len(jobs) != 7 {
 		t.Fatalf("claim: %d %v", len(jobs), err)
 	}
+	// The worker holds 2 of acme's places for its 3 jobs; another holds 4
+	// and has no job of acme running.
+	if _, err := b.Pool.Exec(b.Ctx, `INSERT INTO `+b.Table("docket_limit_places")+` VALUES
+		('per-tenant', 'acme', $1, 2), ('per-tenant', 'acme', $2, 4)`, w, uuid.New()); err != nil {
+		t.Fatal(err)
+	}
 	// A bucket emptied half a second ago has refilled five tokens.
 	if _, err := b.Pool.Exec(b.Ctx, `INSERT INTO `+b.Table("docket_limit_buckets")+` VALUES ('rate', '', 0, now() - interval '500 milliseconds')`); err != nil {
 		t.Fatal(err)
@@ -48,7 +56,7 @@ func TestLimitUsage(t *testing.T) {
 	for _, u := range usage {
 		got[u.Limit+"/"+u.Tenant] = u
 	}
-	want := map[string]int{"other-kind/": 1, "per-tenant/acme": 3, "per-tenant/globex": 2, "per-tenant/": 1, "rate/": 0}
+	want := map[string]int{"other-kind/": 1, "per-tenant/acme": 2, "per-tenant/globex": 2, "per-tenant/": 1, "rate/": 0}
 	if len(got) != len(want) {
 		t.Errorf("usage: %+v", usage)
 	}

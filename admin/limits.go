@@ -33,23 +33,29 @@ DELETE FROM {{schema}}.docket_limit_buckets WHERE name = (SELECT name FROM l)`)
 	COALESCE(max_running, 0), COALESCE(rate, 0), COALESCE(period_ms, 0), COALESCE(burst, 0)
 FROM {{schema}}.docket_limits ORDER BY name`)
 
-	// sqlLimitUsage counts each key's running jobs the way the limited
-	// claim does (docket_claim_limited), and reads its bucket. The running
-	// jobs are read by the running index and grouped by queue, kind and
-	// tenant first, so that docket_limit_of runs once per queue and kind,
-	// not once per running job. A bucket's tokens now are what the claim
-	// would find: its stored tokens refilled at the limit's rate since, up
-	// to the burst.
+	// sqlLimitUsage counts each key's places in use the way the limited
+	// claim does (docket_claim_limited): each worker's running jobs of the
+	// key, but no more than the places it holds of it, if any. It also
+	// reads the key's bucket. The running jobs are read by the running
+	// index and grouped by queue, kind, tenant and worker first, so that
+	// docket_limit_of runs once per queue and kind, not once per running
+	// job. A bucket's tokens now are what the claim would find: its stored
+	// tokens refilled at the limit's rate since, up to the burst.
 	sqlLimitUsage = pgsql.SQL(`WITH r AS (
-	SELECT queue, kind, tenant, count(*) AS n FROM {{schema}}.docket_jobs WHERE state = 'running' GROUP BY 1, 2, 3
+	SELECT queue, kind, tenant, locked_by, count(*) AS n FROM {{schema}}.docket_jobs WHERE state = 'running' GROUP BY 1, 2, 3, 4
 ), m AS (
 	SELECT queue, kind, {{schema}}.docket_limit_of(queue, kind) AS name FROM (SELECT DISTINCT queue, kind FROM r) qk
 )
 SELECT name, key, sum(running)::integer, max(tokens), max(tokens_now) FROM (
-	SELECT l.name, CASE WHEN l.per_tenant THEN r.tenant ELSE '' END AS key, r.n AS running,
+	SELECT w.name, w.key, least(w.n, COALESCE(p.places, w.n)) AS running,
 		NULL::float8 AS tokens, NULL::float8 AS tokens_now
-	FROM r JOIN m ON m.queue = r.queue AND m.kind = r.kind
-	JOIN {{schema}}.docket_limits l ON l.name = m.name
+	FROM (
+		SELECT l.name, CASE WHEN l.per_tenant THEN r.tenant ELSE '' END AS key, r.locked_by, sum(r.n) AS n
+		FROM r JOIN m ON m.queue = r.queue AND m.kind = r.kind
+		JOIN {{schema}}.docket_limits l ON l.name = m.name
+		GROUP BY 1, 2, 3
+	) w
+	LEFT JOIN {{schema}}.docket_limit_places p ON p.name = w.name AND p.key = w.key AND p.holder = w.locked_by
 	UNION ALL
 	SELECT b.name, b.key, 0, b.tokens, least(l.burst::float8,
 		b.tokens + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms)
@@ -230,7 +236,9 @@ func (h Limits) List(ctx context.Context, db DB) ([]Limit, error) {
 type LimitUsage struct {
 	Limit  string
 	Tenant string
-	// Running is how many jobs the key has running.
+	// Running is how many of the key's places its running jobs use: a
+	// worker process may hold more of a tenant's jobs than the places it
+	// holds, and runs at most that many of them at once.
 	Running int
 	// Tokens is what the key's rate bucket held when a claim last looked;
 	// -1 without a bucket (no rate, or no claim yet).

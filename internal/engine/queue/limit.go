@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,10 +20,18 @@ import (
 // The function's rows are named docket_jobs for claimSignal and claimInputs.
 var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[]) AS docket_jobs`)
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[], $11) AS docket_jobs`)
+
+// jobsPerPlace is how many of a tenant's jobs a worker may hold per place
+// of a per-tenant concurrency limit it holds (migration 027): enough that
+// a place's next job is at hand when one ends while the claims that top
+// the tenants up take a round trip, few enough that a crash strands few
+// jobs that never started (they are reaped with their attempt used).
+const jobsPerPlace = 4
 
 const (
-	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true)`
+	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true),
+	current_setting('docket.limit_places', true)`
 
 	// sqlLimitedClaimSettings is sqlClaimSettings without the generic
 	// plan: the statements inside docket_claim_limited take the limit's
@@ -62,6 +71,21 @@ type LimitedClaim struct {
 	// Wait, when Held, is how long until a rate limit grants its next job;
 	// zero means when a running job of the limit ends.
 	Wait time.Duration
+	// Places, for a per-tenant concurrency limit, is how many of each
+	// tenant's places the worker holds now, for the tenants of which it
+	// holds jobs (migration 027): it may hold more of a tenant's jobs than
+	// places, and must run at most that many of them at once. Tenants not
+	// named keep the places an earlier claim gave. Nil for other limits.
+	Places map[string]int
+	// PlacesSeq orders the claims that returned Places: a later claim's
+	// places replace an earlier one's, whatever order they arrive in.
+	PlacesSeq int64
+}
+
+// limitPlaces is how docket_claim_limited reports the places it gave.
+type limitPlaces struct {
+	Seq    int64          `json:"seq"`
+	Places map[string]int `json:"places"`
 }
 
 // batchSender is a pool or connection: what sends several statements in one
@@ -91,7 +115,7 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
 	batch.Queue(sqlClaimLimited.For(q.schema), p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
-		plan.queues, plan.priorities, plan.after, plan.upto)
+		plan.queues, plan.priorities, plan.after, plan.upto, jobsPerPlace)
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)
 	var out LimitedClaim
@@ -104,9 +128,9 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 			rows.Close()
 		}
 	}
-	var wait, seen string
+	var wait, seen, places string
 	if err == nil {
-		err = res.QueryRow().Scan(&wait, &seen)
+		err = res.QueryRow().Scan(&wait, &seen, &places)
 	}
 	if cerr := res.Close(); err == nil {
 		err = cerr
@@ -120,6 +144,16 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 			return out, fmt.Errorf("docket: limited claim left wait %q: %w", wait, perr)
 		}
 		out.Held, out.Wait = true, time.Duration(ms)*time.Millisecond
+	}
+	if places != "" {
+		var lp limitPlaces
+		if perr := json.Unmarshal([]byte(places), &lp); perr != nil {
+			// The jobs are the worker's: none may run until a later
+			// claim says which places it holds.
+			out.Places = map[string]int{}
+			return out, fmt.Errorf("docket: limited claim left places %q: %w", places, perr)
+		}
+		out.Places, out.PlacesSeq = lp.Places, lp.Seq
 	}
 	if !p.PerTenant {
 		now := time.Now()

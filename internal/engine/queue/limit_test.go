@@ -30,33 +30,39 @@ func (b *bundle) setLimit(t *testing.T, l admin.Limit) {
 	}
 }
 
-// A concurrency limit grants a key as many jobs as it has free places; a
-// job's place is free again once it leaves the running state, by an
-// outcome or by the reaper.
+// A per-tenant concurrency limit gives a worker the places of each tenant
+// that other workers do not use, and up to 4 jobs per place to run within
+// them (migration 027). A worker uses a tenant's places as far as it holds
+// jobs of the tenant: another worker gets them as the first one's jobs
+// leave the running state, by an outcome or by the reaper. Jobs without a
+// tenant get a place each, as before.
 func TestClaimLimitedConcurrency(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
 	for _, tenant := range []string{"a", "b", ""} {
-		b.EnqueueN(t, 5, enqueue.Opts{Tenant: tenant})
+		b.EnqueueN(t, 10, enqueue.Opts{Tenant: tenant})
 	}
-	w := uuid.New()
+	perTenant := func(c queue.LimitedClaim) string {
+		per := map[string]int{}
+		for _, j := range c.Jobs {
+			per[j.Tenant]++
+		}
+		return fmt.Sprint(per)
+	}
+	w, other := uuid.New(), uuid.New()
 	first := b.claimLimited(t, "noop_tenants", w, 100, true)
-	per := map[string]int{}
-	for _, j := range first.Jobs {
-		per[j.Tenant]++
-	}
-	if fmt.Sprint(per) != "map[:2 a:2 b:2]" {
-		t.Fatalf("first claim took %v per tenant, want 2 of each", per)
+	if got := perTenant(first); got != "map[:2 a:8 b:8]" || fmt.Sprint(first.Places) != "map[a:2 b:2]" {
+		t.Fatalf("first claim took %s per tenant with places %v, want 8 jobs and 2 places of a and b, 2 jobs without a tenant",
+			got, first.Places)
 	}
 	if !first.Held || first.Wait != 0 {
 		t.Fatalf("first claim: held %v wait %s, want held until a job ends", first.Held, first.Wait)
 	}
-	if again := b.claimLimited(t, "noop_tenants", w, 100, true); len(again.Jobs) != 0 || !again.Held {
-		t.Fatalf("a full limit granted %d jobs (held %v)", len(again.Jobs), again.Held)
+	if again := b.claimLimited(t, "noop_tenants", other, 100, true); len(again.Jobs) != 0 || !again.Held {
+		t.Fatalf("a full limit granted another worker %d jobs (held %v)", len(again.Jobs), again.Held)
 	}
 
-	// One of tenant a's jobs completes, one of b's is lost and reaped.
 	var a, bj []queue.Run
 	for _, j := range first.Jobs {
 		switch j.Tenant {
@@ -66,28 +72,39 @@ func TestClaimLimitedConcurrency(t *testing.T) {
 			bj = append(bj, queue.RunOf(j))
 		}
 	}
-	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, a[:1], time.Time{}); err != nil || len(done) != 1 {
+	// w still holds 2 of a's jobs, as many as its places: the others get none.
+	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, a[:6], time.Time{}); err != nil || len(done) != 6 {
 		t.Fatalf("complete: %v %v", done, err)
 	}
-	if _, err := b.Pool.Exec(b.Ctx, `UPDATE `+b.Table("docket_jobs")+` SET lease_until = now() - interval '1 second' WHERE id = $1`, bj[0].ID); err != nil {
+	if again := b.claimLimited(t, "noop_tenants", other, 100, true); len(again.Jobs) != 0 {
+		t.Fatalf("another worker got %s while the first held as many jobs of a as its places", perTenant(again))
+	}
+	// One job of a left to w, and all of b's reaped: the other worker
+	// gets a's second place, and both of b's.
+	if done, err := b.Q.Complete(b.Ctx, b.Pool, w, a[6:7], time.Time{}); err != nil || len(done) != 1 {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	ids := make([]int64, len(bj))
+	for i, r := range bj {
+		ids[i] = r.ID
+	}
+	if _, err := b.Pool.Exec(b.Ctx, `UPDATE `+b.Table("docket_jobs")+` SET lease_until = now() - interval '1 second' WHERE id = ANY($1)`, ids); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Q.Reap(b.Ctx, b.Pool, 100); err != nil {
 		t.Fatal(err)
 	}
-	next := b.claimLimited(t, "noop_tenants", w, 100, true)
-	per = map[string]int{}
-	for _, j := range next.Jobs {
-		per[j.Tenant]++
-	}
-	if fmt.Sprint(per) != "map[a:1 b:1]" {
-		t.Fatalf("after one end per tenant a and b the claim took %v, want one each", per)
+	next := b.claimLimited(t, "noop_tenants", other, 100, true)
+	if got := perTenant(next); got != "map[a:2 b:8]" || fmt.Sprint(next.Places) != "map[a:1 b:2]" {
+		t.Fatalf("after a's jobs but one completed and b's were reaped, the other worker took %s with places %v, want a:2 b:8 with places a:1 b:2",
+			got, next.Places)
 	}
 }
 
 // A per-tenant concurrency limit shares a claim smaller than its free
-// places among tenants in key order, and says it held jobs back while a
-// tenant with ready jobs has no free place.
+// places among tenants in key order, before it gives any tenant jobs to
+// wait for a place, and says it held jobs back while a tenant with ready
+// jobs has no free place.
 func TestClaimLimitedConcurrencyShortClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -107,12 +124,14 @@ func TestClaimLimitedConcurrencyShortClaim(t *testing.T) {
 	if got := perTenant(first); got != "map[a:2 b:2 c:1]" {
 		t.Fatalf("a claim of 5 took %s per tenant, want a:2 b:2 c:1", got)
 	}
-	next := b.claimLimited(t, "noop_tenants", w, 10, true)
-	if got := perTenant(next); got != "map[c:1]" || !next.Held || next.Wait != 0 {
-		t.Fatalf("the next claim took %s, held %v, wait %s: want c's last place, held until a job ends", got, next.Held, next.Wait)
+	// Then c's last place, and the jobs to wait for places, in key order.
+	next := b.claimLimited(t, "noop_tenants", w, 5, true)
+	if got := perTenant(next); got != "map[a:3 c:1]" || !next.Held || next.Wait != 0 {
+		t.Fatalf("the next claim took %s, held %v, wait %s: want c's last place, then a's 3 left, held",
+			got, next.Held, next.Wait)
 	}
-	if n := b.Count(t, `SELECT count(*) FROM `+b.Table("docket_jobs")+` WHERE state = 'running'`); n != 6 {
-		t.Fatalf("%d jobs running under a limit of 2 for each of 3 tenants", n)
+	if fmt.Sprint(next.Places) != "map[a:2 b:2 c:2]" {
+		t.Fatalf("the worker holds places %v, want 2 of each tenant", next.Places)
 	}
 }
 
@@ -209,5 +228,46 @@ func TestSetLimitRejects(t *testing.T) {
 	got, err := b.ops.Limits().List(b.Ctx, b.Pool)
 	if err != nil || len(got) != 1 || got[0] != (admin.Limit{Name: "one", Queue: "default", Rate: 5, Per: time.Second, Burst: 5}) {
 		t.Fatalf("limits %+v (%v), want the replaced limit with burst 5", got, err)
+	}
+}
+
+// During an upgrade, workers of the version before places (which call
+// 026's docket_claim_limited, without jobs_per_place, and run every job
+// they claim at once) share a per-tenant cap with workers that hold
+// places. Neither may push a tenant past its cap: the earlier claim is
+// never given jobs to wait for a place, and counts the jobs a worker holds
+// for its places as running; the claim with places counts every running
+// job of an earlier worker.
+func TestClaimLimitedBesideEarlierWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, admin.Limit{Name: "noop_tenants", Kind: "noop", PerTenant: true, MaxRunning: 2})
+	b.EnqueueN(t, 20, enqueue.Opts{Tenant: "a"})
+	earlierClaim := func(worker uuid.UUID) int {
+		t.Helper()
+		var n int
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_claim_limited")+
+			`('noop_tenants', '{default}', '{noop}', 100, $1, 60000, '{}', '{}', '{}', '{}')`, worker).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	earlier, later := uuid.New(), uuid.New()
+	if n := earlierClaim(earlier); n != 2 {
+		t.Fatalf("an earlier worker's claim took %d of the tenant's jobs, want its 2 places' worth and none to hold", n)
+	}
+	if c := b.claimLimited(t, "noop_tenants", later, 100, true); len(c.Jobs) != 0 {
+		t.Fatalf("with an earlier worker running the tenant's 2 jobs, a worker with places took %d", len(c.Jobs))
+	}
+	// The earlier worker's jobs end; the worker with places holds the
+	// tenant's places and jobs to wait for them.
+	if _, err := b.Pool.Exec(b.Ctx, `DELETE FROM `+b.Table("docket_jobs")+` WHERE locked_by = $1`, earlier); err != nil {
+		t.Fatal(err)
+	}
+	if c := b.claimLimited(t, "noop_tenants", later, 100, true); len(c.Jobs) != 8 || c.Places["a"] != 2 {
+		t.Fatalf("a worker with places took %d jobs with places %v, want 8 with 2 places", len(c.Jobs), c.Places)
+	}
+	if n := earlierClaim(uuid.New()); n != 0 {
+		t.Fatalf("an earlier worker's claim took %d jobs while another held the tenant's places", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,9 +64,10 @@ type finisher struct {
 
 	mu  sync.Mutex
 	buf []outcome
-	// urgent says buf holds the outcome of a serial job: the next job of
-	// its key waits for it to commit, so it is written without waiting
-	// out the interval.
+	// urgent says buf holds an outcome that a job waits for: a serial
+	// job's (the next job of its key waits for it to commit) or a limited
+	// one's (the next job of its limit waits for the place), so it is
+	// written without waiting out the interval.
 	urgent bool
 
 	kick chan struct{} // a flusher should look at buf
@@ -98,12 +100,12 @@ func (c *finisher) start() {
 // add queues an outcome. The task's state must already be stFinishing or
 // stReleased.
 func (c *finisher) add(o outcome) {
-	serial := o.task.job.SerialKey != ""
+	waitedFor := o.task.job.SerialKey != "" || o.task.limit != ""
 	c.mu.Lock()
 	c.buf = append(c.buf, o)
 	n := len(c.buf)
-	first := serial && !c.urgent
-	c.urgent = c.urgent || serial
+	first := waitedFor && !c.urgent
+	c.urgent = c.urgent || waitedFor
 	c.mu.Unlock()
 	if n == 1 || n == flushEarly || first {
 		select {
@@ -175,7 +177,7 @@ func (c *finisher) ctx() context.Context {
 }
 
 // due reports whether buf is to be written now: it is full enough, or
-// holds a serial job's outcome.
+// holds an urgent outcome.
 func (c *finisher) due() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -223,6 +225,9 @@ type flushScratch struct {
 	limited      []*task   // runs a limit granted: their places are free once written
 	hooked       []outcome // final outcomes of kinds with an OutcomeHook
 	handing      []handing // serial completions that may claim the next of their keys
+	// placed and unplaced split a batch into the outcomes of runs a limit
+	// granted and the others (see flush).
+	placed, unplaced []outcome
 }
 
 // handing is the serial completions of one pool that hand their keys on
@@ -258,8 +263,35 @@ func (f *flushScratch) reset() {
 
 // flush writes one batch. stop is the final drain's deadline, or
 // Background while running (retries then end when the jobs' leases would
-// have expired anyway).
+// have expired anyway). The outcomes of runs a limit granted are written
+// first, in statements of their own, and their places handed on as soon
+// as those commit: the next jobs of their limits wait for them, and
+// beside a drain the batch's other outcomes are hundreds of rows
+// (measured under load: 15 ms from a limited handler's return to its
+// place's release with them, most of a place's cycle).
 func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome) {
+	limited := func(o outcome) bool { return o.task.limit != "" }
+	if !slices.ContainsFunc(batch, limited) || !slices.ContainsFunc(batch, func(o outcome) bool { return !limited(o) }) {
+		c.writeOutcomes(stop, f, batch)
+		return
+	}
+	f.placed, f.unplaced = f.placed[:0], f.unplaced[:0]
+	for _, o := range batch {
+		if limited(o) {
+			f.placed = append(f.placed, o)
+		} else {
+			f.unplaced = append(f.unplaced, o)
+		}
+	}
+	c.writeOutcomes(stop, f, f.placed)
+	c.writeOutcomes(stop, f, f.unplaced)
+	clear(f.placed)
+	clear(f.unplaced)
+}
+
+// writeOutcomes writes the outcomes of batch, one statement per kind of
+// outcome, and hands on the places of the limited runs among them.
+func (c *finisher) writeOutcomes(stop context.Context, f *flushScratch, batch []outcome) {
 	w := c.w
 	f.reset()
 	var due time.Duration = -1

@@ -54,6 +54,7 @@ func (p *pool) handOn(start time.Time, jobs []*core.Job) {
 	w := p.w
 	p.noteClaim(start, jobs)
 	tasks := p.track(start, jobs, "")
+	p.busy.Add(int64(len(tasks)))
 	for _, t := range tasks {
 		select {
 		case p.handed <- t:

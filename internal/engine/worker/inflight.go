@@ -32,7 +32,10 @@ type task struct {
 	// limit is the limit whose claim granted the run, "" for none: when
 	// the run leaves the running state, its place goes to the next job
 	// of the limit (limitTimes.released).
-	limit  string
+	limit string
+	// placed says the run takes one of its tenant's places held by this
+	// process (places.go) while a slot has it.
+	placed bool
 	ctx    context.Context // the handler's context, cancelled on lease loss and hard shutdown
 	cancel context.CancelCauseFunc
 	span   trace.Span // the run's span (tracing.go); nil outside a worker's run

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -237,8 +238,8 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 // TestConcurrencyLimitAcrossProcesses runs three worker processes of 50
 // slots on jobs of 20 tenants, one of them with half the jobs, under a
 // limit of 5 running jobs per tenant. No tenant ever has more than 5 jobs
-// running, by the database sampled throughout and by the handlers' own
-// start and end times; a worker killed with SIGKILL holds its share only
+// running, by the handlers' own start and end times, nor more than 5 places
+// in use by the database sampled throughout; a worker killed with SIGKILL holds its share only
 // until its leases expire; every job runs to completion.
 func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 	if testing.Short() {
@@ -273,8 +274,14 @@ func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 		defer wg.Done()
 		for sampleCtx.Err() == nil {
 			var n int
-			err := e.pool.QueryRow(sampleCtx, e.sql(`SELECT COALESCE(max(c), 0) FROM (SELECT count(*) AS c FROM {{schema}}.docket_jobs
-				WHERE state = 'running' AND kind = 'flow_tenant' GROUP BY tenant) s`)).Scan(&n)
+			// A process may hold more of a tenant's jobs than the places
+			// it holds, and runs at most that many (migration 027).
+			err := e.pool.QueryRow(sampleCtx, e.sql(`SELECT COALESCE(max(c), 0) FROM (
+				SELECT r.tenant, sum(least(r.n, COALESCE(p.places, r.n))) AS c FROM (
+					SELECT tenant, locked_by, count(*) AS n FROM {{schema}}.docket_jobs
+					WHERE state = 'running' AND kind = 'flow_tenant' GROUP BY 1, 2) r
+				LEFT JOIN {{schema}}.docket_limit_places p ON p.name = 'per_tenant' AND p.key = r.tenant AND p.holder = r.locked_by
+				GROUP BY r.tenant) s`)).Scan(&n)
 			if err == nil {
 				mu.Lock()
 				sampled, samples = max(sampled, n), samples+1
@@ -340,7 +347,7 @@ func TestConcurrencyLimitAcrossProcesses(t *testing.T) {
 			UNION ALL SELECT tenant, ended, -1 FROM {{schema}}.flow_runs) ev) s`)
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d samples, most running of one tenant: %d by the database, %d by the handlers; %d stranded by SIGKILL, returned %s after the kill",
+	t.Logf("%d samples, most running of one tenant: %d places by the database, %d by the handlers; %d stranded by SIGKILL, returned %s after the kill",
 		samples, sampled, overlap, stranded, returned.Round(time.Millisecond))
 	if sampled > maxRunning || overlap > maxRunning {
 		t.Errorf("a tenant ran %d jobs at once by the database, %d by the handlers; the limit is %d", sampled, overlap, maxRunning)
@@ -436,6 +443,94 @@ func TestFreedPlaceGoesToTheNextLimitedJob(t *testing.T) {
 	}
 	if p50 >= limitRecheck {
 		t.Errorf("a freed place went to the next job after %s at the median, want less than limitRecheck (%s)", p50, limitRecheck)
+	}
+}
+
+// A process holds a tenant's places and more of its jobs than places
+// (migration 027): it runs at most its places' worth at once and starts
+// the next the moment one ends, so a tenant's line of jobs takes about a
+// claim per 4 jobs per place, not one per place's job. Two places, 40
+// jobs of one tenant: never more than 2 run at once, in at most 10 claims.
+func TestPlacesRunHeldJobsWithinThem(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 8)
+	if err := e.ops.Limits().Set(t.Context(), e.pool, admin.Limit{Name: "two_places", Kind: "test", PerTenant: true, MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	var last int64
+	for range n {
+		last = e.enqueue(testArgs{}, enqueue.Opts{Tenant: "a"})
+	}
+	var mu sync.Mutex
+	running, most, ran := 0, 0, 0
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		mu.Lock()
+		running--
+		ran++
+		mu.Unlock()
+		return nil
+	}, handlers.KindOpts{})
+	var claims atomic.Int64
+	e.worker(reg, Config{
+		PollInterval: 5 * time.Second,
+		Pools:        []PoolConfig{{Queues: []string{"default"}, Concurrency: 16}},
+		OnClaim: func(_ time.Duration, jobs int) {
+			if jobs > 0 {
+				claims.Add(1)
+			}
+		},
+	})
+	e.waitWhere(last, "done", 30*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d jobs in %d claims that took any, at most %d at once", ran, claims.Load(), most)
+	if most > 2 {
+		t.Errorf("%d jobs of one tenant ran at once, its limit is 2", most)
+	}
+	// A claim that counted each running job as a place took at most 2
+	// jobs: 20 claims at least.
+	if c := claims.Load(); c > n/4 {
+		t.Errorf("%d jobs of one tenant took %d claims, want at most %d: each place's next job waited for a claim", n, c, n/4)
+	}
+}
+
+// A limited job's outcome is written without waiting out the flush
+// interval: the next job of its limit waits for the place it frees. With
+// one place and a 300 ms interval, four hand-ons take far less than the
+// 1.2 s that waiting would cost.
+func TestLimitedOutcomeSkipsFlushInterval(t *testing.T) {
+	t.Parallel()
+	const jobs, interval = 5, 300 * time.Millisecond
+	e := setup(t, 8)
+	if err := e.ops.Limits().Set(t.Context(), e.pool, admin.Limit{Name: "one_place", Kind: "test", MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range jobs {
+		last = e.enqueue(testArgs{}, enqueue.Opts{})
+	}
+	var mu sync.Mutex
+	var starts, ends []time.Time
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts, ends = append(starts, time.Now()), append(ends, time.Now())
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{FlushInterval: interval, PollInterval: 5 * time.Second})
+	e.waitWhere(last, "done", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	if took := starts[jobs-1].Sub(ends[0]); took >= 2*interval {
+		t.Errorf("%d hand-ons of one place took %s: outcomes waited for the %s flush interval", jobs-1, took, interval)
 	}
 }
 

@@ -200,6 +200,7 @@ func (p *pool) claimLoop() {
 		if limInFlight {
 			<-limResults
 		}
+		w.places.flush(p)
 		p.releaseQueued()
 		close(p.jobs) // the slots release what is left and exit
 	}()
@@ -373,7 +374,7 @@ func (p *pool) claim(limit int) (int, error) {
 	cancel()
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
-	p.claimed(start, jobs, err, "")
+	p.claimed(start, jobs, err, "", nil)
 	return len(jobs), err
 }
 
@@ -428,7 +429,7 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 		PerTenant: lc.perTenant,
 	})
 	cancel()
-	p.claimed(start, res.Jobs, err, lc.name)
+	p.claimed(start, res.Jobs, err, lc.name, &res)
 	switch {
 	case err != nil:
 	case res.Held:
@@ -445,8 +446,9 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 
 // claimed records a claim statement that started at start and hands the
 // jobs it took to the slots; limit names the limit that granted them, if
-// any.
-func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string) {
+// any, and granted is that limited claim's answer. The jobs of tenants
+// whose places it reports wait for one (places.go).
+func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string, granted *queue.LimitedClaim) {
 	if err == nil {
 		p.noteClaim(start, jobs)
 	}
@@ -454,14 +456,33 @@ func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit strin
 		return
 	}
 	tasks := p.track(start, jobs, limit)
-	to := p.jobs
-	if limit != "" {
-		p.limitedBusy.Add(int64(len(tasks)))
-		to = p.limited
+	if limit == "" {
+		p.busy.Add(int64(len(tasks)))
+		for _, t := range tasks {
+			p.jobs <- t
+		}
+		return
 	}
+	p.limitedBusy.Add(int64(len(tasks)))
+	var placed []*task
 	for _, t := range tasks {
-		to <- t
+		if granted.Places != nil && t.job.Tenant != "" {
+			t.placed = true
+			placed = append(placed, t)
+		} else {
+			p.toSlot(t)
+		}
 	}
+	if granted.Places != nil {
+		p.w.places.granted(limit, granted.PlacesSeq, granted.Places, placed)
+	}
+}
+
+// toSlot hands a claimed job the limit granted to the slots, ahead of the
+// others.
+func (p *pool) toSlot(t *task) {
+	p.busy.Add(1)
+	p.limited <- t
 }
 
 // noteClaim counts a claim statement that started at start and took jobs
@@ -478,7 +499,8 @@ func (p *pool) noteClaim(start time.Time, jobs []*core.Job) {
 
 // track makes the tasks of jobs claimed by a statement that started at
 // start (their leases run from then), granted by limit if named, and
-// counts them in flight and busy until they have run.
+// counts them in flight until they have run. The caller counts them busy
+// as it hands them to the slots.
 func (p *pool) track(start time.Time, jobs []*core.Job, limit string) []*task {
 	w := p.w
 	until := start.Add(w.lease).UnixNano()
@@ -490,7 +512,6 @@ func (p *pool) track(start time.Time, jobs []*core.Job, limit string) []*task {
 		tasks[i] = t
 	}
 	w.inflight.add(tasks)
-	p.busy.Add(int64(len(tasks)))
 	return tasks
 }
 
@@ -522,6 +543,9 @@ func (p *pool) ran(t *task) {
 	limited := t.limit != ""
 	if limited {
 		p.limitedBusy.Add(-1)
+	}
+	if t.placed {
+		p.w.places.ran(t)
 	}
 	if p.busy.Add(-1) <= p.claimAt.Load() || limited {
 		select {

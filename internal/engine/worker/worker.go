@@ -176,6 +176,7 @@ type Worker struct {
 	promoter *promoter // told of due times by the finisher
 	pauses   *pauses   // read by the claims
 	limits   *limits   // read by the claims
+	places   *places   // the places of per-tenant concurrency limits held here
 	presence *presence // deregistered at the end of Stop
 	// notifyCheck checks that notifications reach the listener; nil
 	// when notifications or the check are off.
@@ -322,6 +323,7 @@ func New(cfg Config) (*Worker, error) {
 	w.promoter = newPromoter(up, w.schema, w.notifyDebounce)
 	w.pauses = newPauses(up)
 	w.limits = newLimits(up)
+	w.places = newPlaces()
 	w.presence = newPresence(w)
 	w.partitions = &partitions{db: w.db, log: w.log, history: w.history, parts: w.parts,
 		retention: orDefault(cfg.HistoryRetention, DefaultHistoryRetention)}
