@@ -131,6 +131,9 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 		// limitedStarts are the limited handlers' start times, unix ns.
 		limitedStarts = make([]int64, nLimited)
 		nStarted      atomic.Int64
+		// slept is the limited handlers' time asleep, measured: a sleep
+		// overshoots what it asked for.
+		slept atomic.Int64
 	)
 	sleep := r.cfg.LimitedSleep
 	lo, hi := r.cfg.HandlerMin, r.cfg.HandlerMax
@@ -147,7 +150,9 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 				limitedStarts[i] = time.Now().UnixNano()
 			}
 			if sleep {
+				began := time.Now()
 				time.Sleep(lo + rand.N(hi-lo+1))
+				slept.Add(int64(time.Since(began)))
 			}
 			started(&lastLimited)
 			return nil
@@ -188,10 +193,15 @@ func (r *Runner) flowVariant(ctx context.Context, db *pgxpool.Pool, variant stri
 	}
 	if sleep {
 		res.HandlerMin, res.HandlerMax = lo, hi
-		if variant == LimitConcurrency {
-			// What the places could do if none ever waited for a claim.
+		if ran := nStarted.Load(); ran > 0 {
+			res.HandlerMean = time.Duration(slept.Load() / ran)
+		}
+		if variant == LimitConcurrency && res.HandlerMean > 0 {
+			// What the places could do if none ever waited for a claim,
+			// each busy for as long as its handlers really took (as the
+			// handlers scenario's bound).
 			places := lim.MaxRunning * min(tenants, nLimited)
-			res.Bound = float64(places) / ((lo + hi) / 2).Seconds()
+			res.Bound = float64(places) / res.HandlerMean.Seconds()
 		}
 	}
 	if variant == LimitRate {

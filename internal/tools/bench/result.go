@@ -81,7 +81,8 @@ type Result struct {
 	// every handler's sleep (serial).
 	HandlerMin, HandlerMax time.Duration
 	// HandlerMean is the mean time the handlers took, measured around
-	// their sleeps: the mean of the handlers scenario's bound.
+	// their sleeps: the mean of the handlers scenario's bound, and of the
+	// flowcontrol scenario's limited handlers when they sleep.
 	HandlerMean time.Duration
 	Bound       float64
 	// LimitPerSec is what PostgreSQL itself did in the same run: the
@@ -237,7 +238,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 				float64(r.LimitBurst)+float64(r.LimitRate)*r.LimitedSeconds)})
 		}
 		if r.HandlerMax > 0 {
-			f = append(f, field{"limited_handler_min_ms", ms(r.HandlerMin)}, field{"limited_handler_max_ms", ms(r.HandlerMax)})
+			f = append(f, field{"limited_handler_min_ms", ms(r.HandlerMin)}, field{"limited_handler_max_ms", ms(r.HandlerMax)},
+				field{"limited_handler_mean_ms", ms(r.HandlerMean)})
 		}
 		if r.Bound > 0 {
 			f = append(f, field{"bound_jobs_per_sec", round(r.Bound, 1)}, field{"fraction_of_bound", fraction(r.LimitedPerSec, r.Bound)})
