@@ -495,9 +495,11 @@ func TestPlacesRunHeldJobsWithinThem(t *testing.T) {
 		t.Errorf("%d jobs of one tenant ran at once, its limit is 2", most)
 	}
 	// A claim that counted each running job as a place took at most 2
-	// jobs: 20 claims at least.
-	if c := claims.Load(); c > n/4 {
-		t.Errorf("%d jobs of one tenant took %d claims, want at most %d: each place's next job waited for a claim", n, c, n/4)
+	// jobs: 20 claims at least. Held jobs make it about 5, and a few
+	// more when places free while a claim is in flight and the next one
+	// tops the tenant up by a job or two (11 seen in CI).
+	if c := claims.Load(); c >= n/2 {
+		t.Errorf("%d jobs of one tenant took %d claims, want fewer than %d: each place's next job waited for a claim", n, c, n/2)
 	}
 }
 
