@@ -225,9 +225,9 @@ type flushScratch struct {
 	limited      []*task   // runs a limit granted: their places are free once written
 	hooked       []outcome // final outcomes of kinds with an OutcomeHook
 	handing      []handing // serial completions that may claim the next of their keys
-	// placed and unplaced split a batch into the outcomes of runs a limit
+	// granted and others split a batch into the outcomes of runs a limit
 	// granted and the others (see flush).
-	placed, unplaced []outcome
+	granted, others []outcome
 }
 
 // handing is the serial completions of one pool that hand their keys on
@@ -275,18 +275,18 @@ func (c *finisher) flush(stop context.Context, f *flushScratch, batch []outcome)
 		c.writeOutcomes(stop, f, batch)
 		return
 	}
-	f.placed, f.unplaced = f.placed[:0], f.unplaced[:0]
+	f.granted, f.others = f.granted[:0], f.others[:0]
 	for _, o := range batch {
 		if limited(o) {
-			f.placed = append(f.placed, o)
+			f.granted = append(f.granted, o)
 		} else {
-			f.unplaced = append(f.unplaced, o)
+			f.others = append(f.others, o)
 		}
 	}
-	c.writeOutcomes(stop, f, f.placed)
-	c.writeOutcomes(stop, f, f.unplaced)
-	clear(f.placed)
-	clear(f.unplaced)
+	c.writeOutcomes(stop, f, f.granted)
+	c.writeOutcomes(stop, f, f.others)
+	clear(f.granted)
+	clear(f.others)
 }
 
 // writeOutcomes writes the outcomes of batch, one statement per kind of
