@@ -3,6 +3,7 @@ package handlers
 import (
 	"cmp"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,6 +171,7 @@ func add[T core.Args](r *Registry, opts KindOpts, tx bool, h func(context.Contex
 		opts.Backoff = core.Backoff
 	}
 	tname := typeName[T]()
+	skipEmpty := emptyObjectIsZero[T]()
 	k := &kind{name: name, opts: opts, tx: tx}
 	k.run = func(ctx context.Context, tx pgx.Tx, dj *core.Job) (err error) {
 		defer func() {
@@ -178,8 +180,10 @@ func add[T core.Args](r *Registry, opts KindOpts, tx bool, h func(context.Contex
 			}
 		}()
 		j := &Job[T]{Job: dj}
-		if err := json.Unmarshal(dj.Payload, &j.Args); err != nil {
-			return &DecodeError{Kind: name, Type: tname, Detail: decodeDetail(err)}
+		if !skipEmpty || string(dj.Payload) != "{}" {
+			if err := json.Unmarshal(dj.Payload, &j.Args); err != nil {
+				return &DecodeError{Kind: name, Type: tname, Detail: decodeDetail(err)}
+			}
 		}
 		return h(ctx, tx, j)
 	}
@@ -270,6 +274,25 @@ func kindOf[T core.Args]() (name string, err error) {
 }
 
 func typeName[T any]() string { return reflect.TypeFor[T]().String() }
+
+// emptyObjectIsZero reports whether decoding the JSON object {} into a
+// zero T leaves the zero T and no error, so that a job whose payload is
+// {} (args without fields, or with every field omitted) need not be
+// decoded: T is a struct that decodes itself neither from JSON nor from
+// text (json.Unmarshal would call the one and refuse an object for the
+// other).
+func emptyObjectIsZero[T any]() bool {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for _, u := range []reflect.Type{reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()} {
+		if t.Implements(u) || reflect.PointerTo(t).Implements(u) {
+			return false
+		}
+	}
+	return true
+}
 
 // decodeDetail describes a JSON decoding error without quoting the payload:
 // encoding/json's messages may include a number or a character from it.

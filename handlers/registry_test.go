@@ -2,12 +2,15 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/core"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -97,5 +100,59 @@ func TestErrorsAreDistinctTypes(t *testing.T) {
 	}
 	if Cancel(nil).Error() == "" || RetryAfter(0, nil).Error() == "" {
 		t.Error("nil errors give empty messages")
+	}
+}
+
+type selfDecoding struct{ seen bool }
+
+func (selfDecoding) Kind() string { return "self-decoding" }
+
+func (s *selfDecoding) UnmarshalJSON([]byte) error { s.seen = true; return nil }
+
+type textDecoding struct{}
+
+func (textDecoding) Kind() string { return "text-decoding" }
+
+func (*textDecoding) UnmarshalText([]byte) error { return nil }
+
+type mapArgs map[string]int
+
+func (mapArgs) Kind() string { return "map-args" }
+
+// A payload of {} reaches the handler as json.Unmarshal would decode it,
+// also for the args types that the registry does not decode {} for.
+func TestEmptyPayloadDecodes(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	var got []string
+	MustRegister(r, func(_ context.Context, j *Job[testArgs]) error {
+		got = append(got, "test "+strconv.Itoa(j.Args.N))
+		return nil
+	}, KindOpts{})
+	MustRegister(r, func(_ context.Context, j *Job[selfDecoding]) error {
+		got = append(got, "self-decoding "+strconv.FormatBool(j.Args.seen))
+		return nil
+	}, KindOpts{})
+	MustRegister(r, func(_ context.Context, j *Job[textDecoding]) error {
+		got = append(got, "text-decoding ran")
+		return nil
+	}, KindOpts{})
+	MustRegister(r, func(_ context.Context, j *Job[mapArgs]) error {
+		got = append(got, "map-args nil "+strconv.FormatBool(j.Args == nil))
+		return nil
+	}, KindOpts{})
+	for _, kind := range []string{"test", "self-decoding", "text-decoding", "map-args"} {
+		err := r.Handle(context.Background(), nil, &core.Job{ID: 1, Kind: kind, Payload: json.RawMessage(`{}`)})
+		var de *DecodeError
+		if kind == "text-decoding" {
+			if !errors.As(err, &de) {
+				t.Errorf("%s: %v, want a DecodeError (json.Unmarshal refuses an object for a TextUnmarshaler)", kind, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+	if want := []string{"test 0", "self-decoding true", "map-args nil false"}; !slices.Equal(got, want) {
+		t.Errorf("handlers saw %q, want %q", got, want)
 	}
 }
