@@ -208,16 +208,21 @@ func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([
 func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 	var out []*core.Job
 	var seqs []int64
+	// Declared once for all rows: Scan takes their addresses, which would
+	// otherwise cost each row an allocation apiece. Every Scan overwrites
+	// them (pgx copies a column's bytes into a new slice).
+	var payload, meta, signal, inputs []byte
+	var priority int16
+	var seq int64
+	var queue, kind repeated
 	for rows.Next() {
 		j := &core.Job{}
 		// Payload and meta are read as bytes: into a json.RawMessage pgx
 		// would run them through json.Unmarshal, which only checks what
 		// jsonb already guarantees.
 		// A claim sets locked_at and lease_until, so they are never null here.
-		var payload, meta, signal, inputs []byte
-		var priority int16
-		var seq int64
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
+		queue.dst, kind.dst = &j.Queue, &j.Kind
+		if err := rows.Scan(&j.ID, &queue, &kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
 			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
 			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &signal, &inputs); err != nil {
 			return nil, nil, err
@@ -240,4 +245,22 @@ func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 		seqs = append(seqs, seq)
 	}
 	return out, seqs, rows.Err()
+}
+
+// repeated scans a text column whose value mostly repeats from row to row
+// (a job's queue and kind) into dst: a row with the previous row's value
+// shares its string instead of allocating one.
+type repeated struct {
+	dst  *string
+	last string
+}
+
+// ScanBytes sets *dst to src as a string (pgtype.BytesScanner); src is
+// only valid during the call. The column is never null.
+func (r *repeated) ScanBytes(src []byte) error {
+	if string(src) != r.last { // compared without a conversion
+		r.last = string(src)
+	}
+	*r.dst = r.last
+	return nil
 }
