@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
@@ -97,12 +99,18 @@ type kind struct {
 // before passing it to docket.NewClient, whose worker takes a snapshot. The zero value
 // is not usable; create one with [NewRegistry]. It is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	kinds map[string]*kind
+	mu sync.Mutex // held by registrations
+	// kinds is never written once stored: a registration stores a copy
+	// with its kind added, so Handle's lookup for every job takes no lock.
+	kinds atomic.Pointer[map[string]*kind]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[string]*kind{}} }
+func NewRegistry() *Registry {
+	r := &Registry{}
+	r.kinds.Store(&map[string]*kind{})
+	return r
+}
 
 // Registration errors. Both are wrapped with the kind's name.
 var (
@@ -189,19 +197,21 @@ func add[T core.Args](r *Registry, opts KindOpts, tx bool, h func(context.Contex
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.kinds[name]; ok {
+	kinds := r.snapshot()
+	if _, ok := kinds[name]; ok {
 		return fmt.Errorf("%w: %s (%s)", ErrDuplicateKind, name, tname)
 	}
-	r.kinds[name] = k
+	kinds = maps.Clone(kinds)
+	kinds[name] = k
+	r.kinds.Store(&kinds)
 	return nil
 }
 
 // Kinds returns the registered kinds, sorted.
 func (r *Registry) Kinds() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.kinds))
-	for k := range r.kinds {
+	kinds := r.snapshot()
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
 		out = append(out, k)
 	}
 	slices.Sort(out)
@@ -245,20 +255,22 @@ func (r *Registry) Handle(ctx context.Context, tx pgx.Tx, job *core.Job) error {
 // Queues returns the queues the registered kinds are enqueued into by
 // default ("default" for kinds without one), sorted and without repeats.
 func (r *Registry) Queues() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	var out []string
-	for _, k := range r.kinds {
+	for _, k := range r.snapshot() {
 		out = append(out, cmp.Or(k.opts.Queue, core.DefaultQueue))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-func (r *Registry) lookup(name string) *kind {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.kinds[name]
+func (r *Registry) lookup(name string) *kind { return r.snapshot()[name] }
+
+// snapshot returns the registered kinds; the map must not be written.
+func (r *Registry) snapshot() map[string]*kind {
+	if p := r.kinds.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // kindOf calls Kind on T's zero value; a nil-pointer T whose Kind
