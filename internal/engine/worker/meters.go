@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -199,5 +200,61 @@ func (s *meters) reconnected() {
 func (s *meters) close() {
 	if s != nil {
 		_ = s.inFlight.Unregister()
+	}
+}
+
+// kindMeters record the two things every run of one kind counts, its
+// handler's duration and, most often, its completion, with the kind's
+// labels and attributes looked up once per kind instead of once per run.
+// The Prometheus series are looked up at their first use, as
+// WithLabelValues per run did: a series appears once it has a count. A
+// nil *kindMeters records nothing (RunOne's runs).
+type kindMeters struct {
+	kind     string
+	prom     *workerMetrics // nil: no Prometheus metrics
+	durOnce  sync.Once
+	promDur  prometheus.Observer
+	doneOnce sync.Once
+	promDone prometheus.Counter
+	otel     *meters // nil: no OpenTelemetry instruments
+	otelDur  attrOpts
+	otelDone attrOpts
+}
+
+// forKind returns the meters of kind's runs.
+func (r recorder) forKind(kind string) *kindMeters {
+	k := &kindMeters{kind: kind, prom: r.prom, otel: r.otel}
+	if r.otel != nil {
+		k.otelDur = r.otel.opt(optKey{kind: kind}, AttrKind.String(kind))
+		k.otelDone = r.otel.opt(optKey{kind: kind, outcome: "completed"}, AttrKind.String(kind), AttrOutcome.String("completed"))
+	}
+	return k
+}
+
+// ran records a run of the kind whose handler took d (recorder.ran).
+func (k *kindMeters) ran(d time.Duration) {
+	if k == nil {
+		return
+	}
+	if k.prom != nil {
+		k.durOnce.Do(func() { k.promDur = k.prom.jobDur.WithLabelValues(k.kind) })
+		k.promDur.Observe(d.Seconds())
+	}
+	if k.otel != nil {
+		k.otel.jobDur.Record(context.Background(), d.Seconds(), k.otelDur.rec...)
+	}
+}
+
+// completed counts a run of the kind that completed (recorder.outcome).
+func (k *kindMeters) completed() {
+	if k == nil {
+		return
+	}
+	if k.prom != nil {
+		k.doneOnce.Do(func() { k.promDone = k.prom.outcomes.WithLabelValues(k.kind, "completed") })
+		k.promDone.Inc()
+	}
+	if k.otel != nil {
+		k.otel.finished.Add(context.Background(), 1, k.otelDone.add...)
 	}
 }

@@ -150,10 +150,13 @@ func TestMetersAllocateNothing(t *testing.T) {
 	defer m.close()
 	r := recorder{otel: m}
 	jobs := []*core.Job{{}, {}}
+	k := r.forKind("k")
 	record := func() {
 		r.claim("main", time.Millisecond, jobs)
 		r.ran("k", time.Millisecond)
 		r.outcome("k", "completed")
+		k.ran(time.Millisecond)
+		k.completed()
 	}
 	record()
 	if n := testing.AllocsPerRun(1000, record); n != 0 {

@@ -77,7 +77,11 @@ func (w *Worker) call(t *task, run *core.TxRun) (timedOut bool, err error) {
 	}
 	start := time.Now()
 	defer func() {
-		w.met.ran(t.job.Kind, time.Since(start))
+		if t.kind.met != nil {
+			t.kind.met.ran(time.Since(start))
+		} else {
+			w.met.ran(t.job.Kind, time.Since(start))
+		}
 		if v := recover(); v != nil { // a middleware panicked
 			err = &core.PanicError{Value: v, Stack: debug.Stack()}
 		}
@@ -154,7 +158,11 @@ func (w *Worker) finish(t *task, err error, timedOut bool) {
 		w.dropped(t)
 		return
 	}
-	w.met.outcome(t.job.Kind, outcomeName(o))
+	if o.what == oComplete && t.kind != nil && t.kind.met != nil {
+		t.kind.met.completed()
+	} else {
+		w.met.outcome(t.job.Kind, outcomeName(o))
+	}
 	traceOutcome(t, tracedOutcome(o), err)
 	w.fin.add(o)
 }

@@ -138,7 +138,8 @@ type kindRun struct {
 	tx       bool
 	hook     OutcomeHook // nil: none
 	work     core.Work
-	spanName string // of its runs' spans, built once
+	spanName string      // of its runs' spans, built once
+	met      *kindMeters // nil: record through Worker.met (RunOne: nothing)
 }
 
 // Worker claims jobs and runs their handlers in one process. Create it with
@@ -317,6 +318,9 @@ func New(cfg Config) (*Worker, error) {
 	w.fin = newFinisher(w, orDefault(cfg.FlushInterval, DefaultFlushInterval))
 	if err := w.setupMetrics(cfg); err != nil {
 		return bad("metrics: %v", err)
+	}
+	for name, kr := range w.kinds {
+		kr.met = w.met.forKind(name)
 	}
 	w.notifyDebounce = orDefault(cfg.NotifyDebounce, 2*time.Millisecond)
 	up := upkeep{db: w.db, q: w.q, log: w.log, poll: w.poll, lease: w.lease, wakeAll: w.wakeAll, wakeQueues: w.wakeQueues}
