@@ -118,7 +118,10 @@
 // [AttrJobID], [AttrAttempt] and [AttrOutcome]; never the payload. The
 // handler's ctx carries the run span, so the handler's own spans nest under
 // it. docket.WorkerConfig.TracerProvider makes the spans (nil: the global
-// provider, a no-op until the application installs an SDK).
+// provider, a no-op until the application installs an SDK, also after
+// the worker started; until then, a job without a trace context runs
+// without a span, and one with a trace context hands it on to its
+// handler).
 //
 // # Guarantees
 //

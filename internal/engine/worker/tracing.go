@@ -77,7 +77,9 @@ func runSpanName(kind string) string { return "docket.run " + kind }
 // which the handler could not tell from none, and making it took about
 // 4% of the worker's CPU in a drain of no-op jobs. Once an SDK is installed,
 // otel.GetTracerProvider no longer returns the placeholder and every run
-// has its span again.
+// has its span again. (Instrumentation that attaches to the process from
+// outside and makes the placeholder's spans real, without installing a
+// provider, sees no spans of such runs.)
 func (tr tracing) start(t *task) {
 	j := t.job
 	parent := context.Background()
