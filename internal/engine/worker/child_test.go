@@ -93,6 +93,7 @@ func childWorker(t *testing.T, sleep time.Duration, extra func(*handlers.Registr
 // waits while the child runs, completes when it succeeded, and only then
 // releases its own dependent.
 func TestChildWorkflowCompletesStep(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 150*time.Millisecond, nil)
 	res, err := r.jobs.EnqueueWorkflow(t.Context(), r.pool, enqueue.Workflow{Name: "outer", Jobs: []enqueue.WorkflowJob{
 		{Ref: "parent", Args: parentArgs{Children: []string{"c1", "c2"}}},
@@ -132,6 +133,7 @@ func TestChildWorkflowCompletesStep(t *testing.T) {
 // the step waiting for it (child_failed, naming the child workflow and the
 // job), which cancels the step's dependent.
 func TestChildWorkflowFailureFailsStep(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 0, nil)
 	res, err := r.jobs.EnqueueWorkflow(t.Context(), r.pool, enqueue.Workflow{Name: "outer", Jobs: []enqueue.WorkflowJob{
 		{Ref: "parent", Args: parentArgs{Children: []string{"c1", "doomed", "c3"}}},
@@ -170,6 +172,7 @@ func TestChildWorkflowFailureFailsStep(t *testing.T) {
 // child workflow the step waits for; cancelling a child workflow fails the
 // step waiting for it.
 func TestChildWorkflowCancels(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 0, nil)
 	t.Run("parent workflow", func(t *testing.T) {
 		res, err := r.jobs.EnqueueWorkflow(t.Context(), r.pool, enqueue.Workflow{Name: "outer", Jobs: []enqueue.WorkflowJob{
@@ -231,6 +234,7 @@ func (nestArgs) Kind() string { return "child_nest" }
 // was refused completes, and every waiting level above it then completes
 // in turn.
 func TestChildWorkflowDepthBound(t *testing.T) {
+	t.Parallel()
 	var refused error
 	var mu sync.Mutex
 	var r *childRig
@@ -277,6 +281,7 @@ func TestChildWorkflowDepthBound(t *testing.T) {
 // enqueueing its child rolls the child back with its transaction; the
 // retry's child is the only one, and the step completes with it.
 func TestChildWorkflowRolledBackWithHandler(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 0, nil)
 	parent := r.enqueue(parentArgs{Children: []string{"r1"}, FailFirst: true}, enqueue.Opts{})
 	r.waitWhere(parent, "done", 20*time.Second)
@@ -312,6 +317,7 @@ func (plainMisuseArgs) Kind() string { return "child_misuse_plain" }
 // EnqueueChildWorkflow returns ErrChildWorkflow and writes nothing; the
 // job then completes as usual.
 func TestChildWorkflowRefusesMisuse(t *testing.T) {
+	t.Parallel()
 	got := map[string]error{}
 	var mu sync.Mutex
 	note := func(what string, err error) {
@@ -434,6 +440,7 @@ func TestChildWorkflowParkFenced(t *testing.T) {
 // job, and the step is left waiting. The worker's sweep settles it: it
 // completes, as the child succeeded.
 func TestChildWorkflowSweepSettlesRace(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 0, nil)
 	parent := r.enqueue(parentArgs{Children: []string{"a", "b"}, Queue: "held"}, enqueue.Opts{})
 	r.waitWhere(parent, "waiting", 20*time.Second)
@@ -561,6 +568,7 @@ func TestChildWorkflowSurvivesKilledWorkers(t *testing.T) {
 // a child workflow's last job completes the step waiting for it, before
 // it commits: no sweep is involved.
 func TestChildWorkflowSettledInSameTransaction(t *testing.T) {
+	t.Parallel()
 	r := childWorker(t, 0, nil)
 	parent := r.enqueue(parentArgs{Children: []string{"only"}, Queue: "held"}, enqueue.Opts{})
 	r.waitWhere(parent, "waiting", 20*time.Second)
@@ -593,6 +601,7 @@ func (noHistoryParentArgs) Kind() string { return "child_no_history" }
 // TestChildWorkflowHistoryOff: a step enqueued by a client without history
 // is deleted when its child succeeds, as the worker deletes completions.
 func TestChildWorkflowHistoryOff(t *testing.T) {
+	t.Parallel()
 	var r *childRig
 	r = childWorker(t, 0, func(reg *handlers.Registry) {
 		handlers.MustRegisterTx(reg, func(ctx context.Context, tx pgx.Tx, j *handlers.Job[noHistoryParentArgs]) error {

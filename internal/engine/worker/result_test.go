@@ -83,6 +83,7 @@ func (e *env) storedResult(table string, id int64) string {
 }
 
 func TestResultsStoredWithOutcome(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 8)
 	tries := newCounter()
 	reg := handlers.NewRegistry()
@@ -198,6 +199,7 @@ func wfStep(ref string, value *int, parents ...string) enqueue.WorkflowJob {
 func intp(n int) *int { return &n }
 
 func TestWorkflowParentResults(t *testing.T) {
+	t.Parallel()
 	for _, history := range []bool{true, false} {
 		t.Run(fmt.Sprintf("history=%v", history), func(t *testing.T) {
 			e := setup(t, 8)
@@ -252,6 +254,7 @@ func TestWorkflowParentResults(t *testing.T) {
 // workflow runs (history off: nowhere else holds it), and only for parents
 // with dependents.
 func TestWorkflowResultsKeptWhileNeeded(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 8)
 	s := &seen{m: map[string][]string{}}
 	reg := handlers.NewRegistry()
@@ -300,6 +303,7 @@ func TestWorkflowResultsKeptWhileNeeded(t *testing.T) {
 // workflow's last two jobs left at once are removed by the sweep; those of
 // running workflows stay.
 func TestSweepRemovesResultsOfFinishedWorkflows(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 4)
 	done, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "done", Jobs: []enqueue.WorkflowJob{step("x")}})
 	if err != nil {

@@ -135,6 +135,7 @@ func stepsWorker(t *testing.T, sleep time.Duration) (*env, *steps) {
 }
 
 func TestWorkflowDiamondWithWorker(t *testing.T) {
+	t.Parallel()
 	e, s := stepsWorker(t, 50*time.Millisecond)
 	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "diamond", Jobs: []enqueue.WorkflowJob{
 		step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c"),
@@ -203,6 +204,7 @@ func TestWorkflowFanOutFanInWithWorkers(t *testing.T) {
 }
 
 func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
+	t.Parallel()
 	e, s := stepsWorker(t, 0)
 	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "doomed", Jobs: []enqueue.WorkflowJob{
 		{Ref: "bad", Args: stepArgs{Name: "bad", FailTimes: 1}, Opts: enqueue.Opts{MaxAttempts: 1}},
@@ -239,6 +241,7 @@ func TestWorkflowDeadParentCancelsDescendantsWithWorker(t *testing.T) {
 }
 
 func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
+	t.Parallel()
 	e, s := stepsWorker(t, 20*time.Millisecond)
 	res, err := e.jobs.EnqueueWorkflow(t.Context(), e.pool, enqueue.Workflow{Name: "retry", Jobs: []enqueue.WorkflowJob{
 		{Ref: "flaky", Args: stepArgs{Name: "flaky", FailTimes: 2}, Opts: enqueue.Opts{MaxAttempts: 5}},
@@ -260,6 +263,7 @@ func TestWorkflowRetriedParentHoldsChildren(t *testing.T) {
 // is one) starting a workflow in its handler's transaction: the workflow
 // exists exactly when the job's completion commits.
 func TestWorkflowStartedByTransactionalHandler(t *testing.T) {
+	t.Parallel()
 	e := setup(t, 12)
 	e.logJobsOnFailure()
 	s := newSteps()
