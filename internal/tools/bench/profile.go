@@ -25,7 +25,9 @@ type timedPart struct {
 // startTimed starts scenario's timed part.
 func (r *Runner) startTimed(ctx context.Context, db *pgxpool.Pool, scenario string, children []int) (*timedPart, error) {
 	path := r.cfg.CPUProfile
-	if path != "" && len(r.scenarios) > 1 {
+	// A scenario's second timed part (serial's plain jobs, say) writes a
+	// file of its own too, instead of overwriting the first's.
+	if path != "" && (len(r.scenarios) > 1 || scenario != r.cfg.Scenario) {
 		ext := filepath.Ext(path)
 		path = strings.TrimSuffix(path, ext) + "." + scenario + ext
 	}
