@@ -138,6 +138,11 @@ type Relay struct {
 	owned       []int16   // partitions held, maintained by the Run loop
 	unmarked    []int64   // events acknowledged, not marked published yet
 	ahead       []row     // events fetched ahead by the last round, to publish next
+	fl          floorState
+	// floorReset says that events may have become pending below the floor:
+	// a dead letter was replayed or purged (see floor.go).
+	floorReset atomic.Bool
+	floorSeen  atomic.Int64 // fl.floor, for tests
 	nextLease   time.Time // when to renew
 	nextRetain  time.Time // when to run partition maintenance
 	leaseExpiry time.Time
@@ -347,7 +352,18 @@ func (r *Relay) unhold(ctx context.Context) {
 	r.sess.close()
 	r.sess = nil
 	r.owned, r.ahead = nil, nil
+	r.setFloor(floorState{})
 	r.parts.Store(0)
+}
+
+// setFloor takes the floor after a fetch; a replay announced meanwhile,
+// which the fetch may have missed, takes the relay back to no floor.
+func (r *Relay) setFloor(fl floorState) {
+	r.fl = fl
+	if r.floorReset.Swap(false) {
+		r.fl = floorState{}
+	}
+	r.floorSeen.Store(r.fl.floor)
 }
 
 // leave ends Run: it marks what was acknowledged, gives the partitions
@@ -455,6 +471,9 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 		if err := r.flushMarks(ctx); err != nil {
 			return 0, false, err
 		}
+		// The partitions held may change, and replays that did not
+		// notify are found: fetch from no floor again.
+		r.setFloor(floorState{})
 		short, err := r.maintainLeases(ctx)
 		if err != nil {
 			return 0, false, fmt.Errorf("lease: %w", err)
@@ -474,6 +493,9 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	}
 	if len(r.owned) == 0 {
 		return r.cfg.PollInterval, false, nil
+	}
+	if r.floorReset.Swap(false) {
+		r.setFloor(floorState{})
 	}
 	if wait := r.publishAfter.Sub(now); wait > 0 {
 		return wait, false, nil
