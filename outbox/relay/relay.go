@@ -135,16 +135,16 @@ type Relay struct {
 	fresh        bool      // no lease maintenance yet in this hold
 	publishAfter time.Time // no round before it: a previous holder may still publish
 
-	owned       []int16   // partitions held, maintained by the Run loop
-	unmarked    []int64   // events acknowledged, not marked published yet
-	ahead       []row     // events fetched ahead by the last round, to publish next
-	fl          floorState
+	owned    []int16 // partitions held, maintained by the Run loop
+	unmarked []int64 // events acknowledged, not marked published yet
+	ahead    []row   // events fetched ahead by the last round, to publish next
+	fl       floorState
 	// floorReset says that events may have become pending below the floor:
 	// a dead letter was replayed or purged (see floor.go).
-	floorReset atomic.Bool
-	floorSeen  atomic.Int64 // fl.floor, for tests
-	nextLease   time.Time // when to renew
-	nextRetain  time.Time // when to run partition maintenance
+	floorReset  atomic.Bool
+	floorSeen   atomic.Int64 // fl.floor, for tests
+	nextLease   time.Time    // when to renew
+	nextRetain  time.Time    // when to run partition maintenance
 	leaseExpiry time.Time
 }
 
