@@ -55,7 +55,17 @@ type floorCand struct {
 type floorState struct {
 	floor int64      // fetch from this id
 	cand  *floorCand // nil: none taken yet
+	asked time.Time  // when a batch last carried the floor's statements
 }
+
+// floorEvery is how often a batch carries the floor's statements: the
+// floor moves at most that often, so a caught-up fetch walks the entries
+// of the events published in the last two such intervals at most, and a
+// relay at a steady rate pays for them in a few of its rounds only.
+const floorEvery = 25 * time.Millisecond
+
+// due says whether a batch sent at now carries the floor's statements.
+func (f floorState) due(now time.Time) bool { return now.Sub(f.asked) >= floorEvery }
 
 // queue adds the floor's statements to a mark-and-fetch batch, ahead of
 // the fetch: the sequence's last value (for a candidate taken when the last
@@ -71,6 +81,7 @@ func (f floorState) queue(b *pgx.Batch, schema string) {
 
 // floorRead is what a batch read of the floor's statements.
 type floorRead struct {
+	at     time.Time
 	seq    *int64 // nil: no candidate can be taken
 	gone   bool   // the candidate's transactions all ended
 	usable bool   // every backend of the database reports its activity
@@ -91,6 +102,7 @@ func (f floorState) read(res pgx.BatchResults) (floorRead, error) {
 // next returns the floor state after a fetch that read fr and returned
 // events from id first (0: none), with ids inFlight left out.
 func (f floorState) next(fr floorRead, first int64, inFlight []int64) floorState {
+	f.asked = fr.at
 	if f.cand != nil && fr.gone && fr.usable {
 		floor := f.cand.seq + 1
 		if first > 0 {

@@ -505,11 +505,13 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 		return 0, false, err
 	}
 	if n < r.cfg.BatchSize && r.ahead == nil {
-		// Caught up: the marks would wait for the next event; write them.
-		if err := r.flushMarks(ctx); err != nil {
-			return 0, n > 0, err
+		if n > 0 {
+			// Caught up: the next round, once the publishers' debounce
+			// window passed, carries the marks with its fetch, one round
+			// trip where a write of its own and then that fetch took two.
+			return settle, true, nil
 		}
-		return r.cfg.PollInterval, n > 0, nil
+		return r.cfg.PollInterval, false, nil
 	}
 	return 0, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
@@ -207,26 +208,34 @@ func (r *Relay) markAndFetch(ctx context.Context, fl floorState, marks, inFlight
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
-	fl.queue(b, r.cfg.Schema)
+	now := time.Now()
+	withFloor := fl.due(now)
+	if withFloor {
+		fl.queue(b, r.cfg.Schema)
+	}
 	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight, fl.floor)
 	res := r.db.SendBatch(ctx, b)
-	rows, fr, err := readBatch(res, fl, len(marks))
+	rows, fr, err := readBatch(res, fl, withFloor, len(marks))
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = cerr // the commit failed: neither the marks nor the fetch count
 	}
 	if err != nil {
 		return nil, fl, err
 	}
-	var first int64
-	if len(rows) > 0 {
-		first = rows[0].id
+	if withFloor {
+		var first int64
+		if len(rows) > 0 {
+			first = rows[0].id
+		}
+		fr.at = now
+		fl = fl.next(fr, first, inFlight)
 	}
-	return rows, fl.next(fr, first, inFlight), nil
+	return rows, fl, nil
 }
 
 // readBatch reads the results of a mark-and-fetch batch carrying marks
-// marks and the statements of floor fl.
-func readBatch(res pgx.BatchResults, fl floorState, marks int) ([]row, floorRead, error) {
+// marks and, withFloor, the statements of floor fl.
+func readBatch(res pgx.BatchResults, fl floorState, withFloor bool, marks int) ([]row, floorRead, error) {
 	var fr floorRead
 	if _, err := res.Exec(); err != nil {
 		return nil, fr, err
@@ -236,9 +245,11 @@ func readBatch(res pgx.BatchResults, fl floorState, marks int) ([]row, floorRead
 			return nil, fr, fmt.Errorf("docket: mark %d messages published: %w", marks, err)
 		}
 	}
-	fr, err := fl.read(res)
-	if err != nil {
-		return nil, fr, fmt.Errorf("docket: relay floor: %w", err)
+	if withFloor {
+		var err error
+		if fr, err = fl.read(res); err != nil {
+			return nil, fr, fmt.Errorf("docket: relay floor: %w", err)
+		}
 	}
 	dbRows, err := res.Query()
 	if err != nil {
