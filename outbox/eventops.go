@@ -53,14 +53,30 @@ func (c *Client) ListDeadEvents(ctx context.Context, db DB, topic string, limit 
 // (Events dead-lettered with the skip option let later events of their key
 // pass: replaying one publishes it after them.)
 func (c *Client) ReplayDeadEvents(ctx context.Context, db DB, ids []int64) ([]int64, error) {
-	return c.ids(ctx, db, sqlEventReplay.For(c.schema), ids)
+	return c.deadOp(ctx, db, sqlEventReplay.For(c.schema), ids)
 }
 
 // PurgeDeadEvents deletes dead events, never publishing them, and returns
 // the ids it deleted; nil ids means every dead event. The later events of a
 // key blocked by a purged event proceed.
 func (c *Client) PurgeDeadEvents(ctx context.Context, db DB, ids []int64) ([]int64, error) {
-	return c.ids(ctx, db, sqlEventPurge.For(c.schema), ids)
+	return c.deadOp(ctx, db, sqlEventPurge.For(c.schema), ids)
+}
+
+// deadOp runs a replay or purge and, when it changed events, says so on
+// the event channel: the events it makes pending (the replayed ones, and
+// the later events of keys a purged one held back) may lie below the id
+// from which relays fetch, and a relay that hears it fetches from the
+// oldest again.
+func (c *Client) deadOp(ctx context.Context, db DB, sql string, ids []int64) ([]int64, error) {
+	out, err := c.ids(ctx, db, sql, ids)
+	if err != nil || len(out) == 0 {
+		return out, err
+	}
+	if _, err := db.Exec(ctx, pgsql.NotifyReplay, c.EventChannel()); err != nil {
+		return out, c.wrapErr(err)
+	}
+	return out, nil
 }
 
 // EventStatus is the relay's backlog (the docket_event_status view).

@@ -47,6 +47,15 @@
 // back its key unless SkipDead; a transient failure stops the round and the
 // relay backs off with jitter.
 //
+// # The fetch floor
+//
+// A fetch starts at the relay's floor, an id below which no event of its
+// partitions is pending or can still commit, so that it does not walk the
+// index entries of the events published since the last vacuum. The floor
+// moves only once every transaction in progress when the highest id drawn
+// was read has ended; replaying or purging dead events, and every lease
+// renewal, take it back to the start (see floor.go).
+//
 // # Waking up
 //
 // Publishers announce committed events on the schema's event channel, at

@@ -46,8 +46,11 @@ func newListener(r *Relay, conn *pgx.ConnConfig) *listener {
 	l.Listener = pgsql.Listener{
 		Conn: conn, Channel: r.channel, MinBackoff: r.cfg.MinBackoff, MaxBackoff: r.cfg.MaxBackoff,
 		Notified: func(payload string) {
-			if payload == rebalancePayload {
+			switch payload {
+			case rebalancePayload:
 				r.rebalance.Store(true)
+			case pgsql.ReplayPayload:
+				r.floorReset.Store(true)
 			}
 			l.signal()
 		},

@@ -135,11 +135,16 @@ type Relay struct {
 	fresh        bool      // no lease maintenance yet in this hold
 	publishAfter time.Time // no round before it: a previous holder may still publish
 
-	owned       []int16   // partitions held, maintained by the Run loop
-	unmarked    []int64   // events acknowledged, not marked published yet
-	ahead       []row     // events fetched ahead by the last round, to publish next
-	nextLease   time.Time // when to renew
-	nextRetain  time.Time // when to run partition maintenance
+	owned    []int16 // partitions held, maintained by the Run loop
+	unmarked []int64 // events acknowledged, not marked published yet
+	ahead    []row   // events fetched ahead by the last round, to publish next
+	fl       floorState
+	// floorReset says that events may have become pending below the floor:
+	// a dead letter was replayed or purged (see floor.go).
+	floorReset  atomic.Bool
+	floorSeen   atomic.Int64 // fl.floor, for tests
+	nextLease   time.Time    // when to renew
+	nextRetain  time.Time    // when to run partition maintenance
 	leaseExpiry time.Time
 }
 
@@ -347,7 +352,18 @@ func (r *Relay) unhold(ctx context.Context) {
 	r.sess.close()
 	r.sess = nil
 	r.owned, r.ahead = nil, nil
+	r.setFloor(floorState{})
 	r.parts.Store(0)
+}
+
+// setFloor takes the floor after a fetch; a replay announced meanwhile,
+// which the fetch may have missed, takes the relay back to no floor.
+func (r *Relay) setFloor(fl floorState) {
+	r.fl = fl
+	if r.floorReset.Swap(false) {
+		r.fl = floorState{}
+	}
+	r.floorSeen.Store(r.fl.floor)
 }
 
 // leave ends Run: it marks what was acknowledged, gives the partitions
@@ -455,6 +471,9 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 		if err := r.flushMarks(ctx); err != nil {
 			return 0, false, err
 		}
+		// The partitions held may change, and replays that did not
+		// notify are found: fetch from no floor again.
+		r.setFloor(floorState{})
 		short, err := r.maintainLeases(ctx)
 		if err != nil {
 			return 0, false, fmt.Errorf("lease: %w", err)
@@ -475,6 +494,9 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	if len(r.owned) == 0 {
 		return r.cfg.PollInterval, false, nil
 	}
+	if r.floorReset.Swap(false) {
+		r.setFloor(floorState{})
+	}
 	if wait := r.publishAfter.Sub(now); wait > 0 {
 		return wait, false, nil
 	}
@@ -483,11 +505,13 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 		return 0, false, err
 	}
 	if n < r.cfg.BatchSize && r.ahead == nil {
-		// Caught up: the marks would wait for the next event; write them.
-		if err := r.flushMarks(ctx); err != nil {
-			return 0, n > 0, err
+		if n > 0 {
+			// Caught up: the next round, once the publishers' debounce
+			// window passed, carries the marks with its fetch, one round
+			// trip where a write of its own and then that fetch took two.
+			return settle, true, nil
 		}
-		return r.cfg.PollInterval, n > 0, nil
+		return r.cfg.PollInterval, false, nil
 	}
 	return 0, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/jackc/pgx/v5"
@@ -44,10 +45,12 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 	if rows == nil {
 		var err error
 		marks := r.unmarked
-		if rows, err = r.markAndFetch(ctx, marks, nil); err != nil {
+		var fl floorState
+		if rows, fl, err = r.markAndFetch(ctx, r.fl, marks, nil); err != nil {
 			return 0, err
 		}
 		r.unmarked = r.unmarked[:0]
+		r.setFloor(fl)
 		if len(rows) == 0 {
 			return 0, nil
 		}
@@ -68,9 +71,10 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 		for i, rw := range rows {
 			inFlight[i] = rw.id
 		}
+		fl := r.fl
 		go func() {
-			next, err := r.markAndFetch(ctx, marks, inFlight)
-			ahead <- fetched{rows: next, marks: marks, err: err}
+			next, fl, err := r.markAndFetch(ctx, fl, marks, inFlight)
+			ahead <- fetched{rows: next, marks: marks, fl: fl, err: err}
 		}()
 	}
 
@@ -141,6 +145,9 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 	r.published.Add(uint64(len(done)))
 	if ahead != nil {
 		f := <-ahead
+		if f.err == nil {
+			r.setFloor(f.fl)
+		}
 		switch {
 		case f.err != nil:
 			r.unmarked = append(f.marks, r.unmarked...) // not marked: next time
@@ -180,17 +187,19 @@ const sqlRoundSettings = `SELECT set_config('synchronous_commit', 'off', true), 
 // fetched is the result of a fetch ahead.
 type fetched struct {
 	rows  []row
-	marks []int64 // the marks it carried
+	marks []int64    // the marks it carried
+	fl    floorState // the floor after it
 	err   error
 }
 
 // markAndFetch marks acknowledged messages published and fetches the next
-// pending events of the relay's partitions but those in flight, in one
-// batch: one round trip and one implicit transaction, in which the fetch
-// sees the marks. The marks are written when it returns no error. It reads
+// pending events of the relay's partitions from floor fl (see floor.go)
+// but those in flight, in one batch: one round trip and one implicit
+// transaction, in which the fetch sees the marks. The marks are written
+// when it returns no error; it returns the floor after the fetch. It reads
 // only what does not change during a round, so a round may run it
 // concurrently with its publishing.
-func (r *Relay) markAndFetch(ctx context.Context, marks, inFlight []int64) ([]row, error) {
+func (r *Relay) markAndFetch(ctx context.Context, fl floorState, marks, inFlight []int64) ([]row, floorState, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
 	if len(marks) > 0 {
@@ -199,35 +208,56 @@ func (r *Relay) markAndFetch(ctx context.Context, marks, inFlight []int64) ([]ro
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
-	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight)
+	now := time.Now()
+	withFloor := fl.due(now)
+	if withFloor {
+		fl.queue(b, r.cfg.Schema)
+	}
+	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight, fl.floor)
 	res := r.db.SendBatch(ctx, b)
-	rows, err := readBatch(res, len(marks))
+	rows, fr, err := readBatch(res, fl, withFloor, len(marks))
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = cerr // the commit failed: neither the marks nor the fetch count
 	}
 	if err != nil {
-		return nil, err
+		return nil, fl, err
 	}
-	return rows, nil
+	if withFloor {
+		var first int64
+		if len(rows) > 0 {
+			first = rows[0].id
+		}
+		fr.at = now
+		fl = fl.next(fr, first, inFlight)
+	}
+	return rows, fl, nil
 }
 
 // readBatch reads the results of a mark-and-fetch batch carrying marks
-// marks.
-func readBatch(res pgx.BatchResults, marks int) ([]row, error) {
+// marks and, withFloor, the statements of floor fl.
+func readBatch(res pgx.BatchResults, fl floorState, withFloor bool, marks int) ([]row, floorRead, error) {
+	var fr floorRead
 	if _, err := res.Exec(); err != nil {
-		return nil, err
+		return nil, fr, err
 	}
 	if marks > 0 {
 		if _, err := res.Exec(); err != nil {
-			return nil, fmt.Errorf("docket: mark %d messages published: %w", marks, err)
+			return nil, fr, fmt.Errorf("docket: mark %d messages published: %w", marks, err)
+		}
+	}
+	if withFloor {
+		var err error
+		if fr, err = fl.read(res); err != nil {
+			return nil, fr, fmt.Errorf("docket: relay floor: %w", err)
 		}
 	}
 	dbRows, err := res.Query()
 	if err != nil {
-		return nil, err
+		return nil, fr, err
 	}
 	defer dbRows.Close()
-	return scanEvents(dbRows)
+	rows, err := scanEvents(dbRows)
+	return rows, fr, err
 }
 
 // flushMarks marks the acknowledged messages not marked yet, with a
@@ -313,7 +343,8 @@ func truncate(s string) string {
 
 var (
 	// sqlFetch walks the pending index in id order (per key, commit order)
-	// over the relay's partitions $1, leaving out events $3 (in flight). An
+	// from the relay's floor $4 (see floor.go) over its partitions $1,
+	// leaving out events $3 (in flight). An
 	// event whose key has a blocking dead letter waits. The events in flight
 	// are a subquery, not an array: the plan then hashes them once, where
 	// NOT (id = ANY($3)) searched the whole array for every row read
@@ -321,7 +352,7 @@ var (
 	// flight).
 	sqlFetch = pgsql.SQL(`SELECT e.id, e.topic, e.key, e.seq, e.payload, e.headers, e.created_at
 FROM {{schema}}.docket_events e
-WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[])
+WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[]) AND e.id >= $4
 	AND e.id NOT IN (SELECT unnest($3::bigint[]))
 	AND (e.key IS NULL OR NOT EXISTS (
 		SELECT 1 FROM {{schema}}.docket_events d

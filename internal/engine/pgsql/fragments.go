@@ -100,6 +100,15 @@ const NotifyEvents = `SELECT pg_notify($1, '')`
 // partitions back, for the others to take them at once.
 const NotifyRebalance = `SELECT pg_notify($1, 'rebalance')`
 
+// ReplayPayload marks a notification on the event channel that says dead
+// events were replayed or purged: events may be pending again below a
+// relay's fetch floor.
+const ReplayPayload = "replay"
+
+// NotifyReplay announces on event channel $1 that dead events were
+// replayed or purged.
+const NotifyReplay = `SELECT pg_notify($1, '` + ReplayPayload + `')`
+
 // MaxRowBytes bounds what one row carries beside its small columns: a
 // job's payload and meta together, as JSON text both as Docket sends them
 // and as PostgreSQL writes them back (jsonb_out, which spells numbers out
