@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,16 +21,36 @@ func benchSetup(b *testing.B, cfg queue.Config) *bundle {
 // "claim" times the claims, "complete" the completions with history on and
 // off.
 func BenchmarkClaimComplete100(b *testing.B) {
-	b.Run("claim", func(b *testing.B) { claimCompleteCycle(b, true, true) })
-	b.Run("complete/history=on", func(b *testing.B) { claimCompleteCycle(b, true, false) })
-	b.Run("complete/history=off", func(b *testing.B) { claimCompleteCycle(b, false, false) })
+	b.Run("claim", func(b *testing.B) { claimCompleteCycle(b, queue.Config{}, 0, true) })
+	b.Run("complete/history=on", func(b *testing.B) { claimCompleteCycle(b, queue.Config{}, 0, false) })
+	b.Run("complete/history=off", func(b *testing.B) { claimCompleteCycle(b, queue.Config{DisableHistory: true}, 0, false) })
 }
 
-func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
-	s := benchSetup(b, queue.Config{DisableHistory: !history})
-	items := make([]enqueue.Item, 1000)
+// BenchmarkSerialClaimComplete100 is BenchmarkClaimComplete100 (history
+// on) for jobs spread over 1,000 serial keys, the serial bench's backlog: a
+// claim of 100 ready heads, then their completion, which makes the next job
+// of each key ready.
+func BenchmarkSerialClaimComplete100(b *testing.B) {
+	b.Run("claim", func(b *testing.B) { claimCompleteCycle(b, queue.Config{}, 1000, true) })
+	b.Run("complete", func(b *testing.B) { claimCompleteCycle(b, queue.Config{}, 1000, false) })
+}
+
+// claimCompleteCycle claims 100 jobs and completes them, over and over,
+// timing the claims (timeClaim) or the completions. With keys, the jobs
+// are spread round robin over that many serial keys, and the backlog is
+// kept deep enough for 100 ready heads.
+func claimCompleteCycle(b *testing.B, cfg queue.Config, keys int, timeClaim bool) {
+	s := benchSetup(b, cfg)
+	fill, low := 1000, 100
+	if keys > 0 {
+		fill, low = 5000, 2000
+	}
+	items := make([]enqueue.Item, fill)
 	for i := range items {
 		items[i] = enqueue.Item{Args: noop{N: i}}
+		if keys > 0 {
+			items[i].Opts.SerialKey = fmt.Sprintf("k%d", i%keys)
+		}
 	}
 	w := uuid.New()
 	params := queue.ClaimParams{Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Limit: 100, Lease: time.Minute}
@@ -43,13 +64,23 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 		fn()
 	}
 	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if i%10 == 0 {
+	left := 0
+	for b.Loop() {
+		if left < low {
 			timed(false, func() {
 				if _, err := s.Jobs.EnqueueMany(s.Ctx, s.Pool, items); err != nil {
 					b.Fatal(err)
 				}
+				if keys == 0 {
+					return
+				}
+				// Statistics of the fill, as the serial bench takes them
+				// after its own.
+				if _, err := s.Pool.Exec(s.Ctx, `ANALYZE `+s.Table("docket_jobs")); err != nil {
+					b.Fatal(err)
+				}
 			})
+			left += fill
 		}
 		timed(timeClaim, func() {
 			jobs, err := s.Q.Claim(s.Ctx, s.Pool, params)
@@ -66,6 +97,7 @@ func claimCompleteCycle(b *testing.B, history, timeClaim bool) {
 				b.Fatal(err)
 			}
 		})
+		left -= 100
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
 }
