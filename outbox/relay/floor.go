@@ -136,12 +136,12 @@ WHERE s.seqrelid = '{{schema}}.docket_events_id_seq'::regclass`)
 	// backend and start) is still among them, whether every backend
 	// reports its activity to the relay, and their backends and starts.
 	sqlFloorActivity = pgsql.SQL(`WITH a AS MATERIALIZED (
-	SELECT pid, state, xact_start FROM pg_catalog.pg_stat_activity
+	SELECT pid, state AS activity, xact_start FROM pg_catalog.pg_stat_activity
 	WHERE datid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
 		AND pid <> pg_backend_pid()
 )
 SELECT NOT EXISTS (SELECT FROM a JOIN unnest($1::int[], $2::timestamptz[]) o(pid, st) ON a.pid = o.pid AND a.xact_start = o.st),
-	COALESCE(bool_and(a.state IS NOT NULL AND a.state <> 'disabled'), true),
+	COALESCE(bool_and(a.activity IS NOT NULL AND a.activity <> 'disabled'), true),
 	COALESCE(array_agg(a.pid) FILTER (WHERE a.xact_start IS NOT NULL), '{}'),
 	COALESCE(array_agg(a.xact_start) FILTER (WHERE a.xact_start IS NOT NULL), '{}')
 FROM a`)
