@@ -234,10 +234,18 @@ func (s *session) check(ctx context.Context, timeout time.Duration) (bool, error
 	return held, err
 }
 
-// close ends the session, which frees its ID.
+// close ends the session, which frees its ID. A live session frees it by
+// a statement first: the server ends a closed connection's backend, and
+// with it the lock, only some time after the close, and a relay started
+// meanwhile would find the ID still held.
 func (s *session) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.conn.IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = s.conn.Exec(ctx, sqlRelease)
+		cancel()
+	}
 	closeConn(s.conn)
 }
 
@@ -260,6 +268,8 @@ const (
 
 	sqlTryHold = `SELECT pg_try_advisory_lock($1::bigint)`
 	sqlHold    = `SELECT pg_advisory_lock($1::bigint)`
+	// sqlRelease frees the session's ID, its only advisory lock.
+	sqlRelease = `SELECT pg_advisory_unlock_all()`
 	// sqlHeld: a bigint advisory lock shows in pg_locks as its high and
 	// low 32 bits, objsubid 1.
 	sqlHeld = `SELECT EXISTS (SELECT FROM pg_locks

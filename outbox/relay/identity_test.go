@@ -44,15 +44,17 @@ func TestIDConfig(t *testing.T) {
 
 // TestDefaultIDs: relays without an ID take the first free of
 // hostname/schema/1, /2, ...: a relay started after one stopped takes its
-// place.
+// place. A 5 s lease: on a 1 s lease the sessions are checked every 50 ms,
+// each check bounded by 50 ms, and on a loaded machine a slow check ends
+// the second relay's hold, which then takes the first free ID again.
 func TestDefaultIDs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	host, _ := os.Hostname()
 	slot := func(n int) string { return host + "/" + b.schema + "/" + strconv.Itoa(n) }
-	first := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: time.Second})
+	first := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: 5 * time.Second})
 	waitFor(t, 10*time.Second, "the first relay's id", func() bool { return first.ID() != "" })
-	second := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: time.Second})
+	second := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: 5 * time.Second})
 	waitFor(t, 10*time.Second, "the second relay's id", func() bool { return second.ID() != "" })
 	if first.ID() != slot(1) || second.ID() != slot(2) {
 		t.Fatalf("ids %q and %q, want %q and %q", first.ID(), second.ID(), slot(1), slot(2))
@@ -62,7 +64,7 @@ func TestDefaultIDs(t *testing.T) {
 	if err := first.Stop(stopCtx); err != nil {
 		t.Fatal(err)
 	}
-	third := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: time.Second})
+	third := b.start(t, relay.Config{Publisher: &sink{}, LeaseTTL: 5 * time.Second})
 	waitFor(t, 10*time.Second, "the third relay's id", func() bool { return third.ID() != "" })
 	if third.ID() != slot(1) {
 		t.Fatalf("after the first stopped, a new relay took %q, want %q", third.ID(), slot(1))
@@ -72,14 +74,15 @@ func TestDefaultIDs(t *testing.T) {
 // TestSameIDWaits: a second relay with the ID of a live one says so and
 // publishes nothing while the first does; when the first stops, the second
 // takes over every partition and publishes the rest, each key in order.
+// A 5 s lease, as in TestDefaultIDs.
 func TestSameIDWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first, second := &sink{}, &sink{}
-	a := b.start(t, relay.Config{ID: "orders", Publisher: first, LeaseTTL: time.Second})
+	a := b.start(t, relay.Config{ID: "orders", Publisher: first, LeaseTTL: 5 * time.Second})
 	waitFor(t, 10*time.Second, "the first relay's partitions", func() bool { return a.Stats().Parts == 64 })
 	var logs logBuffer
-	c := b.start(t, relay.Config{ID: "orders", Publisher: second, LeaseTTL: time.Second,
+	c := b.start(t, relay.Config{ID: "orders", Publisher: second, LeaseTTL: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	waitFor(t, 10*time.Second, "the second relay's warning", func() bool {
 		return strings.Contains(logs.String(), "relay id held by another live relay; waiting until it stops")
