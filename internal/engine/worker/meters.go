@@ -30,11 +30,6 @@ func (r recorder) claim(pool string, d time.Duration, jobs []*core.Job) {
 	r.otel.claim(pool, d, jobs)
 }
 
-func (r recorder) ran(kind string, d time.Duration) {
-	r.prom.ran(kind, d)
-	r.otel.ran(kind, d)
-}
-
 func (r recorder) outcome(kind, what string) {
 	r.prom.outcome(kind, what)
 	r.otel.outcome(kind, what)
@@ -169,13 +164,6 @@ func (s *meters) claim(pool string, d time.Duration, jobs []*core.Job) {
 	}
 }
 
-func (s *meters) ran(kind string, d time.Duration) {
-	if s == nil {
-		return
-	}
-	s.jobDur.Record(context.Background(), d.Seconds(), s.opt(optKey{kind: kind}, AttrKind.String(kind)).rec...)
-}
-
 func (s *meters) outcome(kind, what string) {
 	if s == nil {
 		return
@@ -231,7 +219,7 @@ func (r recorder) forKind(kind string) *kindMeters {
 	return k
 }
 
-// ran records a run of the kind whose handler took d (recorder.ran).
+// ran records a run of the kind whose handler took d.
 func (k *kindMeters) ran(d time.Duration) {
 	if k == nil {
 		return

@@ -153,7 +153,6 @@ func TestMetersAllocateNothing(t *testing.T) {
 	k := r.forKind("k")
 	record := func() {
 		r.claim("main", time.Millisecond, jobs)
-		r.ran("k", time.Millisecond)
 		r.outcome("k", "completed")
 		k.ran(time.Millisecond)
 		k.completed()

@@ -170,13 +170,6 @@ func (m *workerMetrics) claim(pool string, d time.Duration, jobs []*core.Job) {
 	}
 }
 
-func (m *workerMetrics) ran(kind string, d time.Duration) {
-	if m == nil {
-		return
-	}
-	m.jobDur.WithLabelValues(kind).Observe(d.Seconds())
-}
-
 func (m *workerMetrics) outcome(kind, what string) {
 	if m == nil {
 		return

@@ -77,11 +77,7 @@ func (w *Worker) call(t *task, run *core.TxRun) (timedOut bool, err error) {
 	}
 	start := time.Now()
 	defer func() {
-		if t.kind.met != nil {
-			t.kind.met.ran(time.Since(start))
-		} else {
-			w.met.ran(t.job.Kind, time.Since(start))
-		}
+		t.kind.met.ran(time.Since(start))
 		if v := recover(); v != nil { // a middleware panicked
 			err = &core.PanicError{Value: v, Stack: debug.Stack()}
 		}

@@ -139,7 +139,7 @@ type kindRun struct {
 	hook     OutcomeHook // nil: none
 	work     core.Work
 	spanName string      // of its runs' spans, built once
-	met      *kindMeters // nil: record through Worker.met (RunOne: nothing)
+	met      *kindMeters // nil: records nothing (RunOne)
 }
 
 // Worker claims jobs and runs their handlers in one process. Create it with
