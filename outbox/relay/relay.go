@@ -494,9 +494,7 @@ func (r *Relay) step(ctx context.Context) (time.Duration, bool, error) {
 	if len(r.owned) == 0 {
 		return r.cfg.PollInterval, false, nil
 	}
-	if r.floorReset.Swap(false) {
-		r.setFloor(floorState{})
-	}
+	r.setFloor(r.fl) // a replay announced since the last fetch drops the floor before this one
 	if wait := r.publishAfter.Sub(now); wait > 0 {
 		return wait, false, nil
 	}
