@@ -41,13 +41,13 @@ type PoolConfig struct {
 	// so other workers get the rest. Negative means none.
 	//
 	// Zero means automatic: Concurrency/2 (at least 1), or what the slots
-	// finish in two claim round trips when that is more, up to
-	// 4×Concurrency or 1,000−Concurrency (room for two claims of 500),
-	// whichever is larger. Handlers of tens of milliseconds keep it at
-	// Concurrency/2; the quicker the handlers, the more it holds, so that
-	// the pool claims in larger batches, which cost the database less per
-	// job, while a job held ahead still waits for a slot only about two
-	// round trips.
+	// finish in three claim round trips when that is more (two in hand
+	// when a claim starts, and the one it brings), up to 4×Concurrency or
+	// 1,000−Concurrency (room for two claims of 500), whichever is
+	// larger. Handlers of tens of milliseconds keep it at Concurrency/2;
+	// the quicker the handlers, the more it holds, so that the pool claims
+	// in larger batches, which cost the database less per job, while a job
+	// held ahead still waits for a slot only about two round trips.
 	Prefetch int
 }
 

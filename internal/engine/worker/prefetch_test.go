@@ -140,9 +140,10 @@ func TestShortBacklogIsShared(t *testing.T) {
 }
 
 // The automatic prefetch holds half the slots for slow handlers and grows
-// with the jobs the slots finish per claim round trip, up to four times the
-// slots or room for two claims of fullClaim beside them, whichever is more;
-// a configured prefetch is fixed, a negative one is none.
+// with the jobs the slots finish per claim round trip (three of them: two
+// in hand and one in flight), up to four times the slots or room for two
+// claims of fullClaim beside them, whichever is more; a configured
+// prefetch is fixed, a negative one is none.
 func TestPrefetchDepth(t *testing.T) {
 	t.Parallel()
 	// feed runs ten claims of rtt, after each of which every slot has
@@ -173,10 +174,10 @@ func TestPrefetchDepth(t *testing.T) {
 		{"none", 100, -1, time.Microsecond, 5 * time.Millisecond, 0},
 		{"fixed", 100, 3, time.Microsecond, 5 * time.Millisecond, 3},
 		{"auto before any job finished", 100, 0, 0, 5 * time.Millisecond, 50},
-		// 100 slots of 35 ms handlers: 28.6 jobs in two 5 ms round trips.
+		// 100 slots of 35 ms handlers: 42.9 jobs in three 5 ms round trips.
 		{"auto, slow handlers", 100, 0, 35 * time.Millisecond, 5 * time.Millisecond, 50},
-		// 100 slots of 10 ms handlers: 200 jobs in two 10 ms round trips.
-		{"auto, between", 100, 0, 10 * time.Millisecond, 10 * time.Millisecond, 200},
+		// 100 slots of 10 ms handlers: 300 jobs in three 10 ms round trips.
+		{"auto, between", 100, 0, 10 * time.Millisecond, 10 * time.Millisecond, 300},
 		// Two claims of 500 beside 100 slots: more than 4 × 100.
 		{"auto, no-op handlers", 100, 0, 10 * time.Microsecond, 5 * time.Millisecond, 900},
 		{"auto, one slot", 1, 0, 10 * time.Microsecond, 5 * time.Millisecond, 999},
@@ -191,12 +192,42 @@ func TestPrefetchDepth(t *testing.T) {
 
 	// Slow handlers that started together and finish within moments of
 	// each other are still slow: 16 slots of 200 ms handlers, all done at
-	// once after a claim of 50 ms, hold the floor (16 × 100 ms / 200 ms
-	// is 8 jobs in two round trips).
+	// once after a claim of 30 ms, hold the floor (16 × 90 ms / 200 ms
+	// is 7.2 jobs in three round trips).
 	f := newPrefetch(16, 0)
-	f.claimed(50 * time.Millisecond)
+	f.claimed(30 * time.Millisecond)
 	if got := f.depth(16, 16*200*time.Millisecond); got != 8 {
 		t.Errorf("a burst of slow handlers finishing: depth %d, want the floor of 8", got)
+	}
+}
+
+// While a backlog lasts the claim loop starts a claim as soon as the one
+// before returns, for the room the slots freed meanwhile, and counts that
+// claim's jobs against the depth until it returns: the depth must hold, on
+// top of the round trip's jobs the claim in flight brings, two round trips
+// of work in hand, or a claim slower than the mean leaves slots waiting.
+// 32 slots of 4 ms handlers finish 16 jobs in a 2 ms round trip: 48 jobs
+// ahead, not 32 (with 32, 16 were in hand when a claim started, one round
+// trip's worth, and the slots of a 2–5 ms handlers bench waited on an
+// empty pool 14–40% of their time).
+func TestPrefetchKeepsWorkInHandBesideAClaimInFlight(t *testing.T) {
+	t.Parallel()
+	const slots = 32
+	perJob, rtt := 4*time.Millisecond, 2*time.Millisecond
+	f := newPrefetch(slots, 0)
+	var done int64
+	var slotTime time.Duration
+	depth := 0
+	for range 10 {
+		f.claimed(rtt)
+		done += slots
+		slotTime += slots * perJob
+		depth = f.depth(done, slotTime)
+	}
+	perRoundTrip := int(slots * rtt / perJob) // what a claim in flight brings
+	if inHand := depth - perRoundTrip; inHand < 2*perRoundTrip {
+		t.Errorf("depth %d: %d jobs in hand beside a claim in flight of %d, want at least two round trips' worth (%d)",
+			depth, inHand, perRoundTrip, 2*perRoundTrip)
 	}
 }
 
