@@ -155,6 +155,10 @@ func TestHotPathPlans(t *testing.T) {
 			assertIndexPlan(t, "promote, "+what, explain(t, ctx, pool, mode, sqlPromote.For(c.schema), 100), "docket_jobs_scheduled_idx")
 			assertIndexPlan(t, "reap, "+what, explain(t, ctx, pool, mode, sqlReap.For(c.schema), 100, "x", "y"), "docket_jobs_running_idx")
 			assertIndexPlan(t, "deadline sweep, "+what, explain(t, ctx, pool, mode, sqlSweepDeadlines.For(c.schema), 100), "docket_jobs_wait_until_idx")
+			due := explain(t, ctx, pool, mode, sqlSweepsDue.For(c.schema))
+			for _, idx := range []string{"docket_jobs_serial_line_idx", "docket_jobs_workflow_waiting_idx", "docket_jobs_child_waiting_idx", "docket_jobs_wait_until_idx"} {
+				assertIndexPlan(t, "sweeps due, "+what, due, idx)
+			}
 			for name, plan := range map[string]planNode{
 				"heartbeat":               explain(t, ctx, pool, mode, sqlHeartbeat.For(c.schema), ids, w, lease, claims),
 				"heartbeat with progress": explain(t, ctx, pool, mode, sqlHeartbeatProgress.For(c.schema), ids, w, lease, claims, `{"1":{"v":1,"m":"x"}}`),

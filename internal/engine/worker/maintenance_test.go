@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,9 @@ import (
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestPartitionUpkeep(t *testing.T) {
@@ -90,5 +95,80 @@ func TestReaperRequeuesExpiredLeases(t *testing.T) {
 	e.waitWhere(id, "done", 5*time.Second)
 	if n := e.count(`SELECT attempts FROM {{schema}}.docket_jobs_done WHERE id = $1`, id); n != 2 {
 		t.Errorf("attempts %d, want 2 (the lost run counts)", n)
+	}
+}
+
+// sqlCounter counts the statements a pool sends that contain what.
+type sqlCounter struct {
+	what string
+	n    atomic.Int64
+}
+
+func (c *sqlCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, c.what) {
+		c.n.Add(1)
+	}
+	return ctx
+}
+func (c *sqlCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *sqlCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (c *sqlCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.Contains(d.SQL, c.what) {
+		c.n.Add(1)
+	}
+}
+func (c *sqlCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// A worker whose jobs never wait (no serial keys, no workflows) runs none
+// of the sweeps at its poll rounds, only their cheap probe; once a job
+// waits for one (a serial job enqueued at REPEATABLE READ, whose line has
+// no holder), the sweeps run again and it is made ready within about a
+// poll interval.
+func TestSweepsOnlyWhenJobsWait(t *testing.T) {
+	t.Parallel()
+	counter := &sqlCounter{what: "docket_serial_sweep"}
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 10
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := setupOn(t, pool, pgtest.Schema(t))
+	counter.n.Store(0) // the migrations that create the sweep
+	ran := make(chan struct{}, 1)
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+		ran <- struct{}{}
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{PollInterval: 50 * time.Millisecond})
+	time.Sleep(500 * time.Millisecond) // ten poll rounds
+	if n := counter.n.Load(); n != 0 {
+		t.Fatalf("%d serial sweeps in ten poll rounds without a waiting job, want none", n)
+	}
+	tx, err := e.pool.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.jobs.Enqueue(t.Context(), tx, serialArgs{Key: "k"}, enqueue.Opts{SerialKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the waiting serial job did not run; %d serial sweeps", counter.n.Load())
+	}
+	if counter.n.Load() == 0 {
+		t.Fatal("the waiting serial job ran without a sweep")
 	}
 }

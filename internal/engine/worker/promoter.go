@@ -153,7 +153,7 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 			break
 		}
 	}
-	if sweep {
+	if sweep && p.sweepsDue(bg) {
 		for _, q := range p.sweepAll(bg, []sweepOf{
 			{"serial-key lines", &p.sweepErrs, up.q.SweepSerial},
 			{"workflow jobs", &p.flowErrs, up.q.SweepWorkflows},
@@ -182,6 +182,17 @@ func (p *promoter) promote(bg context.Context, sweep bool) time.Time {
 		return time.Time{}
 	}
 	return next
+}
+
+// sweepsDue reports whether any sweep may find work (queue.SweepsDue): a
+// worker whose jobs never wait (no serial keys, no workflows) skips the
+// sweeps' transaction. When the probe fails the sweeps run anyway, and
+// report their own errors.
+func (p *promoter) sweepsDue(bg context.Context) bool {
+	ctx, cancel := context.WithTimeout(bg, p.up.lease)
+	defer cancel()
+	due, err := p.up.q.SweepsDue(ctx, p.up.db)
+	return err != nil || due
 }
 
 // sweepOf is one of the sweeps that move waiting jobs on: what names it in
