@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/docketq/docket/internal/engine/pgsql"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Headers the relay adds to every keyed message, so that consumers of a
@@ -203,7 +205,7 @@ func (r *Relay) markAndFetch(ctx context.Context, fl floorState, marks, inFlight
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
 	if len(marks) > 0 {
-		b.Queue(sqlMark.For(r.cfg.Schema), marks, r.id)
+		b.Queue(sqlMark.For(r.cfg.Schema), marks, pgUUID(r.id))
 	}
 	if inFlight == nil {
 		inFlight = []int64{}
@@ -271,7 +273,7 @@ func (r *Relay) flushMarks(ctx context.Context) error {
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(sqlRoundSettings)
-	b.Queue(sqlMark.For(r.cfg.Schema), r.unmarked, r.id)
+	b.Queue(sqlMark.For(r.cfg.Schema), r.unmarked, pgUUID(r.id))
 	if err := r.db.SendBatch(mctx, b).Close(); err != nil {
 		return fmt.Errorf("docket: mark %d messages published: %w", len(r.unmarked), err)
 	}
@@ -333,6 +335,12 @@ func (r *Relay) refuse(ctx context.Context, ids []int64, errs []string) error {
 	}
 	return rows.Err()
 }
+
+// pgUUID passes id to PostgreSQL as its 16 bytes. A uuid.UUID goes
+// through its driver.Valuer: formatted as text, parsed back, after a
+// failed plan whose error is formatted too, on every mark (a tenth of a
+// caught-up relay's CPU in a profile at 1,000 events/s).
+func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
 
 func truncate(s string) string {
 	if len(s) <= maxErrorLen {
