@@ -53,6 +53,11 @@ func goOutput(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// moduleDirs is how the test command names every module of the workspace:
+// one pattern per module directory that go list -m lists. ./... would stop
+// at the core module's boundary.
+const moduleDirs = `$(go list -f '{{.Dir}}/...' -m)`
+
 // README's test command, the one a newcomer runs, is the one CI runs.
 func TestREADMETestCommandIsWhatCIRuns(t *testing.T) {
 	t.Parallel()
@@ -72,8 +77,8 @@ func TestREADMETestCommandIsWhatCIRuns(t *testing.T) {
 	if !hasLine(string(script), command) {
 		t.Errorf(".ci/run does not run README's test command %q on a line of its own", command)
 	}
-	if !strings.Contains(command, "github.com/docketq/docket/...") {
-		t.Errorf("README's test command %q does not cover every module of the workspace", command)
+	if !strings.Contains(command, moduleDirs) {
+		t.Errorf("README's test command %q does not test each module's directory (%s)", command, moduleDirs)
 	}
 }
 
@@ -86,11 +91,10 @@ func hasLine(text, line string) bool {
 	return false
 }
 
-// The test command's pattern reaches every module of the repository: each
-// go.mod in the tree is a workspace module (go.work) whose path lies under
-// the pattern, so `go test` of the pattern enters it. A nested module left
-// out of go.work, or named outside the prefix, fails here instead of
-// going untested.
+// The test command's patterns reach every module of the repository: each
+// go.mod in the tree is a workspace module (go.work), so go list -m names
+// its directory and the test command tests it. A nested module left out of
+// go.work fails here instead of going untested.
 func TestTestCommandReachesEveryModule(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
@@ -129,10 +133,15 @@ func TestTestCommandReachesEveryModule(t *testing.T) {
 			t.Errorf("%s has a go.mod that go.work does not use: the test command skips it", dir)
 		}
 	}
-	// Each workspace module's packages are matched by the pattern.
-	pkgs, err := exec.Command("go", "list", "-f", "{{.Module.Dir}}", "github.com/docketq/docket/...").Output()
+	// Each workspace module's packages are matched by its pattern, as the
+	// test command's shell expands it.
+	var patterns []string
+	for _, dir := range strings.Fields(string(out)) {
+		patterns = append(patterns, dir+"/...")
+	}
+	pkgs, err := exec.Command("go", append([]string{"list", "-f", "{{.Module.Dir}}"}, patterns...)...).Output()
 	if err != nil {
-		t.Fatalf("go list of the test command's pattern: %v", err)
+		t.Fatalf("go list of the test command's patterns: %v", err)
 	}
 	reached := map[string]bool{}
 	for _, dir := range strings.Fields(string(pkgs)) {
@@ -140,7 +149,7 @@ func TestTestCommandReachesEveryModule(t *testing.T) {
 	}
 	for _, dir := range mods {
 		if !reached[dir] {
-			t.Errorf("the test command's pattern github.com/docketq/docket/... matches no package of the module in %s", dir)
+			t.Errorf("the test command's patterns match no package of the module in %s", dir)
 		}
 	}
 }
