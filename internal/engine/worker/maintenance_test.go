@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestPartitionUpkeep(t *testing.T) {
@@ -98,29 +96,6 @@ func TestReaperRequeuesExpiredLeases(t *testing.T) {
 	}
 }
 
-// sqlCounter counts the statements a pool sends that contain what.
-type sqlCounter struct {
-	what string
-	n    atomic.Int64
-}
-
-func (c *sqlCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, c.what) {
-		c.n.Add(1)
-	}
-	return ctx
-}
-func (c *sqlCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *sqlCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (c *sqlCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	if strings.Contains(d.SQL, c.what) {
-		c.n.Add(1)
-	}
-}
-func (c *sqlCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
 // A worker whose jobs never wait (no serial keys, no workflows) runs none
 // of the sweeps at its poll rounds, only their cheap probe; once a job
 // waits for one (a serial job enqueued at REPEATABLE READ, whose line has
@@ -128,19 +103,8 @@ func (c *sqlCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // poll interval.
 func TestSweepsOnlyWhenJobsWait(t *testing.T) {
 	t.Parallel()
-	counter := &sqlCounter{what: "docket_serial_sweep"}
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 10
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	e := setupOn(t, pool, pgtest.Schema(t))
+	counter := &statementCounter{match: func(sql string) bool { return strings.Contains(sql, "docket_serial_sweep") }}
+	e := setupOn(t, countedPool(t, counter), pgtest.Schema(t))
 	counter.n.Store(0) // the migrations that create the sweep
 	ran := make(chan struct{}, 1)
 	reg := handlers.NewRegistry()

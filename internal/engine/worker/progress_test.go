@@ -5,57 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
 	"github.com/docketq/docket/internal/testkit/pgtest"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// statementCounter counts the heartbeats a pool sends, in batches or not.
-type statementCounter struct {
-	heartbeats atomic.Int64
-}
-
-func (c *statementCounter) count(sql string) {
-	if strings.HasPrefix(sql, "UPDATE") && strings.Contains(sql, "SET lease_until") {
-		c.heartbeats.Add(1)
-	}
-}
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.count(d.SQL)
-	return ctx
-}
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (c *statementCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	c.count(d.SQL)
-}
-func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-// countedPool is a pool on the test database whose statements c counts.
-func countedPool(t *testing.T, c *statementCounter) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 10
-	cfg.ConnConfig.Tracer = c
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
 
 // A handler's progress reaches the job row within about a second, with the
 // heartbeat brought forward (the regular one is 10 s away): thousands of
@@ -63,8 +19,8 @@ func countedPool(t *testing.T, c *statementCounter) *pgxpool.Pool {
 // one a second while progress comes in), and the last value wins.
 func TestProgressWrittenWithHeartbeat(t *testing.T) {
 	t.Parallel()
-	var counter statementCounter
-	e := setupOn(t, countedPool(t, &counter), pgtest.Schema(t))
+	counter := &statementCounter{match: isHeartbeat}
+	e := setupOn(t, countedPool(t, counter), pgtest.Schema(t))
 	const calls = 5000
 	release := make(chan struct{})
 	reported := make(chan time.Time, 2)
@@ -112,7 +68,7 @@ func TestProgressWrittenWithHeartbeat(t *testing.T) {
 		t.Errorf("last progress visible %s after it was reported, want about a second at most", shown)
 	}
 	elapsed := time.Since(first)
-	beats := counter.heartbeats.Load()
+	beats := counter.n.Load()
 	// At most one heartbeat per second of reports, and the regular ones.
 	if limit := int64(elapsed/time.Second) + 2; beats > limit {
 		t.Errorf("%d heartbeats in %s of progress reports, want at most %d", beats, elapsed, limit)
