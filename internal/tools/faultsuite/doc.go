@@ -37,6 +37,6 @@
 //
 // The tests run each fault (a reset aimed at a claim, an outcome or a
 // COPY; refused connections; a blackhole; latency; SIGKILL; SIGSTOP; a
-// PostgreSQL restart) against three worker processes draining 20,000
+// PostgreSQL restart) against three worker processes draining 8,000
 // jobs; docs/reliability.md describes them and their figures.
 package faultsuite

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The fault suite: for each fault, three worker processes drain 20,000
+// The fault suite: for each fault, three worker processes drain 8,000
 // jobs (half plain, half transactional, each writing an effect row) while
 // the fault hits once a quarter of them is done; then the faulted worker
 // alone drains 300 more, to show it recovered by itself. Every run checks
@@ -109,25 +109,28 @@ func TestFaultRefuse(t *testing.T) {
 	})
 }
 
-// A blackhole (connections accepted, nothing forwarded) for 30 s: the
-// worker notices through its statements' deadlines, logs it, and carries
-// on once the network is back.
+// A blackhole (connections accepted, nothing forwarded) for 12 s, past
+// twice the lease and twice the 5 s connect timeout: the worker notices
+// through its statements' deadlines, logs it, and carries on once the
+// network is back.
 func TestFaultBlackhole(t *testing.T) {
+	const blackhole = 12 * time.Second
 	t.Parallel()
 	r := sharedRun(t)
 	r.suite(func(r *run) *faultsuite.Process {
 		p := r.procs[0]
 		r.proxies[0].Blackhole()
 		began := time.Now()
-		r.waitFor(30*time.Second, "the blackholed worker to notice", func() bool { return p.Logged("heartbeat failed") })
+		r.waitFor(blackhole, "the blackholed worker to notice", func() bool { return p.Logged("heartbeat failed") })
 		t.Logf("the worker noticed after %s", time.Since(began))
-		time.Sleep(time.Until(began.Add(30 * time.Second)))
+		time.Sleep(time.Until(began.Add(blackhole)))
 		r.proxies[0].Restore()
 		return p
 	})
 }
 
-// 100 ms ± 50 ms on every read, both ways, for a minute, on every worker.
+// 100 ms ± 50 ms on every read, both ways, for 30 s (15 leases), on
+// every worker.
 func TestFaultLatency(t *testing.T) {
 	t.Parallel()
 	r := sharedRun(t)
@@ -135,7 +138,7 @@ func TestFaultLatency(t *testing.T) {
 		for _, px := range r.proxies {
 			px.Delay(100*time.Millisecond, 50*time.Millisecond)
 		}
-		time.Sleep(time.Minute)
+		time.Sleep(30 * time.Second)
 		for _, px := range r.proxies {
 			px.Delay(0, 0)
 		}

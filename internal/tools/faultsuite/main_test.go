@@ -10,9 +10,9 @@ import (
 )
 
 // suiteParallel is how many faults run at once unless -test.parallel says
-// otherwise: the faults mostly wait (a 30 s blackhole, a minute of
-// latency), so more than GOMAXPROCS (2 in CI) at once fit the suite in
-// about three minutes; each holds about 25 server connections.
+// otherwise: the faults mostly wait (a 12 s blackhole, 30 s of latency),
+// so more than GOMAXPROCS (2 in CI) at once shorten the suite; each holds
+// about 25 server connections.
 const suiteParallel = "4"
 
 // TestMain runs the worker process when the suite re-executes its own
