@@ -54,7 +54,9 @@
 // index entries of the events published since the last vacuum. The floor
 // moves only once every transaction in progress when the highest id drawn
 // was read has ended; replaying or purging dead events, and every lease
-// renewal, take it back to the start (see floor.go).
+// renewal, take it back to the start, as does a fetch that finds a key no
+// longer blocked that a dead letter blocked when the floor was set (see
+// floor.go).
 //
 // # Waking up
 //

@@ -40,7 +40,14 @@ import (
 // purged. Replay and purge say so on the event channel, and the relay
 // starts again from no floor; it also does at every lease renewal (which
 // is when the partitions it holds may change), for operations that did not
-// notify.
+// notify. The announcement reaches the relay after the replay commits, so
+// a fetch may see the key unblocked while it still fetches from the floor:
+// it would pass the key's later events above the floor before the events
+// below it. So a floor keeps the keys that dead letters blocked when it
+// was set, and a fetch that finds one of them no longer blocked, in its
+// own snapshot, fetches from no floor. The keys are read in the batch of
+// the fetch that sets the floor, before it: a key becomes blocked only by
+// the relay's own refusals, which never run during its fetch.
 
 // floorCand is a candidate floor: seq, the highest id drawn, and the
 // transactions in progress after it was read.
@@ -54,6 +61,7 @@ type floorCand struct {
 // floor. A mark-and-fetch batch reads it and returns the next one.
 type floorState struct {
 	floor int64      // fetch from this id
+	keys  []string   // while all of these keys are blocked by a dead letter
 	cand  *floorCand // nil: none taken yet
 	asked time.Time  // when a batch last carried the floor's statements
 }
@@ -70,8 +78,8 @@ func (f floorState) due(now time.Time) bool { return now.Sub(f.asked) >= floorEv
 // queue adds the floor's statements to a mark-and-fetch batch, ahead of
 // the fetch: the sequence's last value (for a candidate taken when the last
 // one is proved, or when there is none), then the transactions in progress.
-func (f floorState) queue(b *pgx.Batch, schema string) {
-	b.Queue(sqlFloorSeq.For(schema))
+func (f floorState) queue(b *pgx.Batch, schema string, parts []int16) {
+	b.Queue(sqlFloorSeq.For(schema), parts)
 	pids, starts := []int32{}, []time.Time{}
 	if f.cand != nil {
 		pids, starts = f.cand.pids, f.cand.starts
@@ -82,9 +90,10 @@ func (f floorState) queue(b *pgx.Batch, schema string) {
 // floorRead is what a batch read of the floor's statements.
 type floorRead struct {
 	at     time.Time
-	seq    *int64 // nil: no candidate can be taken
-	gone   bool   // the candidate's transactions all ended
-	usable bool   // every backend of the database reports its activity
+	seq    *int64   // nil: no candidate can be taken
+	keys   []string // blocked by a dead letter in the relay's partitions
+	gone   bool     // the candidate's transactions all ended
+	usable bool     // every backend of the database reports its activity
 	pids   []int32
 	starts []time.Time
 }
@@ -92,7 +101,7 @@ type floorRead struct {
 // read reads the results of the statements queue added.
 func (f floorState) read(res pgx.BatchResults) (floorRead, error) {
 	var fr floorRead
-	if err := res.QueryRow().Scan(&fr.seq); err != nil {
+	if err := res.QueryRow().Scan(&fr.seq, &fr.keys); err != nil {
 		return fr, err
 	}
 	err := res.QueryRow().Scan(&fr.gone, &fr.usable, &fr.pids, &fr.starts)
@@ -111,7 +120,10 @@ func (f floorState) next(fr floorRead, first int64, inFlight []int64) floorState
 		for _, id := range inFlight {
 			floor = min(floor, id)
 		}
-		f.floor = max(f.floor, floor)
+		// Not the greater of the two: a fetch that found a key of the
+		// floor unblocked fetched from no floor, and the old one no
+		// longer holds.
+		f.floor, f.keys = floor, fr.keys
 		f.cand = nil
 	}
 	if f.cand == nil {
@@ -126,8 +138,11 @@ var (
 	// sqlFloorSeq reads the highest id drawn, or NULL when the floor
 	// cannot be proved: ids cached per session are drawn out of the
 	// sequence's order, and a prepared transaction leaves its session.
+	// It also reads the keys blocked by a dead letter in partitions $1.
 	sqlFloorSeq = pgsql.SQL(`SELECT CASE WHEN s.seqcache = 1 AND current_setting('max_prepared_transactions')::int = 0
-	THEN (SELECT CASE WHEN q.is_called THEN q.last_value ELSE q.last_value - 1 END FROM {{schema}}.docket_events_id_seq q) END
+	THEN (SELECT CASE WHEN q.is_called THEN q.last_value ELSE q.last_value - 1 END FROM {{schema}}.docket_events_id_seq q) END,
+	(SELECT COALESCE(array_agg(DISTINCT d.key), '{}') FROM {{schema}}.docket_events d
+		WHERE d.dead_at IS NOT NULL AND d.blocks_key AND d.part = ANY($1::smallint[]))
 FROM pg_catalog.pg_sequence s
 WHERE s.seqrelid = '{{schema}}.docket_events_id_seq'::regclass`)
 

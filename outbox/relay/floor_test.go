@@ -1,13 +1,17 @@
 package relay_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/docketq/docket/internal/engine/pgsql"
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestFloorWaitsForOpenTransaction: a transaction draws an event id, with
@@ -95,5 +99,99 @@ func TestReplayBelowFloor(t *testing.T) {
 	}
 	if len(k1) != 2 || k1[0] != bad || k1[1] != after {
 		t.Fatalf("key k1 delivered %v, want %s then %s", k1, bad, after)
+	}
+}
+
+// heldNotify is a DB whose announcement of a replay waits until release
+// is closed; committed says the replay's own statement has committed.
+type heldNotify struct {
+	outbox.DB
+	committed, release chan struct{}
+}
+
+func (h heldNotify) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if sql == pgsql.NotifyReplay {
+		close(h.committed)
+		<-h.release
+	}
+	return h.DB.Exec(ctx, sql, args...)
+}
+
+// TestReplayBeforeAnnounced: a dead letter's replay (or purge) has
+// committed but its announcement has not reached the relay, which still
+// fetches from a floor above the dead letter and the event it held back.
+// The key is no longer blocked, so a later event of the key, above the
+// floor, can be fetched at once; it must still not be published before
+// the events of its key below the floor.
+func TestReplayBeforeAnnounced(t *testing.T) {
+	t.Parallel()
+	for _, purge := range []bool{false, true} {
+		name := map[bool]string{false: "replay", true: "purge"}[purge]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			s := &sink{}
+			s.setRefuse(func(m relay.Message) error {
+				if m.Topic == "bad" {
+					return relay.Permanent(errors.New("message too large"))
+				}
+				return nil
+			})
+			// A long lease: no renewal takes the relay back to no floor meanwhile.
+			r := b.start(t, relay.Config{Publisher: s, MaxAttempts: 1, LeaseTTL: 60 * time.Second})
+			bad := b.publishOne(t, outbox.Message{Topic: "bad", Key: "k1"})
+			held := b.publishOne(t, outbox.Message{Topic: "good", Key: "k1"})
+			heldID, _ := strconv.ParseInt(held, 10, 64)
+			waitFor(t, 10*time.Second, "the dead letter", func() bool { return r.Stats().DeadLettered == 1 })
+			for range 5 {
+				b.publishOne(t, outbox.Message{Topic: "good", Key: "k2"})
+			}
+			waitFor(t, 10*time.Second, "the floor past the held-back event", func() bool { return relay.Floor(r) > heldID })
+			s.setRefuse(nil)
+
+			db := heldNotify{DB: b.pool, committed: make(chan struct{}), release: make(chan struct{})}
+			done := make(chan error, 1)
+			go func() {
+				op := b.client.ReplayDeadEvents
+				if purge {
+					op = b.client.PurgeDeadEvents
+				}
+				_, err := op(b.ctx, db, nil)
+				done <- err
+			}()
+			<-db.committed
+			// The operation is committed, its announcement held: a later
+			// event of the key, then one of another key. Once the latter
+			// is published, a fetch that saw both the operation and the
+			// later event has run.
+			later := b.publishOne(t, outbox.Message{Topic: "good", Key: "k1"})
+			marker := b.publishOne(t, outbox.Message{Topic: "good", Key: "k2"})
+			waitFor(t, 10*time.Second, "an event committed after the "+name+" published", func() bool {
+				for _, m := range s.messages() {
+					if m.ID == marker {
+						return true
+					}
+				}
+				return false
+			})
+			close(db.release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want := []string{bad, held, later}
+			if purge {
+				want = want[1:]
+			}
+			waitFor(t, 10*time.Second, "every event published", func() bool { return r.Stats().Published == uint64(6+len(want)) })
+			var k1 []string
+			for _, m := range s.messages() {
+				if m.Key == "k1" {
+					k1 = append(k1, m.ID)
+				}
+			}
+			if !slices.Equal(k1, want) {
+				t.Fatalf("key k1 delivered %v, want %v", k1, want)
+			}
+		})
 	}
 }

@@ -213,9 +213,13 @@ func (r *Relay) markAndFetch(ctx context.Context, fl floorState, marks, inFlight
 	now := time.Now()
 	withFloor := fl.due(now)
 	if withFloor {
-		fl.queue(b, r.cfg.Schema)
+		fl.queue(b, r.cfg.Schema, r.owned)
 	}
-	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight, fl.floor)
+	keys := fl.keys
+	if keys == nil {
+		keys = []string{}
+	}
+	b.Queue(sqlFetch.For(r.cfg.Schema), r.owned, r.cfg.BatchSize, inFlight, fl.floor, keys)
 	res := r.db.SendBatch(ctx, b)
 	rows, fr, err := readBatch(res, fl, withFloor, len(marks))
 	if cerr := res.Close(); err == nil && cerr != nil {
@@ -352,7 +356,8 @@ func truncate(s string) string {
 var (
 	// sqlFetch walks the pending index in id order (per key, commit order)
 	// from the relay's floor $4 (see floor.go) over its partitions $1,
-	// leaving out events $3 (in flight). An
+	// leaving out events $3 (in flight); from no floor once one of keys $5,
+	// blocked when the floor was set, is not any more. An
 	// event whose key has a blocking dead letter waits. The events in flight
 	// are a subquery, not an array: the plan then hashes them once, where
 	// NOT (id = ANY($3)) searched the whole array for every row read
@@ -360,7 +365,9 @@ var (
 	// flight).
 	sqlFetch = pgsql.SQL(`SELECT e.id, e.topic, e.key, e.seq, e.payload, e.headers, e.created_at
 FROM {{schema}}.docket_events e
-WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[]) AND e.id >= $4
+WHERE e.published_at IS NULL AND e.dead_at IS NULL AND e.part = ANY($1::smallint[])
+	AND e.id >= CASE WHEN EXISTS (SELECT FROM unnest($5::text[]) k(key) WHERE NOT EXISTS (
+		SELECT FROM {{schema}}.docket_events d WHERE d.key = k.key AND d.dead_at IS NOT NULL AND d.blocks_key)) THEN 0 ELSE $4 END
 	AND e.id NOT IN (SELECT unnest($3::bigint[]))
 	AND (e.key IS NULL OR NOT EXISTS (
 		SELECT 1 FROM {{schema}}.docket_events d
