@@ -111,8 +111,9 @@ type Enqueued struct {
 	// same unique key was in flight; ID is that job's id.
 	Duplicate bool
 	// State is the job's state after the call. A serial-key job reported
-	// ready joins its key's line when the transaction's statement ends, and
-	// waits there (StateWaiting) while another job holds the key.
+	// ready is in its key's line when the call returns (EnqueueMany puts it
+	// there at once, Enqueue when its statement ends), and waits there
+	// (StateWaiting) while another job holds the key.
 	State State
 }
 

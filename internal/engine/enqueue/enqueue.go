@@ -118,8 +118,9 @@ type Enqueued struct {
 	// same unique key was in flight; ID is that job's id.
 	Duplicate bool
 	// State is the job's state after the call. A serial-key job reported
-	// ready joins its key's line when the transaction's statement ends, and
-	// waits there (docket.StateWaiting) while another job holds the key.
+	// ready is in its key's line when the call returns (EnqueueMany puts it
+	// there at once, Enqueue when its statement ends), and waits there
+	// (docket.StateWaiting) while another job holds the key.
 	State core.State
 }
 
@@ -601,11 +602,23 @@ func (c *Client) insertMany(ctx context.Context, cn pgsql.Conn, jobs []job) ([]E
 	var setRows []map[string]any
 	var setAt []int // the index in jobs of each of setRows
 	readyQueues := map[string]bool{}
+	var lines []string // the serial keys of jobs inserted waiting, once each
+	inLine := map[string]bool{}
+	joined := func(key string) {
+		if !inLine[key] {
+			inLine[key] = true
+			lines = append(lines, key)
+		}
+	}
 	for i, j := range jobs {
 		if cp != nil && j.uniqueKey == "" && j.runAt == nil && j.delayMS == 0 {
 			copied.rows = append(copied.rows, i)
 			out[i] = Enqueued{ID: ids[i], State: core.StateReady}
-			readyQueues[j.queue] = true
+			if j.serialKey != "" {
+				joined(j.serialKey)
+			} else {
+				readyQueues[j.queue] = true
+			}
 			continue
 		}
 		row := map[string]any{"id": ids[i], "queue": j.queue, "kind": j.kind, "priority": j.priority,
@@ -637,10 +650,15 @@ func (c *Client) insertMany(ctx context.Context, cn pgsql.Conn, jobs []job) ([]E
 					return err
 				}
 				inserted[id] = true
-				out[index[id]] = Enqueued{ID: id, State: core.State(state)}
-				if state == string(core.StateReady) {
-					readyQueues[jobs[index[id]].queue] = true
+				j := jobs[index[id]]
+				switch state {
+				case string(core.StateReady):
+					readyQueues[j.queue] = true
+				case string(core.StateWaiting):
+					joined(j.serialKey)
+					state = string(core.StateReady) // see Enqueued.State
 				}
+				out[index[id]] = Enqueued{ID: id, State: core.State(state)}
 				return nil
 			})
 		})
@@ -648,6 +666,17 @@ func (c *Client) insertMany(ctx context.Context, cn pgsql.Conn, jobs []job) ([]E
 			return nil, err
 		}
 		if err := c.resolveDuplicates(ctx, cn, jobs, ids, inserted, out); err != nil {
+			return nil, err
+		}
+	}
+	if len(lines) > 0 {
+		err := cn.Query(ctx, sqlAdvanceLines.For(c.schema), []any{lines}, func(scan func(...any) error) error {
+			var q string
+			err := scan(&q)
+			readyQueues[q] = true
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -660,7 +689,7 @@ func (c *Client) insertMany(ctx context.Context, cn pgsql.Conn, jobs []job) ([]E
 
 // jobCopyColumns are the columns a bulk enqueue's COPY writes, in the
 // order of jobCopy's values.
-var jobCopyColumns = []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "payload", "meta"}
+var jobCopyColumns = []string{"id", "ready_seq", "state", "queue", "kind", "priority", "max_attempts", "tenant", "serial_key", "serial_seq", "payload", "meta"}
 
 // jobCopy feeds the ready jobs of a bulk enqueue to COPY (a
 // pgx.CopyFromSource), one row at a time from jobs and ids, in one slice
@@ -671,7 +700,7 @@ type jobCopy struct {
 	ids    []int64
 	rows   []int // indexes into jobs and ids, in copy order
 	at     int   // 1 + the index into rows of the current row
-	values [11]any
+	values [12]any
 }
 
 func (c *jobCopy) Next() bool {
@@ -682,8 +711,12 @@ func (c *jobCopy) Next() bool {
 func (c *jobCopy) Values() ([]any, error) {
 	i := c.rows[c.at-1]
 	j := &c.jobs[i]
-	c.values = [11]any{c.ids[i], c.ids[i], string(core.StateReady), j.queue, j.kind, int16(j.priority),
-		int32(j.maxAttempts), j.tenant, pgsql.NullString(j.serialKey), json.RawMessage(j.payload), pgsql.RawJSON(j.meta)}
+	state, seq := string(core.StateReady), any(nil)
+	if j.serialKey != "" {
+		state, seq = string(core.StateWaiting), c.ids[i] // see sqlEnqueueSet
+	}
+	c.values = [12]any{c.ids[i], c.ids[i], state, j.queue, j.kind, int16(j.priority),
+		int32(j.maxAttempts), j.tenant, pgsql.NullString(j.serialKey), seq, json.RawMessage(j.payload), pgsql.RawJSON(j.meta)}
 	return c.values[:], nil
 }
 
@@ -795,17 +828,36 @@ WHERE j.unique_key IN (SELECT jsonb_array_elements_text($1::jsonb))`)
 
 	// sqlEnqueueSet inserts a JSON array of jobs with preallocated ids (see
 	// pgsql.JSONRows); rows whose unique key is taken (also by an earlier row of
-	// the batch) are skipped and missing from the result.
+	// the batch) are skipped and missing from the result. A due serial job
+	// goes straight into its key's line, waiting, with its id as its place
+	// (what the join trigger of migration 009 would give it after a first
+	// write as ready); sqlAdvanceLines then makes the heads ready.
 	sqlEnqueueSet = pgsql.SQL(`INSERT INTO {{schema}}.docket_jobs
-	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, payload, meta)
-SELECT r.id, r.id, CASE WHEN t.at > now() THEN 'scheduled' ELSE 'ready' END,
-	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key, r.payload, r.meta
+	(id, ready_seq, state, queue, kind, priority, run_at, max_attempts, unique_key, tenant, serial_key, serial_seq, payload, meta)
+SELECT r.id, r.id, s.state,
+	r.queue, r.kind, r.priority, t.at, r.max_attempts, r.unique_key, r.tenant, r.serial_key,
+	CASE WHEN s.state = 'waiting' THEN r.id END, r.payload, r.meta
 FROM json_to_recordset($1::json) AS r(id bigint, queue text, kind text, priority smallint,
 	run_at timestamptz, delay_ms bigint, max_attempts integer, unique_key text, tenant text,
 	serial_key text, payload jsonb, meta jsonb)
 CROSS JOIN LATERAL (SELECT COALESCE(r.run_at, now() + r.delay_ms * interval '1 millisecond') AS at) t
+CROSS JOIN LATERAL (SELECT CASE WHEN t.at > now() THEN 'scheduled'
+	WHEN r.serial_key IS NOT NULL THEN 'waiting' ELSE 'ready' END AS state) s
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id, state`)
+
+	// sqlAdvanceLines makes the head of each line of serial keys $1 ready
+	// when the key has no holder, after a bulk enqueue put jobs in those
+	// lines, in a statement of its own and only at READ COMMITTED, as the
+	// join trigger does (docket_serial_join, migration 009); otherwise the
+	// sweep moves the lines on. It returns the queues of the heads it made
+	// ready.
+	sqlAdvanceLines = pgsql.SQL(`SELECT a.q FROM unnest(CASE WHEN current_setting('transaction_isolation') = 'read committed'
+	THEN $1::text[] END) AS k(key)
+CROSS JOIN LATERAL (SELECT {{schema}}.docket_serial_advance(k.key, false) AS q
+	WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.docket_jobs h
+		WHERE h.serial_key = k.key AND h.serial_seq IS NOT NULL AND h.state <> 'waiting')) a
+WHERE a.q IS NOT NULL`)
 
 	// sqlRemoveQueued deletes the job holding a unique key unless it runs.
 	sqlRemoveQueued = pgsql.SQL(`DELETE FROM {{schema}}.docket_jobs

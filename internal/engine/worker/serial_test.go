@@ -313,8 +313,9 @@ func TestSerialJobsHoldNoConnection(t *testing.T) {
 }
 
 // Enqueues of one key race from many transactions, some rolled back, some
-// at REPEATABLE READ (whose jobs wait for the sweep): at most one holder at
-// any time, and every committed job runs exactly once, one at a time.
+// at REPEATABLE READ (whose jobs wait for the sweep), some in bulk: at most
+// one holder at any time, and every committed job runs exactly once, one
+// at a time.
 func TestSerialEnqueueRaces(t *testing.T) {
 	t.Parallel()
 	const writers, each = 8, 25
@@ -338,7 +339,19 @@ func TestSerialEnqueueRaces(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := e.jobs.Enqueue(ctx, tx, serialArgs{Key: "r"}, enqueue.Opts{SerialKey: "r"}); err != nil {
+				n := 1
+				if w%2 == 1 {
+					// A bulk enqueue: one job by COPY, one by the set insert.
+					n = 2
+					past := time.Now().Add(-time.Second)
+					_, err = e.jobs.EnqueueMany(ctx, tx, []enqueue.Item{
+						{Args: serialArgs{Key: "r"}, Opts: enqueue.Opts{SerialKey: "r"}},
+						{Args: serialArgs{Key: "r"}, Opts: enqueue.Opts{SerialKey: "r", RunAt: past}},
+					})
+				} else {
+					_, err = e.jobs.Enqueue(ctx, tx, serialArgs{Key: "r"}, enqueue.Opts{SerialKey: "r"})
+				}
+				if err != nil {
 					_ = tx.Rollback(ctx)
 					errs <- fmt.Errorf("writer %d (%s): %w", w, iso, err)
 					return
@@ -352,7 +365,7 @@ func TestSerialEnqueueRaces(t *testing.T) {
 					errs <- err
 					return
 				}
-				committed.Add(1)
+				committed.Add(int32(n))
 			}
 		}()
 	}
@@ -526,5 +539,94 @@ func TestSerialHandOffWaitsBehindBacklog(t *testing.T) {
 	defer mu.Unlock()
 	if i := slices.Index(order, "a2"); i < plain/2 {
 		t.Errorf("the key's second job ran %d-th, ahead of the plain jobs ready before it: %v", i+1, order)
+	}
+}
+
+// A bulk enqueue puts serial jobs straight into their keys' lines: a job
+// is written once, waiting, and only the head of a line without a holder
+// is written again, made ready. Through a join trigger each job would be
+// inserted ready and then moved to waiting, leaving a dead row version in
+// the claim index behind every one. Both ways of the bulk insert (COPY,
+// and the set insert of jobs with a run time) keep the order of the items.
+func TestSerialBulkEnqueueWritesJobsOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4)
+	ctx := t.Context()
+	held := e.enqueue(serialArgs{Key: "b"}, enqueue.Opts{SerialKey: "b"})
+	past := time.Now().Add(-time.Minute)
+	var items []enqueue.Item
+	for i := range 6 {
+		for _, key := range []string{"a", "b"} {
+			opts := enqueue.Opts{SerialKey: key}
+			if i%2 == 1 {
+				opts.RunAt = past
+			}
+			items = append(items, enqueue.Item{Args: serialArgs{Key: key}, Opts: opts})
+		}
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// The figure includes updates this connection made before the
+	// transaction that are not yet in the cumulative statistics.
+	updates := func() int {
+		var n int
+		err := tx.QueryRow(ctx, `SELECT n_tup_upd FROM pg_stat_xact_user_tables
+			WHERE schemaname = $1 AND relname = 'docket_jobs'`, e.schema).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := updates()
+	out, err := e.jobs.EnqueueMany(ctx, tx, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := updates() - before
+	if updated != 1 {
+		t.Errorf("the bulk enqueue of 12 serial jobs updated %d rows, want 1 (the head of line a made ready)", updated)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"a", "b"} {
+		var want []int64
+		for i, it := range items {
+			if it.Opts.SerialKey == key {
+				want = append(want, out[i].ID)
+			}
+		}
+		if key == "b" {
+			want = append([]int64{held}, want...)
+		}
+		var got []int64
+		var states []string
+		rows, err := e.pool.Query(ctx, e.sql(`SELECT id, state FROM {{schema}}.docket_jobs
+			WHERE serial_key = $1 ORDER BY serial_seq`), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id int64
+			var state string
+			if err := rows.Scan(&id, &state); err != nil {
+				t.Fatal(err)
+			}
+			got, states = append(got, id), append(states, state)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("line %s is %v, want %v (the order of the enqueue)", key, got, want)
+		}
+		wantStates := slices.Repeat([]string{"waiting"}, len(want))
+		wantStates[0] = "ready"
+		if !slices.Equal(states, wantStates) {
+			t.Errorf("line %s states %v, want %v", key, states, wantStates)
+		}
 	}
 }
