@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
@@ -80,15 +81,17 @@ func (h *heartbeat) beats(bg context.Context) {
 			continue
 		}
 		runs, progress, sent = runs[:0], progress[:0], sent[:0]
+		first := int64(math.MaxInt64) // the earliest local end of a lease renewed
 		for _, t := range tasks {
 			runs = append(runs, queue.RunOf(t.job))
 			if p := t.progress.Swap(nil); p != nil {
 				progress, sent = append(progress, *p), append(sent, t)
 			}
+			first = min(first, t.leaseUntil.Load())
 		}
 		start := time.Now()
 		last = start
-		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
+		ctx, cancel := context.WithTimeout(bg, w.beatTimeout(start, first))
 		beat, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease, progress)
 		cancel()
 		if err != nil {
@@ -131,6 +134,19 @@ func (h *heartbeat) beats(bg context.Context) {
 		clear(tasks)
 		clear(sent)
 	}
+}
+
+// beatTimeout is how long a heartbeat starting at start may wait for its
+// answer when the first of the leases it renews ends at first (local
+// clock, unix ns): at least an interval, and up to when the watchdog gives
+// that run up. An answer that comes later than the next beat was due
+// still saves every run it renews, and on a slow network (a round trip of
+// a few hundred milliseconds, a connection waited for behind the
+// handlers') a heartbeat given up after an interval left every lease to
+// run out.
+func (w *Worker) beatTimeout(start time.Time, first int64) time.Duration {
+	margin := time.Duration(float64(w.lease) * leaseMargin)
+	return max(w.hbInterval, time.Unix(0, first).Add(-margin).Sub(start))
 }
 
 // leaseWatch is the lease's watchdog. A run whose lease is about to run
