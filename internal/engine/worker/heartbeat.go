@@ -180,13 +180,43 @@ func (l *leaseWatch) watch(ctx context.Context) {
 		}
 		now := time.Now().Add(margin)
 		tasks = w.inflight.snapshot(tasks[:0])
+		given := 0
 		for _, t := range tasks {
 			if t.state.Load() == stRunning && t.leaseExpired(now) {
-				w.lose(t, "lease about to run out before the database confirmed it")
+				if w.giveBack(t, "lease about to run out before the database confirmed it") {
+					given++
+				}
 			}
+		}
+		if given > 0 {
+			w.log.Warn("jobs held for a slot are given back: their leases were about to run out before they started",
+				slog.Int("jobs", given))
 		}
 		clear(tasks)
 	}
+}
+
+// giveBack gives up a run whose lease is about to run out, if no slot
+// took it yet: the run is marked lost, so that no slot starts it from then
+// on, and released, so that its job, unless reaped meanwhile, is ready
+// again at once without the attempt its claim counted. A job held ahead
+// of the slots on a database slow to answer the heartbeats would otherwise
+// spend attempts without ever running (and could end dead that way). A
+// run a slot took is lost as lose does; it reports whether it gave the
+// run back.
+func (w *Worker) giveBack(t *task, why string) bool {
+	if !t.state.CompareAndSwap(stRunning, stLost) {
+		w.lose(t, why) // finishing meanwhile
+		return false
+	}
+	if t.started.Load() {
+		w.lost(t, why)
+		return false
+	}
+	t.cancel(core.ErrLeaseLost)
+	t.state.Store(stReleased)
+	w.fin.add(outcome{task: t, what: oRelease})
+	return true
 }
 
 // leaseMargin is how long, as a fraction of the lease, before its local end
@@ -212,14 +242,20 @@ func (w *Worker) cancelRequested(id int64) {
 // still running are logged.
 func (w *Worker) lose(t *task, why string) {
 	if t.state.CompareAndSwap(stRunning, stLost) {
-		t.cancel(core.ErrLeaseLost)
-		w.met.leaseLost()
-		w.log.Warn("job lost; cancelling its handler and dropping its outcome",
-			append(core.JobAttrs(t.job), slog.String("why", why))...)
-		w.inflight.remove(t)
+		w.lost(t, why)
 		return
 	}
 	if t.state.CompareAndSwap(stFinishing, stLost) {
 		w.inflight.remove(t)
 	}
+}
+
+// lost cancels the handler of a run just marked lost, logs it and forgets
+// it.
+func (w *Worker) lost(t *task, why string) {
+	t.cancel(core.ErrLeaseLost)
+	w.met.leaseLost()
+	w.log.Warn("job lost; cancelling its handler and dropping its outcome",
+		append(core.JobAttrs(t.job), slog.String("why", why))...)
+	w.inflight.remove(t)
 }

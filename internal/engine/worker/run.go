@@ -29,8 +29,9 @@ func (w *Worker) run(t *task) bool {
 		}
 		return false
 	}
+	t.started.Store(true) // before the state: see task.started
 	if t.state.Load() != stRunning {
-		return false // lost before it started
+		return false // lost or given back before it started
 	}
 	w.tracing.start(t)
 	defer endSpan(t)

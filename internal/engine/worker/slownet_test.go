@@ -22,7 +22,7 @@ import (
 // again, an attempt each time.
 func TestSlowNetworkSpendsNoAttempts(t *testing.T) {
 	t.Parallel()
-	const jobs = 120
+	const jobs = 80
 	e := setup(t, 8)
 	defer e.logJobsOnFailure()
 	for range jobs {
