@@ -189,6 +189,12 @@ func TestPrefetchDepth(t *testing.T) {
 			t.Errorf("%s: depth %d, want %d", c.name, got, c.want)
 		}
 	}
+	// A slow database: claims of 1 s, 16 slots of 250 ms jobs, heartbeats
+	// every 667 ms (a 2 s lease). Three round trips would be 192 jobs held,
+	// 3 s of the slots' work; it holds what they start within an interval.
+	if got := feed(newPrefetch(16, 0, 667*time.Millisecond), 16, 250*time.Millisecond, time.Second); got != 42 {
+		t.Errorf("claims of a lease's half: depth %d, want 42 (a heartbeat interval of work)", got)
+	}
 
 	// Slow handlers that started together and finish within moments of
 	// each other are still slow: 16 slots of 200 ms handlers, all done at
