@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
@@ -80,15 +81,17 @@ func (h *heartbeat) beats(bg context.Context) {
 			continue
 		}
 		runs, progress, sent = runs[:0], progress[:0], sent[:0]
+		first := int64(math.MaxInt64) // the earliest local end of a lease renewed
 		for _, t := range tasks {
 			runs = append(runs, queue.RunOf(t.job))
 			if p := t.progress.Swap(nil); p != nil {
 				progress, sent = append(progress, *p), append(sent, t)
 			}
+			first = min(first, t.leaseUntil.Load())
 		}
 		start := time.Now()
 		last = start
-		ctx, cancel := context.WithTimeout(bg, w.hbInterval)
+		ctx, cancel := context.WithTimeout(bg, w.beatTimeout(start, first))
 		beat, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease, progress)
 		cancel()
 		if err != nil {
@@ -133,6 +136,19 @@ func (h *heartbeat) beats(bg context.Context) {
 	}
 }
 
+// beatTimeout is how long a heartbeat starting at start may wait for its
+// answer when the first of the leases it renews ends at first (local
+// clock, unix ns): at least an interval, and up to when the watchdog gives
+// that run up. An answer that comes later than the next beat was due
+// still saves every run it renews, and on a slow network (a round trip of
+// a few hundred milliseconds, a connection waited for behind the
+// handlers') a heartbeat given up after an interval left every lease to
+// run out.
+func (w *Worker) beatTimeout(start time.Time, first int64) time.Duration {
+	margin := time.Duration(float64(w.lease) * leaseMargin)
+	return max(w.hbInterval, time.Unix(0, first).Add(-margin).Sub(start))
+}
+
 // leaseWatch is the lease's watchdog. A run whose lease is about to run
 // out by the local clock (the heartbeats that should have renewed it failed
 // or were slow: the database is unreachable, or this process was frozen)
@@ -164,13 +180,43 @@ func (l *leaseWatch) watch(ctx context.Context) {
 		}
 		now := time.Now().Add(margin)
 		tasks = w.inflight.snapshot(tasks[:0])
+		given := 0
 		for _, t := range tasks {
 			if t.state.Load() == stRunning && t.leaseExpired(now) {
-				w.lose(t, "lease about to run out before the database confirmed it")
+				if w.giveBack(t, "lease about to run out before the database confirmed it") {
+					given++
+				}
 			}
+		}
+		if given > 0 {
+			w.log.Warn("jobs held for a slot are given back: their leases were about to run out before they started",
+				slog.Int("jobs", given))
 		}
 		clear(tasks)
 	}
+}
+
+// giveBack gives up a run whose lease is about to run out, if no slot
+// took it yet: the run is marked lost, so that no slot starts it from then
+// on, and released, so that its job, unless reaped meanwhile, is ready
+// again at once without the attempt its claim counted. A job held ahead
+// of the slots on a database slow to answer the heartbeats would otherwise
+// spend attempts without ever running (and could end dead that way). A
+// run a slot took is lost as lose does; it reports whether it gave the
+// run back.
+func (w *Worker) giveBack(t *task, why string) bool {
+	if !t.state.CompareAndSwap(stRunning, stLost) {
+		w.lose(t, why) // finishing meanwhile
+		return false
+	}
+	if t.started.Load() {
+		w.lost(t, why)
+		return false
+	}
+	t.cancel(core.ErrLeaseLost)
+	t.state.Store(stReleased)
+	w.fin.add(outcome{task: t, what: oRelease})
+	return true
 }
 
 // leaseMargin is how long, as a fraction of the lease, before its local end
@@ -196,14 +242,20 @@ func (w *Worker) cancelRequested(id int64) {
 // still running are logged.
 func (w *Worker) lose(t *task, why string) {
 	if t.state.CompareAndSwap(stRunning, stLost) {
-		t.cancel(core.ErrLeaseLost)
-		w.met.leaseLost()
-		w.log.Warn("job lost; cancelling its handler and dropping its outcome",
-			append(core.JobAttrs(t.job), slog.String("why", why))...)
-		w.inflight.remove(t)
+		w.lost(t, why)
 		return
 	}
 	if t.state.CompareAndSwap(stFinishing, stLost) {
 		w.inflight.remove(t)
 	}
+}
+
+// lost cancels the handler of a run just marked lost, logs it and forgets
+// it.
+func (w *Worker) lost(t *task, why string) {
+	t.cancel(core.ErrLeaseLost)
+	w.met.leaseLost()
+	w.log.Warn("job lost; cancelling its handler and dropping its outcome",
+		append(core.JobAttrs(t.job), slog.String("why", why))...)
+	w.inflight.remove(t)
 }

@@ -42,6 +42,10 @@ type task struct {
 
 	state      atomic.Int32
 	leaseUntil atomic.Int64 // local clock, unix ns: after it the lease may have been reaped
+	// started is set by the slot that takes the run before it reads state,
+	// and read by the lease's watchdog after it marked the run lost: a run
+	// it finds not started never starts, and is given back (leaseWatch).
+	started atomic.Bool
 
 	// progress is what the handler reported last and the heartbeat has not
 	// written yet (nil: nothing new); kick wakes the heartbeat for it (nil

@@ -53,6 +53,13 @@ const (
 // would be their burst, not their pace.
 type prefetch struct {
 	slots, floor, ceiling int
+	// within is the most work, in the slots' time, the automatic prefetch
+	// holds beyond its floor: a job held ahead lives on its claim's lease
+	// and the heartbeats that renew it, and one that waited for a slot
+	// longer than a heartbeat interval would, on a database slow enough to
+	// make the claims' round trips a large part of a lease, be reaped
+	// without having run, an attempt spent each time.
+	within time.Duration
 
 	perJob time.Duration // a slot's time per job, smoothed; zero until one finished
 	rtt    time.Duration // a claim's round trip, smoothed
@@ -63,8 +70,9 @@ type prefetch struct {
 }
 
 // newPrefetch returns the prefetch of a pool of slots configured with
-// prefetch (PoolConfig.Prefetch: zero automatic, negative none).
-func newPrefetch(slots, configured int) *prefetch {
+// prefetch (PoolConfig.Prefetch: zero automatic, negative none), whose
+// worker renews leases every within.
+func newPrefetch(slots, configured int, within time.Duration) *prefetch {
 	switch {
 	case configured < 0:
 		return &prefetch{}
@@ -73,7 +81,7 @@ func newPrefetch(slots, configured int) *prefetch {
 	}
 	// Room for claimsInFlight claims of fullClaim beside the slots.
 	ceiling := max(autoPrefetchCeiling*slots, claimsInFlight*fullClaim-slots)
-	return &prefetch{slots: slots, floor: max(1, slots/2), ceiling: ceiling}
+	return &prefetch{slots: slots, floor: max(1, slots/2), ceiling: ceiling, within: within}
 }
 
 // claimed notes a claim's round trip.
@@ -93,7 +101,7 @@ func (f *prefetch) depth(done int64, slotTime time.Duration) int {
 	if f.perJob == 0 {
 		return f.floor
 	}
-	ahead := float64(f.slots) * float64((prefetchHorizon+claimAhead)*f.rtt) / float64(f.perJob)
+	ahead := float64(f.slots) * float64(min((prefetchHorizon+claimAhead)*f.rtt, f.within)) / float64(f.perJob)
 	return int(min(max(float64(f.floor), ahead), float64(f.ceiling)))
 }
 

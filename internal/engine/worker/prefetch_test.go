@@ -185,16 +185,22 @@ func TestPrefetchDepth(t *testing.T) {
 		{"auto, many slots", 1000, 0, 10 * time.Microsecond, 5 * time.Millisecond, 4000},
 	}
 	for _, c := range cases {
-		if got := feed(newPrefetch(c.slots, c.configured), c.slots, c.perJob, c.rtt); got != c.want {
+		if got := feed(newPrefetch(c.slots, c.configured, time.Hour), c.slots, c.perJob, c.rtt); got != c.want {
 			t.Errorf("%s: depth %d, want %d", c.name, got, c.want)
 		}
+	}
+	// A slow database: claims of 1 s, 16 slots of 250 ms jobs, heartbeats
+	// every 667 ms (a 2 s lease). Three round trips would be 192 jobs held,
+	// 3 s of the slots' work; it holds what they start within an interval.
+	if got := feed(newPrefetch(16, 0, 667*time.Millisecond), 16, 250*time.Millisecond, time.Second); got != 42 {
+		t.Errorf("claims of a lease's half: depth %d, want 42 (a heartbeat interval of work)", got)
 	}
 
 	// Slow handlers that started together and finish within moments of
 	// each other are still slow: 16 slots of 200 ms handlers, all done at
 	// once after a claim of 30 ms, hold the floor (16 × 90 ms / 200 ms
 	// is 7.2 jobs in three round trips).
-	f := newPrefetch(16, 0)
+	f := newPrefetch(16, 0, time.Hour)
 	f.claimed(30 * time.Millisecond)
 	if got := f.depth(16, 16*200*time.Millisecond); got != 8 {
 		t.Errorf("a burst of slow handlers finishing: depth %d, want the floor of 8", got)
@@ -214,7 +220,7 @@ func TestPrefetchKeepsWorkInHandBesideAClaimInFlight(t *testing.T) {
 	t.Parallel()
 	const slots = 32
 	perJob, rtt := 4*time.Millisecond, 2*time.Millisecond
-	f := newPrefetch(slots, 0)
+	f := newPrefetch(slots, 0, time.Hour)
 	var done int64
 	var slotTime time.Duration
 	depth := 0

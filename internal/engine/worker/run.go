@@ -18,17 +18,20 @@ const maxErrorLen = 16 << 10
 // errJobDone cancels a handler's context once its job's run is over.
 var errJobDone = errors.New("docket: job run finished")
 
-// run executes one claimed job in the calling slot.
-func (w *Worker) run(t *task) {
+// run executes one claimed job in the calling slot. It reports whether
+// the job got that far: false for one released at shutdown or lost before
+// it started, which took the slot no time.
+func (w *Worker) run(t *task) bool {
 	if w.stopping.Load() {
 		// Claimed but not started when shutdown began: hand it back now.
 		if t.state.CompareAndSwap(stRunning, stReleased) {
 			w.fin.add(outcome{task: t, what: oRelease})
 		}
-		return
+		return false
 	}
+	t.started.Store(true) // before the state: see task.started
 	if t.state.Load() != stRunning {
-		return // lost before it started
+		return false // lost or given back before it started
 	}
 	w.tracing.start(t)
 	defer endSpan(t)
@@ -43,7 +46,7 @@ func (w *Worker) run(t *task) {
 	}
 	if !ok {
 		w.finish(t, context.Cause(t.ctx), false)
-		return
+		return true
 	}
 	defer w.executing.leave(t.job.ID)
 	if t.kind == nil {
@@ -52,14 +55,15 @@ func (w *Worker) run(t *task) {
 		if t.state.CompareAndSwap(stRunning, stReleased) {
 			w.fin.add(outcome{task: t, what: oRelease})
 		}
-		return
+		return true
 	}
 	if t.kind.tx {
 		w.runInTx(t)
-		return
+		return true
 	}
 	timedOut, err := w.call(t, nil)
 	w.finish(t, err, timedOut)
+	return true
 }
 
 // call runs the kind's middleware chain and handler with the kind's timeout,
