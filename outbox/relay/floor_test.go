@@ -70,36 +70,54 @@ func TestFloorWaitsForOpenTransaction(t *testing.T) {
 func TestReplayBelowFloor(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := &sink{}
+	r, s, bad, after := blockedKey(t, b, 30*time.Second)
+	if _, err := b.client.ReplayDeadEvents(b.ctx, b.pool, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "the replayed key published", func() bool { return r.Stats().Published == 7 })
+	if k1 := s.idsOf("k1"); len(k1) != 2 || k1[0] != bad || k1[1] != after {
+		t.Fatalf("key k1 delivered %v, want %s then %s", k1, bad, after)
+	}
+}
+
+// blockedKey starts a relay with lease on b whose publisher refuses topic
+// "bad" for good, dead-letters an event of key k1 that holds back the
+// key's next event, and publishes five events of key k2 until the fetch
+// floor is past the held-back one. It returns the relay, its sink (which
+// refuses nothing from then on) and the ids of the dead letter and of the
+// event it holds back.
+func blockedKey(t *testing.T, b *bundle, lease time.Duration) (r *relay.Relay, s *sink, bad, held string) {
+	t.Helper()
+	s = &sink{}
 	s.setRefuse(func(m relay.Message) error {
 		if m.Topic == "bad" {
 			return relay.Permanent(errors.New("message too large"))
 		}
 		return nil
 	})
-	r := b.start(t, relay.Config{Publisher: s, MaxAttempts: 1, LeaseTTL: 30 * time.Second})
-	bad := b.publishOne(t, outbox.Message{Topic: "bad", Key: "k1"})
-	after := b.publishOne(t, outbox.Message{Topic: "good", Key: "k1"})
-	afterID, _ := strconv.ParseInt(after, 10, 64)
+	r = b.start(t, relay.Config{Publisher: s, MaxAttempts: 1, LeaseTTL: lease})
+	bad = b.publishOne(t, outbox.Message{Topic: "bad", Key: "k1"})
+	held = b.publishOne(t, outbox.Message{Topic: "good", Key: "k1"})
+	heldID, _ := strconv.ParseInt(held, 10, 64)
 	waitFor(t, 10*time.Second, "the dead letter", func() bool { return r.Stats().DeadLettered == 1 })
 	for range 5 {
 		b.publishOne(t, outbox.Message{Topic: "good", Key: "k2"})
 	}
-	waitFor(t, 10*time.Second, "the floor past the held-back event", func() bool { return relay.Floor(r) > afterID })
+	waitFor(t, 10*time.Second, "the floor past the held-back event", func() bool { return relay.Floor(r) > heldID })
 	s.setRefuse(nil)
-	if _, err := b.client.ReplayDeadEvents(b.ctx, b.pool, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 3*time.Second, "the replayed key published", func() bool { return r.Stats().Published == 7 })
-	var k1 []string
+	return r, s, bad, held
+}
+
+// idsOf returns the ids of the messages of key published so far, in the
+// order they were published.
+func (s *sink) idsOf(key string) []string {
+	var ids []string
 	for _, m := range s.messages() {
-		if m.Key == "k1" {
-			k1 = append(k1, m.ID)
+		if m.Key == key {
+			ids = append(ids, m.ID)
 		}
 	}
-	if len(k1) != 2 || k1[0] != bad || k1[1] != after {
-		t.Fatalf("key k1 delivered %v, want %s then %s", k1, bad, after)
-	}
+	return ids
 }
 
 // heldNotify is a DB whose announcement of a replay waits until release
@@ -130,24 +148,8 @@ func TestReplayBeforeAnnounced(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			s := &sink{}
-			s.setRefuse(func(m relay.Message) error {
-				if m.Topic == "bad" {
-					return relay.Permanent(errors.New("message too large"))
-				}
-				return nil
-			})
 			// A long lease: no renewal takes the relay back to no floor meanwhile.
-			r := b.start(t, relay.Config{Publisher: s, MaxAttempts: 1, LeaseTTL: 60 * time.Second})
-			bad := b.publishOne(t, outbox.Message{Topic: "bad", Key: "k1"})
-			held := b.publishOne(t, outbox.Message{Topic: "good", Key: "k1"})
-			heldID, _ := strconv.ParseInt(held, 10, 64)
-			waitFor(t, 10*time.Second, "the dead letter", func() bool { return r.Stats().DeadLettered == 1 })
-			for range 5 {
-				b.publishOne(t, outbox.Message{Topic: "good", Key: "k2"})
-			}
-			waitFor(t, 10*time.Second, "the floor past the held-back event", func() bool { return relay.Floor(r) > heldID })
-			s.setRefuse(nil)
+			r, s, bad, held := blockedKey(t, b, 60*time.Second)
 
 			db := heldNotify{DB: b.pool, committed: make(chan struct{}), release: make(chan struct{})}
 			done := make(chan error, 1)
@@ -183,13 +185,7 @@ func TestReplayBeforeAnnounced(t *testing.T) {
 				want = want[1:]
 			}
 			waitFor(t, 10*time.Second, "every event published", func() bool { return r.Stats().Published == uint64(6+len(want)) })
-			var k1 []string
-			for _, m := range s.messages() {
-				if m.Key == "k1" {
-					k1 = append(k1, m.ID)
-				}
-			}
-			if !slices.Equal(k1, want) {
+			if k1 := s.idsOf("k1"); !slices.Equal(k1, want) {
 				t.Fatalf("key k1 delivered %v, want %v", k1, want)
 			}
 		})
