@@ -145,8 +145,7 @@ func (h *heartbeat) beats(bg context.Context) {
 // handlers') a heartbeat given up after an interval left every lease to
 // run out.
 func (w *Worker) beatTimeout(start time.Time, first int64) time.Duration {
-	margin := time.Duration(float64(w.lease) * leaseMargin)
-	return max(w.hbInterval, time.Unix(0, first).Add(-margin).Sub(start))
+	return max(w.hbInterval, time.Unix(0, first).Add(-w.watchMargin()).Sub(start))
 }
 
 // leaseWatch is the lease's watchdog. A run whose lease is about to run
@@ -168,7 +167,7 @@ func (l *leaseWatch) start(ctx context.Context) { l.run(ctx, l.watch) }
 
 func (l *leaseWatch) watch(ctx context.Context) {
 	w := l.w
-	margin := time.Duration(float64(w.lease) * leaseMargin)
+	margin := w.watchMargin()
 	t := time.NewTicker(max(w.lease/20, 5*time.Millisecond))
 	defer t.Stop()
 	var tasks []*task
@@ -222,6 +221,12 @@ func (w *Worker) giveBack(t *task, why string) bool {
 // leaseMargin is how long, as a fraction of the lease, before its local end
 // the watchdog gives a run up.
 const leaseMargin = 0.1
+
+// watchMargin is how long before a run's local lease end the watchdog
+// gives it up: leaseMargin of the lease.
+func (w *Worker) watchMargin() time.Duration {
+	return time.Duration(float64(w.lease) * leaseMargin)
+}
 
 // cancelRequested cancels the handler of job id, if this process runs it,
 // because an operator asked to cancel the job (admin Jobs.Cancel). The run
