@@ -367,11 +367,12 @@ func value[T any](t *testing.T, tab context.Context, what string, a chromedp.Act
 	return v
 }
 
-// liveText reads an element's text in one script: a node found by one
-// DevTools call may be replaced by a live refresh before the next reads it.
+// liveText reads an element's visible text in one script: a node found by
+// one DevTools call may be replaced by a live refresh before the next reads
+// it, which then reads nothing (chromedp.Text is two calls).
 func liveText(t *testing.T, tab context.Context, sel string) string {
 	t.Helper()
-	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.textContent.trim() : ""; })()`, sel)
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? e.innerText.trim() : ""; })()`, sel)
 	return value(t, tab, sel, chromedp.Evaluate[string](js))
 }
 

@@ -111,7 +111,7 @@ func TestBrowserCountsQueuesSchedulesWorkers(t *testing.T) {
 
 	text := func(sel string) string {
 		t.Helper()
-		return strings.Join(strings.Fields(value(t, tab, sel, chromedp.Text(css(sel)))), " ")
+		return strings.Join(strings.Fields(liveText(t, tab, sel)), " ")
 	}
 	rows := func() int {
 		t.Helper()

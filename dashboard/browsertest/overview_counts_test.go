@@ -95,7 +95,7 @@ func TestBrowserOverviewCounts(t *testing.T) {
 	do(t, tab, "overview", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(css(`tr[data-queue="bulk"]`)))
 	text := func(sel string) string {
 		t.Helper()
-		return strings.TrimSpace(value(t, tab, sel, chromedp.Text(css(sel))))
+		return liveText(t, tab, sel)
 	}
 	for sel, want := range map[string]string{
 		`#total-ready`:                        "10,002+", // 10,000+ in bulk, 1 in lines, 1 in flows
