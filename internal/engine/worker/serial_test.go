@@ -514,31 +514,56 @@ func TestSerialHandedJobsCountAsClaimed(t *testing.T) {
 // does not hand its key into its slot ahead of them: the key's next job
 // takes its turn at the end of the ready jobs. One slot, a key of two
 // jobs enqueued before 40 plain ones: the key's second job runs after
-// them.
+// them. In "ready", they wait in the table: the pool claims only for its
+// free slot, and its claims come back full. In "claimed", they wait in
+// the pool: the key's first job ends only once the pool holds every plain
+// job, from a claim that came back short of its limit (a prefetch of 64).
+// Plain jobs take 2 ms, so that the completion is written while they wait.
 func TestSerialHandOffWaitsBehindBacklog(t *testing.T) {
 	t.Parallel()
-	const plain = 40
-	e := setup(t, 8)
-	var mu sync.Mutex
-	var order []string
-	reg := handlers.NewRegistry()
-	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
-		mu.Lock()
-		defer mu.Unlock()
-		order = append(order, j.Args.Key)
-		return nil
-	}, handlers.KindOpts{})
-	e.enqueue(serialArgs{Key: "a1"}, enqueue.Opts{SerialKey: "a"})
-	last := e.enqueue(serialArgs{Key: "a2"}, enqueue.Opts{SerialKey: "a"})
-	for range plain {
-		e.enqueue(serialArgs{Key: "plain"}, enqueue.Opts{})
-	}
-	e.worker(reg, Config{Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: 1}}})
-	e.waitWhere(last, "done", 20*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
-	if i := slices.Index(order, "a2"); i < plain/2 {
-		t.Errorf("the key's second job ran %d-th, ahead of the plain jobs ready before it: %v", i+1, order)
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ready", true: "claimed"}[held], func(t *testing.T) {
+			t.Parallel()
+			const plain = 40
+			e := setup(t, 8)
+			var (
+				w     atomic.Pointer[Worker]
+				mu    sync.Mutex
+				order []string
+			)
+			reg := handlers.NewRegistry()
+			handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[serialArgs]) error {
+				mu.Lock()
+				order = append(order, j.Args.Key)
+				mu.Unlock()
+				if j.Args.Key == "plain" {
+					time.Sleep(2 * time.Millisecond)
+				}
+				for deadline := time.Now().Add(10 * time.Second); held && j.Args.Key == "a1" && time.Now().Before(deadline); {
+					if w := w.Load(); w != nil && len(w.pools[0].jobs) == plain {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				return nil
+			}, handlers.KindOpts{})
+			e.enqueue(serialArgs{Key: "a1"}, enqueue.Opts{SerialKey: "a"})
+			last := e.enqueue(serialArgs{Key: "a2"}, enqueue.Opts{SerialKey: "a"})
+			for range plain {
+				e.enqueue(serialArgs{Key: "plain"}, enqueue.Opts{})
+			}
+			pc := PoolConfig{Queues: []string{"default"}, Concurrency: 1, Prefetch: -1}
+			if held {
+				pc.Prefetch = 64
+			}
+			w.Store(e.worker(reg, Config{Pools: []PoolConfig{pc}}))
+			e.waitWhere(last, "done", 20*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if i := slices.Index(order, "a2"); i < plain/2 {
+				t.Errorf("the key's second job ran %d-th, ahead of the plain jobs waiting before it: %v", i+1, order)
+			}
+		})
 	}
 }
 
