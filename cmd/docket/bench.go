@@ -23,7 +23,7 @@ var benchScenarios = []struct{ name, about string }{
 	{bench.ScenarioInsert, "insert --jobs jobs in batches of --batch (--inserters connections at once)"},
 	{bench.ScenarioDrain, "fill --jobs jobs, then time --processes worker processes draining them"},
 	{bench.ScenarioSustained, "--producers enqueue at --rate for --duration while workers run; latency percentiles"},
-	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (200 jobs)"},
+	{bench.ScenarioIdle, "latency of one job every 100ms on an otherwise empty queue (--idle-jobs, default 200)"},
 	{bench.ScenarioWorkflows, "--jobs workflows (default 10,000; 2,000 under all) of a 3-step chain, each step recording a result its child reads; steps/s against as many no-op jobs"},
 	{bench.ScenarioSerial, "--jobs jobs (at most 20,000 under all) round robin over --keys serial keys, handlers sleeping --handler-time; jobs/s, hand-off p50/p99 and the ratio to as many jobs without keys"},
 	{bench.ScenarioHandlers, "fill --jobs jobs of random priority, then time --workers slots (default 32) whose handlers sleep --handler-min..--handler-max; fraction of the bound slots / mean handler time"},
@@ -88,6 +88,7 @@ func benchFlags(fs *flag.FlagSet) action {
 	limitVariants := fs.String("limit-variants", strings.Join(bench.LimitVariants, ","), "flowcontrol: the variants to run, comma-separated")
 	limitedSleep := fs.Bool("limited-sleep", false, "flowcontrol: limited handlers sleep --handler-min to --handler-max (default: they return at once)")
 	keys := fs.Int("keys", bench.DefaultSerialKeys, "serial: serial keys the jobs are spread over")
+	idleJobs := fs.Int("idle-jobs", bench.DefaultIdleJobs, "idle: jobs to enqueue, one every 100ms")
 	handlerTime := fs.Duration("handler-time", 0, "serial and multidb: how long each handler sleeps")
 	databases := fs.String("databases", "1,2,3", "multidb: the numbers of databases to drain at once, comma-separated")
 	history := fs.String("history", "on", "keep finished jobs in history: on or off")
@@ -115,7 +116,7 @@ func benchFlags(fs *flag.FlagSet) action {
 		}
 		for name, v := range map[string]int{"--jobs": *jobs, "--batch": *batch, "--producers": *producers,
 			"--inserters": *inserters, "--processes": *processes, "--limit-rate": *limitRate,
-			"--limit-running": *limitRunning, "--limit-tenants": *limitTenants, "--keys": *keys} {
+			"--limit-running": *limitRunning, "--limit-tenants": *limitTenants, "--keys": *keys, "--idle-jobs": *idleJobs} {
 			if v < 1 {
 				return fmt.Errorf("%w: %s must be at least 1, got %d", errUsage, name, v)
 			}
@@ -170,7 +171,7 @@ func benchFlags(fs *flag.FlagSet) action {
 			Producers: *producers, ProducerTx: *producerTx, Rate: *rate, Duration: *duration,
 			Baseline: *baseline, Held: *held, Recovery: *recovery, Window: *window, HeldLimitedRate: *heldLimitedRate,
 			LimitedShare: *limitedShare, LimitRate: *limitRate, LimitRunning: *limitRunning, LimitTenants: *limitTenants, LimitedSleep: *limitedSleep, LimitVariants: strings.Split(*limitVariants, ","),
-			SerialKeys: *keys, SerialHandler: *handlerTime, Databases: dbCounts, MultiDBHandler: *handlerTime,
+			SerialKeys: *keys, IdleJobs: *idleJobs, SerialHandler: *handlerTime, Databases: dbCounts, MultiDBHandler: *handlerTime,
 			DisableHistory: *history == "off", PollOnly: *pollOnly, CPUProfile: *cpuProfile,
 			Progress: errOut, ProgressBar: isTerminal(errOut),
 		})

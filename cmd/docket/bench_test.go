@@ -26,7 +26,7 @@ func TestBenchAll(t *testing.T) {
 	defer nats.Stop()
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{"bench", "--scenario", "all", "--jobs", "2000", "--duration", "2s",
-		"--rate", "200", "--producers", "8", "--relays", "1", "--database-url", url, "--nats-url", nats.URL}, &out, &errOut)
+		"--rate", "200", "--producers", "8", "--relays", "1", "--idle-jobs", "20", "--database-url", url, "--nats-url", nats.URL}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("bench exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
@@ -157,8 +157,8 @@ func TestBenchAll(t *testing.T) {
 		}
 	}
 	if seen["idle"] != nil {
-		if num("idle", "jobs") != 200 || seen["idle"]["notify"] != true {
-			t.Errorf("idle: jobs %v notify %v, want 200 and true", num("idle", "jobs"), seen["idle"]["notify"])
+		if num("idle", "jobs") != 20 || seen["idle"]["notify"] != true {
+			t.Errorf("idle: jobs %v notify %v, want 20 (--idle-jobs) and true", num("idle", "jobs"), seen["idle"]["notify"])
 		}
 	}
 
@@ -243,6 +243,7 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"bench", "--scenario", "flowcontrol", "--limit-variants", "rate,fast"}, 2, `flowcontrol variant "fast" is none of none, idle, concurrency, rate`},
 		{[]string{"bench", "--scenario", "heldxmin", "--held-limited-rate", "-1"}, 2, "--held-limited-rate must be 0"},
 		{[]string{"bench", "--scenario", "serial", "--keys", "0"}, 2, "--keys must be at least 1"},
+		{[]string{"bench", "--scenario", "idle", "--idle-jobs", "0"}, 2, "--idle-jobs must be at least 1"},
 		{[]string{"bench", "--scenario", "serial", "--handler-time", "-1ms"}, 2, "--handler-time must be 0"},
 		{[]string{"bench", "--scenario", "insert", "--database-url", "postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2"},
 			1, "cannot connect to PostgreSQL at 127.0.0.1:1"},

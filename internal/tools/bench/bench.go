@@ -73,10 +73,11 @@ const (
 	DefaultDuration  = 20 * time.Second
 )
 
-// The idle scenario's fixed shape: one job every IdleInterval, IdleJobs jobs.
+// The idle scenario's shape: one job every IdleInterval, Config.IdleJobs
+// jobs (DefaultIdleJobs when zero).
 const (
-	IdleJobs     = 200
-	IdleInterval = 100 * time.Millisecond
+	DefaultIdleJobs = 200
+	IdleInterval    = 100 * time.Millisecond
 )
 
 // WorkerConns is the size of the worker's own connection pool. No-op jobs
@@ -173,6 +174,9 @@ type Config struct {
 	// SerialKeys is how many serial keys the serial scenario spreads its
 	// jobs over, round robin. Zero means DefaultSerialKeys (20).
 	SerialKeys int
+	// IdleJobs is how many jobs the idle scenario enqueues, one every
+	// IdleInterval. Zero means DefaultIdleJobs (200).
+	IdleJobs int
 	// SerialHandler is how long each handler of the serial scenario (and
 	// of its drain without keys) sleeps. Zero means not at all.
 	SerialHandler time.Duration
@@ -297,6 +301,7 @@ func New(cfg Config) (*Runner, error) {
 		}
 	}
 	def(&cfg.SerialKeys, DefaultSerialKeys)
+	def(&cfg.IdleJobs, DefaultIdleJobs)
 	if cfg.LimitedShare < 0 || cfg.LimitedShare > 1 {
 		return bad("limited share %v outside 0..1", cfg.LimitedShare)
 	}

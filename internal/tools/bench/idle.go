@@ -15,7 +15,7 @@ import (
 // 3 ms, once per connection) and was the run's slowest every time.
 const settle = 3500 * time.Millisecond
 
-// idle enqueues IdleJobs jobs, one every IdleInterval, on an empty queue
+// idle enqueues Config.IdleJobs jobs, one every IdleInterval, on an empty queue
 // and reports their commit-to-start latencies.
 func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	e, err := r.setup(ctx, db, ScenarioIdle)
@@ -23,7 +23,7 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rec := newRecorder(IdleJobs)
+	rec := newRecorder(r.cfg.IdleJobs)
 	stopWorker, err := e.worker(ctx, func(ctx context.Context, j *handlers.Job[noop]) error {
 		rec.started(j.ID, time.Now())
 		return nil
@@ -46,9 +46,9 @@ func (r *Runner) idle(ctx context.Context, db *pgxpool.Pool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	prog := r.progress("idle", IdleJobs)
+	prog := r.progress("idle", int64(r.cfg.IdleJobs))
 	tick := time.NewTicker(IdleInterval)
-	for range IdleJobs {
+	for range r.cfg.IdleJobs {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
