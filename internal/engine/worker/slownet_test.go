@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,4 +77,119 @@ func TestSlowNetworkSpendsNoAttempts(t *testing.T) {
 		t.Errorf("%d attempts of %d jobs were spent without their handler starting", spent, jobs)
 	}
 	t.Logf("%d runs lost", strings.Count(e.logs.String(), "job lost;"))
+}
+
+// TestBusyPoolKeepsLeases: 16 handlers that keep the worker's 6 pool
+// connections busy (each runs statements of 400 ms through the pool, one
+// after another, waiting for a connection behind the others) do not make
+// the heartbeat wait behind them: with a 1 s lease no run is lost, and
+// each job ends done with one attempt, its handler started once. Before
+// the heartbeat kept a connection of its own, each beat queued for a
+// connection behind the handlers' statements past the lease's end, and
+// every run was lost and ran again.
+func TestBusyPoolKeepsLeases(t *testing.T) {
+	t.Parallel()
+	const jobs = 16
+	e := setup(t, 6)
+	defer e.logJobsOnFailure()
+	for range jobs {
+		e.enqueue(testArgs{}, enqueue.Opts{})
+	}
+	runs := newCounter()
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		runs.add(j.ID)
+		for range 4 {
+			if _, err := e.pool.Exec(ctx, `SELECT pg_sleep(0.4)`); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: time.Second, Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: jobs}}})
+	waitFor(t, 60*time.Second, "the jobs to be done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
+	})
+	if n := strings.Count(e.logs.String(), "job lost;"); n > 0 {
+		t.Errorf("%d runs lost their lease while their handlers ran", n)
+	}
+	rows, err := e.pool.Query(t.Context(), e.sql(`SELECT id, attempts FROM {{schema}}.docket_jobs_done`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var attempts int
+		if err := rows.Scan(&id, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		if n := runs.get(id); attempts != 1 || n != 1 {
+			t.Errorf("job %d: %d attempts, its handler started %d times; want 1 and 1", id, attempts, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeptConnReplacedAfterReset: every connection of the worker, the one
+// its heartbeat keeps too, is reset twice while 4 handlers of 3 s run
+// under a 1 s lease. The heartbeat lets each lost connection go and renews
+// the leases on another in the same beat: no run is lost, and each job is
+// done with one attempt. Once the worker stopped it holds none of the
+// pool's connections.
+func TestKeptConnReplacedAfterReset(t *testing.T) {
+	t.Parallel()
+	const jobs = 4
+	e := setup(t, 8)
+	defer e.logJobsOnFailure()
+	for range jobs {
+		e.enqueue(testArgs{}, enqueue.Opts{})
+	}
+	px, proxied := viaProxy(t)
+	cfg, err := pgxpool.ParseConfig(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 6
+	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	var started atomic.Int64
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		started.Add(1)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(3 * time.Second):
+			return nil
+		}
+	}, handlers.KindOpts{})
+	on := *e
+	on.pool = db
+	w := on.worker(reg, Config{Lease: time.Second, Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: jobs}}})
+	waitFor(t, 10*time.Second, "the handlers to start", func() bool { return started.Load() == jobs })
+	for range 2 {
+		time.Sleep(time.Second)
+		px.Cut()
+	}
+	waitFor(t, 30*time.Second, "the jobs to be done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == jobs
+	})
+	if n := strings.Count(e.logs.String(), "job lost;"); n > 0 {
+		t.Errorf("%d runs lost their lease", n)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE attempts <> 1`); n > 0 {
+		t.Errorf("%d jobs took more than one attempt", n)
+	}
+	if err := w.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Stat().AcquiredConns(); n != 0 {
+		t.Errorf("the stopped worker holds %d of the pool's connections", n)
+	}
 }
