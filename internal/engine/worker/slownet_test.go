@@ -9,6 +9,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -193,4 +194,60 @@ func TestKeptConnReplacedAfterReset(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stopped worker to hold none of the pool's connections", func() bool {
 		return db.Stat().AcquiredConns() == 0
 	})
+}
+
+// TestClaimWaitKeepsLease: a claim that waits for one of the pool's
+// connections for most of a lease (the test holds every connection the
+// heartbeat does not keep for 2.8 s of a 3 s lease) counts its job's
+// lease from when it got one: the job runs its 2 s handler once, neither
+// given back nor lost. Before, the lease was counted from before the wait
+// and ran out, by the local clock, as the claim returned; the heartbeat,
+// every 1.8 s, came too late to renew it.
+func TestClaimWaitKeepsLease(t *testing.T) {
+	t.Parallel()
+	e := setup(t, 4)
+	defer e.logJobsOnFailure()
+	var started atomic.Int64
+	reg := handlers.NewRegistry()
+	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		started.Add(1)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(2 * time.Second):
+			return nil
+		}
+	}, handlers.KindOpts{})
+	e.worker(reg, Config{Lease: 3 * time.Second, HeartbeatInterval: 1800 * time.Millisecond})
+	time.Sleep(300 * time.Millisecond) // the worker's first statements are done
+	var held []*pgxpool.Conn
+	for range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		c, err := e.pool.Acquire(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	other := pgtest.PoolN(t, 2) // the enqueue's connection is not the worker's
+	if _, err := e.jobs.Enqueue(t.Context(), other, testArgs{}, enqueue.Opts{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2800 * time.Millisecond) // the claim waits for a connection
+	for _, c := range held {
+		c.Release()
+	}
+	waitFor(t, 15*time.Second, "the job to be done", func() bool {
+		return e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done`) == 1
+	})
+	if e.logs.contains("job lost;") || e.logs.contains("are given back") {
+		t.Error("the run was lost or given back")
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("the handler started %d times, want once", n)
+	}
+	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE attempts = 1`); n != 1 {
+		t.Error("the job took more than one attempt")
+	}
 }
