@@ -42,11 +42,13 @@ type heartbeat struct {
 const progressEvery = time.Second
 
 // start takes the heartbeat's connection before the pools claim (their
-// handlers may fill the pool at once) and starts the beats. A connection
-// not got now is asked for at the first beat.
+// handlers may fill the pool at once) and starts the beats. Start's own
+// statements just left one idle; if the application took it meanwhile,
+// Start waits for one at most a second, and a connection not got now is
+// asked for at the first beat.
 func (h *heartbeat) start(ctx context.Context) {
 	h.conn = keptConn{db: h.w.db, keep: h.w.db.Config().MaxConns >= keepConnMin}
-	actx, cancel := context.WithTimeout(ctx, h.w.hbInterval)
+	actx, cancel := context.WithTimeout(ctx, min(h.w.hbInterval, time.Second))
 	_ = h.conn.acquire(actx)
 	cancel()
 	h.run(ctx, h.beats)
