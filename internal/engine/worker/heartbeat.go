@@ -8,6 +8,7 @@ import (
 
 	"github.com/docketq/docket/internal/engine/core"
 	"github.com/docketq/docket/internal/engine/queue"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // heartbeat extends the leases of all of this process's in-flight runs with
@@ -25,16 +26,33 @@ import (
 // progressEvery after the previous one: progress is written within about
 // a second, at the cost of at most one heartbeat per progressEvery while
 // handlers report it, never one per report.
+//
+// The heartbeat keeps a connection of the pool for its statements (see
+// keptConn): handlers that write through the same pool would otherwise
+// make each beat wait for a connection behind their statements, on a slow
+// network past the end of every lease it was to renew.
 type heartbeat struct {
 	loop
-	w *Worker
+	w    *Worker
+	conn keptConn
 }
 
 // progressEvery is the shortest time between two heartbeats brought
 // forward by reported progress (capped by the heartbeat interval).
 const progressEvery = time.Second
 
-func (h *heartbeat) start(ctx context.Context) { h.run(ctx, h.beats) }
+// start takes the heartbeat's connection before the pools claim (their
+// handlers may fill the pool at once) and starts the beats. Start's own
+// statements just left one idle; if the application took it meanwhile,
+// Start waits for one at most a second, and a connection not got now is
+// asked for at the first beat.
+func (h *heartbeat) start(ctx context.Context) {
+	h.conn = keptConn{db: h.w.db, keep: h.w.db.Config().MaxConns >= keepConnMin}
+	actx, cancel := context.WithTimeout(ctx, min(h.w.hbInterval, time.Second))
+	_ = h.conn.acquire(actx)
+	cancel()
+	h.run(ctx, h.beats)
+}
 
 func (h *heartbeat) beats(bg context.Context) {
 	w := h.w
@@ -57,6 +75,7 @@ func (h *heartbeat) beats(bg context.Context) {
 		select {
 		case <-bg.Done():
 			early.Stop()
+			h.conn.release()
 			return
 		case <-t.C:
 		case <-w.progressKick:
@@ -92,7 +111,7 @@ func (h *heartbeat) beats(bg context.Context) {
 		start := time.Now()
 		last = start
 		ctx, cancel := context.WithTimeout(bg, w.beatTimeout(start, first))
-		beat, err := w.q.Heartbeat(ctx, w.db, w.id, runs, w.lease, progress)
+		beat, err := h.beat(ctx, runs, progress)
 		cancel()
 		if err != nil {
 			if !failed {
@@ -133,6 +152,26 @@ func (h *heartbeat) beats(bg context.Context) {
 		}
 		clear(tasks)
 		clear(sent)
+	}
+}
+
+// beat runs one heartbeat statement on the kept connection (on the pool
+// when none is kept). A kept connection closed under it (a restart, a
+// reset) is let go and the statement tried again at once on another, up
+// to the pool's size (after a restart each of the pool's idle connections
+// may fail its first statement too), so that the leases are renewed in
+// this beat.
+func (h *heartbeat) beat(ctx context.Context, runs []queue.Run, progress []queue.Progress) (queue.Beat, error) {
+	w := h.w
+	for try := 1; ; try++ {
+		db, err := h.conn.get(ctx)
+		if err != nil {
+			return queue.Beat{}, err
+		}
+		beat, err := w.q.Heartbeat(ctx, db, w.id, runs, w.lease, progress)
+		if err == nil || !h.conn.failed(err) || !connLost(err) || try >= int(w.db.Config().MaxConns) || ctx.Err() != nil {
+			return beat, err
+		}
 	}
 }
 
@@ -263,4 +302,71 @@ func (w *Worker) lost(t *task, why string) {
 	w.log.Warn("job lost; cancelling its handler and dropping its outcome",
 		append(core.JobAttrs(t.job), slog.String("why", why))...)
 	w.inflight.remove(t)
+}
+
+// keepConnMin is the smallest pool (MaxConns) of which the heartbeat
+// keeps a connection: with fewer, the one kept would leave too few for the
+// claims, the outcomes and a transactional job (see Worker.connSem), and
+// the heartbeat acquires one for each statement instead.
+const keepConnMin = 4
+
+// keptConn is the connection of the pool the heartbeat keeps for its
+// statements, acquired once and held until the worker stops, so that no
+// beat waits for a connection behind the handlers' statements. One lost
+// (the statement on it failed and the connection is closed: a restart, a
+// reset, a timeout) is released, which makes the pool discard it, and
+// another is acquired for the next statement. Each statement on it is a
+// transaction of its own, so it holds no server connection between beats
+// behind a pooler in transaction mode. Used by the heartbeat's goroutine
+// only.
+type keptConn struct {
+	db   *pgxpool.Pool
+	keep bool          // the pool is large enough to keep one
+	conn *pgxpool.Conn // nil: none held now
+}
+
+// acquire takes a connection from the pool to keep, if one is to be kept
+// and none is held.
+func (c *keptConn) acquire(ctx context.Context) error {
+	if !c.keep || c.conn != nil {
+		return nil
+	}
+	conn, err := c.db.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	c.conn = conn
+	return nil
+}
+
+// get returns the handle to run a heartbeat on: the kept connection,
+// acquired first if none is held, or the pool when none is kept.
+func (c *keptConn) get(ctx context.Context) (queue.DB, error) {
+	if !c.keep {
+		return c.db, nil
+	}
+	if err := c.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return c.conn, nil
+}
+
+// failed is told of a statement that failed with err on the handle get
+// returned; it lets the kept connection go if it is closed or was lost,
+// and reports whether it did.
+func (c *keptConn) failed(err error) bool {
+	if c.conn == nil || !c.conn.Conn().IsClosed() && !connLost(err) {
+		return false
+	}
+	c.release()
+	return true
+}
+
+// release gives the kept connection back to the pool, which discards it
+// if it is closed or was left in a statement.
+func (c *keptConn) release() {
+	if c.conn != nil {
+		c.conn.Release()
+		c.conn = nil
+	}
 }

@@ -367,14 +367,18 @@ func (p *pool) claim(limit int) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
 	start := time.Now()
-	jobs, err := w.q.Claim(ctx, w.db, queue.ClaimParams{
-		Worker: w.id, Queues: queues, Kinds: plan.kinds, Limit: limit,
-		Lease: w.lease, TenantCap: p.cfg.TenantCap,
+	var jobs []*core.Job
+	sent, err := w.claimOn(ctx, func(db queue.DB) (err error) {
+		jobs, err = w.q.Claim(ctx, db, queue.ClaimParams{
+			Worker: w.id, Queues: queues, Kinds: plan.kinds, Limit: limit,
+			Lease: w.lease, TenantCap: p.cfg.TenantCap,
+		})
+		return err
 	})
 	cancel()
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
-	p.claimed(start, jobs, err, "", nil)
+	p.claimed(start, sent, jobs, err, "", nil)
 	return len(jobs), err
 }
 
@@ -424,12 +428,16 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 		return 0, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lease)
-	res, err := w.q.ClaimLimited(ctx, w.db, queue.LimitedClaimParams{
-		Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: most, Lease: w.lease,
-		PerTenant: lc.perTenant,
+	var res queue.LimitedClaim
+	sent, err := w.claimOn(ctx, func(db queue.DB) (err error) {
+		res, err = w.q.ClaimLimited(ctx, db, queue.LimitedClaimParams{
+			Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: most, Lease: w.lease,
+			PerTenant: lc.perTenant,
+		})
+		return err
 	})
 	cancel()
-	p.claimed(start, res.Jobs, err, lc.name, &res)
+	p.claimed(start, sent, res.Jobs, err, lc.name, &res)
 	switch {
 	case err != nil:
 	case res.Held:
@@ -444,18 +452,34 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	return len(res.Jobs), err
 }
 
-// claimed records a claim statement that started at start and hands the
-// jobs it took to the slots; limit names the limit that granted them, if
-// any, and granted is that limited claim's answer. The jobs of tenants
-// whose places it reports wait for one (places.go).
-func (p *pool) claimed(start time.Time, jobs []*core.Job, err error, limit string, granted *queue.LimitedClaim) {
+// claimOn runs claim on a connection acquired for it and returns when it
+// got the connection: the claimed jobs' leases are counted from then (see
+// track), not from before a wait for one of the pool's connections, which
+// behind handlers that write through the pool may take much of a lease on
+// a slow network and leave the heartbeat too little of it to renew them
+// in. The database counts the lease from its statement, later still.
+func (w *Worker) claimOn(ctx context.Context, claim func(db queue.DB) error) (time.Time, error) {
+	conn, err := w.db.Acquire(ctx)
+	if err != nil {
+		return time.Now(), err
+	}
+	defer conn.Release()
+	return time.Now(), claim(conn)
+}
+
+// claimed records a claim that started at start (its wait for a
+// connection included) and sent its statement at sent, and hands the jobs
+// it took to the slots; limit names the limit that granted them, if any,
+// and granted is that limited claim's answer. The jobs of tenants whose
+// places it reports wait for one (places.go).
+func (p *pool) claimed(start, sent time.Time, jobs []*core.Job, err error, limit string, granted *queue.LimitedClaim) {
 	if err == nil {
 		p.noteClaim(start, jobs)
 	}
 	if len(jobs) == 0 {
 		return
 	}
-	tasks := p.track(start, jobs, limit)
+	tasks := p.track(sent, jobs, limit)
 	if limit == "" {
 		p.busy.Add(int64(len(tasks)))
 		for _, t := range tasks {

@@ -39,7 +39,8 @@ type Config struct {
 	// DB is the pool the worker claims, heartbeats and writes outcomes
 	// through. Transactional jobs hold one of its connections for their
 	// whole run; at most MaxConns-3 do so at once, so that heartbeats and
-	// outcome writes always find a connection.
+	// outcome writes always find a connection. The heartbeat keeps one
+	// from Start to Stop when MaxConns is at least 4 (see keptConn).
 	DB *pgxpool.Pool
 	// Schema holds Docket's tables; empty means "public".
 	Schema string
