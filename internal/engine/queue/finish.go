@@ -153,8 +153,8 @@ func completeHandOn(history, results bool, n int) string {
 	UPDATE {{schema}}.docket_jobs w
 	SET state = `+when(`'running'`, `'ready'`)+`, ready_seq = `+pgsql.NextReadySeq+`,
 		run_at = greatest(w.run_at, now()), attempts = `+when(`w.attempts + 1`, `w.attempts`)+`,
-		locked_by = `+when(`$2::uuid`, `NULL`)+`, locked_at = `+when(`now()`, `NULL`)+`,
-		lease_until = `+when(`now() + $`+strconv.Itoa(n+2)+`::bigint * interval '1 millisecond'`, `NULL`)+`,
+		locked_by = `+when(`$2::uuid`, `w.locked_by`)+`, locked_at = `+when(`now()`, `w.locked_at`)+`,
+		lease_until = `+when(`now() + $`+strconv.Itoa(n+2)+`::bigint * interval '1 millisecond'`, `w.lease_until`)+`,
 		claim_id = `+when(`currval('{{schema}}.docket_claims_seq')`, `w.claim_id`)+`
 	FROM d
 	WHERE `+serialHeads+`
