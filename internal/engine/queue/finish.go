@@ -105,7 +105,9 @@ func keepWorkflowResults(p string) string {
 // path sees the holder still there); the unique holder index backs that.
 // It announces the queues of the heads it made ready, as the per-row
 // trigger does, which it spares (see serialPassSettings). It returns the
-// completed ids.
+// completed ids. The final statement becomes the CTE "done"; the pass and
+// the notifications run as CTEs beside it. note is read once, before any
+// row, so that its NOTIFYs are sent whatever the batch completed.
 func completeSerial(history, results bool) string {
 	return serialBody(history, results, `, nxt AS (
 	UPDATE {{schema}}.docket_jobs w
@@ -204,7 +206,8 @@ func serialBody(history, results bool, tail string) string {
 )` + tail
 }
 
-// serialPassSettings runs before completeSerial on a pool or connection:
+// serialPassSettings runs before completeSerial and completeHandOn on a
+// pool or connection:
 // pgsql.IndexSettings, a generic plan, and the mark that this statement
 // hands its holders' keys on itself, which the row trigger
 // docket_jobs_serial_pass then skips (migration 025). It lasts for the
