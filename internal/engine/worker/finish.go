@@ -67,8 +67,7 @@ type finisher struct {
 	// urgent says buf holds an outcome that a job waits for: a serial
 	// job's (the next job of its key waits for it to commit) or a limited
 	// one's (the next job of its limit waits for the place), so it is
-	// written without waiting out the interval. A serial job of a pool
-	// with a backlog is not urgent (see waitedFor).
+	// written without waiting out the interval.
 	urgent bool
 
 	kick chan struct{} // a flusher should look at buf
@@ -98,22 +97,10 @@ func (c *finisher) start() {
 	}
 }
 
-// waitedFor reports whether a job waits for the outcome of t to be
-// written: the next of its limit waits for its place, and the next of its
-// serial key, unless its pool has a backlog. Then the completion does not
-// hand the key on into the pool (see handOnFor): the next job becomes
-// ready behind the other ready jobs that wait for the pool's slots, and a
-// flush interval's wait for its completion costs no slot a job, while it
-// lets the completion share a batch, and its commit, with others (with
-// 1,000 keys, each flushed at once, the completions came a few a batch).
-func waitedFor(t *task) bool {
-	return t.limit != "" || (t.job.SerialKey != "" && !t.pool.backlogged.Load())
-}
-
 // add queues an outcome. The task's state must already be stFinishing or
 // stReleased.
 func (c *finisher) add(o outcome) {
-	waitedFor := waitedFor(o.task)
+	waitedFor := o.task.job.SerialKey != "" || o.task.limit != ""
 	c.mu.Lock()
 	c.buf = append(c.buf, o)
 	n := len(c.buf)
