@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/docketq/docket/internal/engine/core"
@@ -208,43 +210,105 @@ func (q *Queue) runClaim(ctx context.Context, db DB, sql string, args ...any) ([
 func scanJobs(rows pgx.Rows) ([]*core.Job, []int64, error) {
 	var out []*core.Job
 	var seqs []int64
-	// Declared once for all rows: Scan takes their addresses, which would
-	// otherwise cost each row an allocation apiece. Every Scan overwrites
-	// them (pgx copies a column's bytes into a new slice).
-	var payload, meta, signal, inputs []byte
-	var priority int16
-	var seq int64
-	var queue, kind repeated
+	var s jobScanner
 	for rows.Next() {
-		j := &core.Job{}
-		// Payload and meta are read as bytes: into a json.RawMessage pgx
-		// would run them through json.Unmarshal, which only checks what
-		// jsonb already guarantees.
-		// A claim sets locked_at and lease_until, so they are never null here.
-		queue.dst, kind.dst = &j.Queue, &j.Kind
-		if err := rows.Scan(&j.ID, &queue, &kind, &priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
-			&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &payload, &meta,
-			&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &seq, &signal, &inputs); err != nil {
+		j, seq, err := s.scan(rows)
+		if err != nil {
 			return nil, nil, err
-		}
-		if signal != nil {
-			if err := scanSignal(j, signal); err != nil {
-				return nil, nil, err
-			}
-		}
-		j.Priority, j.Payload = int(priority), payload
-		if inputs != nil {
-			core.SetInputs(j, inputs)
-		}
-		if meta != nil {
-			if err := json.Unmarshal(meta, &j.Meta); err != nil {
-				return nil, nil, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
-			}
 		}
 		out = append(out, j)
 		seqs = append(seqs, seq)
 	}
 	return out, seqs, rows.Err()
+}
+
+// scanHandOn reads what completeHandOn returns: the completed ids, and the
+// jobs it handed on, in claim order (priority, then ready_seq). A row with
+// a null queue is a completed run's id alone.
+func scanHandOn(rows pgx.Rows) ([]int64, []*core.Job, error) {
+	var done []int64
+	type handedJob struct {
+		job *core.Job
+		seq int64
+	}
+	var handed []handedJob
+	var s jobScanner
+	var skip []any // a completed run's row: its id, then nothing
+	for rows.Next() {
+		if raw := rows.RawValues(); len(raw) > 1 && raw[1] == nil {
+			var id int64
+			if skip == nil {
+				skip = make([]any, len(raw))
+			}
+			skip[0] = &id
+			if err := rows.Scan(skip...); err != nil {
+				return nil, nil, err
+			}
+			done = append(done, id)
+			continue
+		}
+		j, seq, err := s.scan(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		handed = append(handed, handedJob{j, seq})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(handed, func(a, b handedJob) int {
+		if c := cmp.Compare(b.job.Priority, a.job.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	jobs := make([]*core.Job, len(handed))
+	for i, h := range handed {
+		jobs[i] = h.job
+	}
+	return done, jobs, nil
+}
+
+// jobScanner reads the rows of claimed jobs: jobColumns, ready_seq,
+// claimSignal and claimInputs. Its fields are declared once for all rows:
+// Scan takes their addresses, which would otherwise cost each row an
+// allocation apiece. Every Scan overwrites them (pgx copies a column's
+// bytes into a new slice).
+type jobScanner struct {
+	payload, meta, signal, inputs []byte
+	priority                      int16
+	seq                           int64
+	queue, kind                   repeated
+}
+
+// scan reads the current row of rows as a job and its ready_seq.
+func (s *jobScanner) scan(rows pgx.Rows) (*core.Job, int64, error) {
+	j := &core.Job{}
+	// Payload and meta are read as bytes: into a json.RawMessage pgx
+	// would run them through json.Unmarshal, which only checks what
+	// jsonb already guarantees.
+	// A claim sets locked_at and lease_until, so they are never null here.
+	s.queue.dst, s.kind.dst = &j.Queue, &j.Kind
+	if err := rows.Scan(&j.ID, &s.queue, &s.kind, &s.priority, &j.RunAt, &j.CreatedAt, &j.Attempt,
+		&j.MaxAttempts, &j.UniqueKey, &j.Tenant, &j.SerialKey, &s.payload, &s.meta,
+		&j.LockedAt, &j.LeaseUntil, &j.LastError, &j.ClaimID, &s.seq, &s.signal, &s.inputs); err != nil {
+		return nil, 0, err
+	}
+	if s.signal != nil {
+		if err := scanSignal(j, s.signal); err != nil {
+			return nil, 0, err
+		}
+	}
+	j.Priority, j.Payload = int(s.priority), s.payload
+	if s.inputs != nil {
+		core.SetInputs(j, s.inputs)
+	}
+	if s.meta != nil {
+		if err := json.Unmarshal(s.meta, &j.Meta); err != nil {
+			return nil, 0, fmt.Errorf("docket: job %d kind %s: decode meta: %w", j.ID, j.Kind, err)
+		}
+	}
+	return j, s.seq, nil
 }
 
 // repeated scans a text column whose value mostly repeats from row to row

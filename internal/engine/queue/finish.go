@@ -104,107 +104,149 @@ func keepWorkflowResults(p string) string {
 // transaction can make a holder of its key until it commits (every other
 // path sees the holder still there); the unique holder index backs that.
 // It announces the queues of the heads it made ready, as the per-row
-// trigger does, which it spares (see serialPassSettings).
+// trigger does, which it spares (see serialPassSettings). It returns the
+// completed ids. The final statement becomes the CTE "done"; the pass and
+// the notifications run as CTEs beside it. note is read once, before any
+// row, so that its NOTIFYs are sent whatever the batch completed.
+func completeSerial(history, results bool) string {
+	return serialBody(history, results, `, nxt AS (
+	UPDATE {{schema}}.docket_jobs w
+	SET state = 'ready', ready_seq = `+pgsql.NextReadySeq+`, run_at = greatest(w.run_at, now())
+	FROM d
+	WHERE `+serialHeads+`
+	RETURNING w.queue
+), note AS (
+	SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), n.queue) FROM (SELECT DISTINCT queue FROM nxt) n
+)
+SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`)
+}
+
+// serialHeads joins each completed holder of CTE "d" to the head of its
+// key's line, w, still waiting: one descent of the line index per
+// completed row.
+const serialHeads = `d.serial_seq IS NOT NULL AND d.state <> 'waiting' AND w.id = (SELECT x.id FROM {{schema}}.docket_jobs x
+			WHERE x.serial_key = d.serial_key AND x.state = 'waiting'
+			ORDER BY x.serial_seq LIMIT 1)
+		AND w.state = 'waiting'`
+
+// completeHandOn is completeSerial that also claims for worker $2 the heads
+// in queues $n with kinds $n+1, under a lease of $n+2 ms and the claim id
+// that sqlHandOnSettings drew (CompleteHandOn): they go from waiting
+// straight to running, one write each, and only the heads it leaves are
+// made ready and announced. Workflow jobs are left ready: becoming ready
+// runs their gate (docket_workflow_gate), which may hold them back.
 //
-// With handOn n > 0 it also claims for worker $2 the heads in queues $n
-// with kinds $n+1, under a lease of $n+2 ms and the claim id that
-// sqlHandOnSettings drew (CompleteHandOn): they go from waiting straight
-// to running, one write each, and only the heads it leaves are made ready
-// and announced. Workflow jobs are left ready: becoming ready runs their
-// gate (docket_workflow_gate), which may hold them back.
-func completeSerial(history, results bool, handOn int) string {
+// One UPDATE moves every head, to running or to ready by whether the
+// worker takes it, so that each completed row looks up its key's head
+// once. Its rows come back with the completed ids, in one result (see
+// scanHandOn): a completed run as its id, every other column null; a
+// handed job as a claim returns it (scanJobs' columns), its queue never
+// null. Handed jobs are outside workflows: they carry no signal and no
+// inputs.
+func completeHandOn(history, results bool, n int) string {
+	ours := fmt.Sprintf(`(w.workflow_id IS NULL AND w.queue = ANY($%d::text[]) AND w.kind = ANY($%d::text[]))`, n, n+1)
+	when := func(then, otherwise string) string {
+		return `CASE WHEN ` + ours + ` THEN ` + then + ` ELSE ` + otherwise + ` END`
+	}
+	// Beside jobColumns, a handed job's row has ready_seq, its signal and
+	// its inputs: a completed run's has as many nulls after its id.
+	nulls := strings.Repeat(", NULL", columnCount(jobColumns)+2)
+	return serialBody(history, results, `, u AS (
+	UPDATE {{schema}}.docket_jobs w
+	SET state = `+when(`'running'`, `'ready'`)+`, ready_seq = `+pgsql.NextReadySeq+`,
+		run_at = greatest(w.run_at, now()), attempts = `+when(`w.attempts + 1`, `w.attempts`)+`,
+		locked_by = `+when(`$2::uuid`, `w.locked_by`)+`, locked_at = `+when(`now()`, `w.locked_at`)+`,
+		lease_until = `+when(`now() + $`+strconv.Itoa(n+2)+`::bigint * interval '1 millisecond'`, `w.lease_until`)+`,
+		claim_id = `+when(`currval('{{schema}}.docket_claims_seq')`, `w.claim_id`)+`
+	FROM d
+	WHERE `+serialHeads+`
+	RETURNING w.*
+), note AS (
+	SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), n.queue) FROM (SELECT DISTINCT queue FROM u WHERE state = 'ready') n
+)
+SELECT id`+nulls+` FROM done WHERE (SELECT count(*) FROM note) >= 0
+UNION ALL
+SELECT `+jobColumns+`, ready_seq, NULL::jsonb, NULL::jsonb FROM u WHERE state = 'running'`)
+}
+
+// columnCount counts the columns of a select list: its commas outside
+// parentheses, plus one.
+func columnCount(list string) int {
+	n, depth := 1, 0
+	for _, r := range list {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// serialBody is completeHistory, or with history false the deletion, as
+// CTEs "d" (the deleted rows) and "done" (the completed ids), followed by
+// tail: the statement's last CTEs and its query.
+func serialBody(history, results bool, tail string) string {
 	body := completeHistory(results)
+	at := strings.LastIndex(body, "\nINSERT INTO")
 	if !history {
 		keep := ""
 		if results {
 			keep = keepWorkflowResults("$4")
 		}
 		body = completeDelete("j.*", keep)
-	}
-	heads := `(SELECT x.id FROM {{schema}}.docket_jobs x
-			WHERE x.serial_key = d.serial_key AND x.state = 'waiting'
-			ORDER BY x.serial_seq LIMIT 1)`
-	handed, left := "", ""
-	if handOn > 0 {
-		ours := fmt.Sprintf(`w.workflow_id IS NULL AND w.queue = ANY($%d::text[]) AND w.kind = ANY($%d::text[])`, handOn, handOn+1)
-		handed = `, handed AS (
-	UPDATE {{schema}}.docket_jobs w
-	SET state = 'running', ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(w.run_at, now()),
-		attempts = w.attempts + 1, locked_by = $2, locked_at = now(),
-		lease_until = now() + $` + strconv.Itoa(handOn+2) + `::bigint * interval '1 millisecond',
-		claim_id = currval('{{schema}}.docket_claims_seq')
-	FROM d
-	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting' AND w.id = ` + heads + `
-		AND w.state = 'waiting' AND ` + ours + `
-)`
-		left = ` AND NOT (` + ours + `)`
-	}
-	// The final statement becomes the CTE "done"; the pass and the
-	// notifications run as CTEs beside it. note is read once, before any
-	// row, so that its NOTIFYs are sent whatever the batch completed.
-	at := strings.LastIndex(body, "\nINSERT INTO")
-	if !history {
 		at = strings.LastIndex(body, "\nSELECT id FROM d")
 	}
 	return body[:at] + `, done AS (` + body[at:] + `
-)` + handed + `, nxt AS (
-	UPDATE {{schema}}.docket_jobs w
-	SET state = 'ready', ready_seq = ` + pgsql.NextReadySeq + `, run_at = greatest(w.run_at, now())
-	FROM d
-	WHERE d.serial_seq IS NOT NULL AND d.state <> 'waiting' AND w.id = ` + heads + `
-		AND w.state = 'waiting'` + left + `
-	RETURNING w.queue
-), note AS (
-	SELECT pg_notify('docket_' || btrim('{{schema}}', '"'), n.queue) FROM (SELECT DISTINCT queue FROM nxt) n
-)
-SELECT id FROM done WHERE (SELECT count(*) FROM note) >= 0`
+)` + tail
 }
 
-// serialPassSettings runs before completeSerial on a pool or connection:
-// pgsql.IndexSettings, and the mark that this statement hands its holders'
-// keys on itself, which the row trigger docket_jobs_serial_pass then skips
-// (migration 025). It lasts for the statement's implicit transaction. In
-// a caller's transaction the mark is not set and the trigger runs too: it
-// finds the head already made ready and does nothing.
+// serialPassSettings runs before completeSerial and completeHandOn on a
+// pool or connection:
+// pgsql.IndexSettings, a generic plan, and the mark that this statement
+// hands its holders' keys on itself, which the row trigger
+// docket_jobs_serial_pass then skips (migration 025). It lasts for the
+// statement's implicit transaction. In a caller's transaction the mark is
+// not set and the trigger runs too: it finds the head already made ready
+// and does nothing.
+//
+// The generic plan spares each completion its planning, as the claim's
+// does (see sqlClaimSettings): with some statistics the plan cache finds
+// the custom plans of these statements cheaper and plans every run (seen
+// with 10,000 jobs in 20 lines, where planning took a third of the
+// backend's time per completion). TestHotPathPlans checks the generic
+// plans use the indexes.
 const serialPassSettings = `SELECT set_config('enable_seqscan', 'off', true),
+	set_config('plan_cache_mode', 'force_generic_plan', true),
 	set_config('docket.serial_pass', 'statement', true)`
 
 var (
 	// sqlHandOnSettings is serialPassSettings for a completion that claims
 	// the heads it hands keys to (CompleteHandOn), and draws that claim's
-	// id, which the statements after it read with currval.
+	// id, which the completion reads with currval.
 	sqlHandOnSettings = pgsql.SQL(serialPassSettings + `,
 	nextval('{{schema}}.docket_claims_seq')`)
 
-	// sqlHandedOn returns, as a claim does, the jobs that worker $2 claimed
-	// under the claim id sqlHandOnSettings drew: the heads of serial keys
-	// $1 that the completion before it in the transaction handed on. It
-	// finds them through the holder index, one per key; only a job claimed
-	// under that id has it, so it does not say state = 'running', which
-	// would let the planner walk all the worker's running jobs instead.
-	sqlHandedOn = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
-FROM {{schema}}.docket_jobs
-WHERE serial_key = ANY($1::text[]) AND serial_seq IS NOT NULL AND state <> 'waiting'
-	AND locked_by = $2 AND claim_id = currval('{{schema}}.docket_claims_seq')
-ORDER BY priority DESC, ready_seq`)
-)
-
-var (
 	// sqlCompleteSerial* are completeSerial with and without history and
 	// results (see completions).
-	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false, 0))
-	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true, 0))
-	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false, 0))
-	sqlCompleteSerialDeleteResults  = pgsql.SQL(completeSerial(false, true, 0))
+	sqlCompleteSerialHistory        = pgsql.SQL(completeSerial(true, false))
+	sqlCompleteSerialHistoryResults = pgsql.SQL(completeSerial(true, true))
+	sqlCompleteSerialDelete         = pgsql.SQL(completeSerial(false, false))
+	sqlCompleteSerialDeleteResults  = pgsql.SQL(completeSerial(false, true))
 
 	// handOns are the completions of CompleteHandOn by kind of batch
-	// (serial is always true): completeSerial claiming the heads, with its
-	// hand-on arguments after the completion's.
+	// (serial is always true): completeHandOn, with its hand-on arguments
+	// after the completion's.
 	handOns = map[completionKind]*pgsql.Statement{
-		{serial: true, history: true}:                pgsql.SQL(completeSerial(true, false, 5)),
-		{serial: true, history: true, results: true}: pgsql.SQL(completeSerial(true, true, 6)),
-		{serial: true}:                pgsql.SQL(completeSerial(false, false, 4)),
-		{serial: true, results: true}: pgsql.SQL(completeSerial(false, true, 5)),
+		{serial: true, history: true}:                pgsql.SQL(completeHandOn(true, false, 5)),
+		{serial: true, history: true, results: true}: pgsql.SQL(completeHandOn(true, true, 6)),
+		{serial: true}:                pgsql.SQL(completeHandOn(false, false, 4)),
+		{serial: true, results: true}: pgsql.SQL(completeHandOn(false, true, 5)),
 	}
 
 	// sqlCompleteHistory moves runs to history: see completeHistory.
@@ -392,13 +434,8 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 	b, ok := db.(interface {
 		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
 	})
-	var keys []string
-	for _, r := range runs {
-		if r.SerialKey != "" {
-			keys = append(keys, r.SerialKey)
-		}
-	}
-	if !ok || pgsql.IsTx(db) || len(keys) == 0 || len(h.Queues) == 0 || len(h.Kinds) == 0 || h.Lease <= 0 {
+	serial := slices.ContainsFunc(runs, func(r Run) bool { return r.SerialKey != "" })
+	if !ok || pgsql.IsTx(db) || !serial || len(h.Queues) == 0 || len(h.Kinds) == 0 || h.Lease <= 0 {
 		done, err := q.Complete(ctx, db, worker, runs, finishedAt)
 		return done, nil, err
 	}
@@ -412,19 +449,12 @@ func (q *Queue) CompleteHandOn(ctx context.Context, db DB, worker uuid.UUID, run
 		batch := &pgx.Batch{}
 		batch.Queue(sqlHandOnSettings.For(q.schema))
 		batch.Queue(handOns[kind].For(q.schema), args...)
-		batch.Queue(sqlHandedOn.For(q.schema), keys, worker)
 		res := b.SendBatch(ctx, batch)
 		_, err := res.Exec()
 		if err == nil {
 			var rows pgx.Rows
 			if rows, err = res.Query(); err == nil {
-				done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-			}
-		}
-		if err == nil {
-			var rows pgx.Rows
-			if rows, err = res.Query(); err == nil {
-				jobs, _, err = scanJobs(rows)
+				done, jobs, err = scanHandOn(rows)
 				rows.Close()
 			}
 		}

@@ -173,8 +173,9 @@ func TestHotPathPlans(t *testing.T) {
 			assertIndexPlan(t, "complete with results, "+what, explain(t, ctx, pool, mode, sqlCompleteHistoryResults.For(c.schema),
 				ids, w, claims, noTime, `{"1": {"n": 1}}`), "docket_jobs_pkey")
 			handOn := []any{ids, w, claims, noTime, []string{"default"}, []string{"noop"}, lease}
-			assertIndexPlan(t, "serial completion handing on, "+what, explain(t, ctx, pool, mode, handOns[completionKind{serial: true, history: true}].For(c.schema), handOn...), "docket_jobs_pkey")
-			assertIndexPlan(t, "jobs handed on, "+what, explain(t, ctx, pool, mode, sqlHandedOn.For(c.schema), []string{"a", "b"}, w), "docket_jobs_serial_holder_idx")
+			handing := explain(t, ctx, pool, mode, handOns[completionKind{serial: true, history: true}].For(c.schema), handOn...)
+			assertIndexPlan(t, "serial completion handing on, "+what, handing, "docket_jobs_pkey")
+			assertIndexPlan(t, "serial completion's heads, "+what, handing, "docket_jobs_serial_line_idx")
 			assertIndexPlan(t, "fail, "+what, explain(t, ctx, pool, mode, sqlFail.For(c.schema), ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil), "docket_jobs_pkey")
 		}
 	}
@@ -268,7 +269,6 @@ func TestPlansCachedWhileSmall(t *testing.T) {
 		{"complete", pgsql.IndexSettings, sqlCompleteHistory.For(c.schema), []any{ids, w, claims, noTime}},
 		{"delete", pgsql.IndexSettings, sqlCompleteDelete.For(c.schema), []any{ids, w, claims}},
 		{"handon", sqlHandOnSettings.For(c.schema), handOns[completionKind{serial: true, history: true}].For(c.schema), []any{ids, w, claims, noTime, []string{"default"}, []string{"noop"}, lease}},
-		{"handed", sqlHandOnSettings.For(c.schema), sqlHandedOn.For(c.schema), []any{[]string{"a", "b"}, w}},
 		{"fail", pgsql.IndexSettings, sqlFail.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []int64{0, 0, 0}, ids, nil}},
 		{"snooze", pgsql.IndexSettings, sqlSnooze.For(c.schema), []any{ids, w, []int64{0, 0, 0}, ids}},
 		{"deadletter", pgsql.IndexSettings, sqlDeadLetter.For(c.schema), []any{ids, w, []string{"a", "b", "c"}, []string{"a", "b", "c"}, ids, nil}},
