@@ -21,12 +21,12 @@ import (
 // handOnFor returns what a completion of this pool's serial jobs may claim
 // for it: the ready jobs of its active queues and of the kinds its
 // ordinary claim takes. It reports false while other ready jobs wait for
-// the pool's slots (its last claim came back full, or jobs it claimed
-// wait in it for a slot): the key's next job then takes its turn behind
-// them, as it did before, instead of keeping the slot for its key for as
-// long as the line lasts. It also reports false while stopping, when
-// every queue is paused, and for a tenant-capped pool, whose claims weigh
-// tenants against each other.
+// the pool's slots (its last claim that took jobs came back full, or jobs
+// it claimed wait in it for a slot): the key's next job then takes its
+// turn behind them, as it did before, instead of keeping the slot for its
+// key for as long as the line lasts. It also reports false while
+// stopping, when every queue is paused, and for a tenant-capped pool,
+// whose claims weigh tenants against each other.
 func (p *pool) handOnFor() (queue.HandOn, bool) {
 	w := p.w
 	if w.stopping.Load() || p.cfg.TenantCap > 0 || p.backlogged.Load() || len(p.jobs) > 0 {

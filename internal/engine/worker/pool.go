@@ -31,9 +31,9 @@ type pool struct {
 	// handed carries the jobs that serial completions claimed for this
 	// pool (see handoff.go), which slots take before any other.
 	handed chan *task
-	// backlogged says the pool's last claim came back full: other ready
-	// jobs wait for its slots, so serial completions do not hand their
-	// keys on ahead of them.
+	// backlogged says the pool's last claim that took jobs came back
+	// full: other ready jobs wait for its slots, so serial completions do
+	// not hand their keys on ahead of them.
 	backlogged atomic.Bool
 	busy       atomic.Int64
 	// limitedBusy counts the jobs of limited claimed and not yet finished
@@ -321,7 +321,6 @@ func (p *pool) claimLoop() {
 			lost = 0
 			p.prefetch.claimed(r.took)
 			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
-			p.backlogged.Store(backlog)
 			if backlog {
 				launch = claimsInFlight - inFlight
 			} else {
@@ -376,6 +375,14 @@ func (p *pool) claim(limit int) (int, error) {
 		return err
 	})
 	cancel()
+	// Whether other ready jobs wait, for the completions of the jobs it
+	// took (see handOnFor): said before the slots get them, which may run
+	// and complete them at once. A claim that found nothing says no more
+	// than that another claim took its candidates first (two in flight,
+	// or another worker's), and changes nothing.
+	if len(jobs) > 0 {
+		p.backlogged.Store(len(jobs) == limit || p.cfg.TenantCap > 0)
+	}
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
 	p.claimed(start, sent, jobs, err, "", nil)
