@@ -40,7 +40,8 @@ FROM {{schema}}.docket_limits ORDER BY name`)
 	// index and grouped by queue, kind, tenant and worker first, so that
 	// docket_limit_of runs once per queue and kind, not once per running
 	// job. A bucket's tokens now are what the claim would find: its stored
-	// tokens refilled at the limit's rate since, up to the burst.
+	// tokens refilled at the limit's rate since, up to the burst; a bucket
+	// that owes tokens claimed ahead of them (migration 029) holds none.
 	sqlLimitUsage = pgsql.SQL(`WITH r AS (
 	SELECT queue, kind, tenant, locked_by, count(*) AS n FROM {{schema}}.docket_jobs WHERE state = 'running' GROUP BY 1, 2, 3, 4
 ), m AS (
@@ -57,8 +58,8 @@ SELECT name, key, sum(running)::integer, max(tokens), max(tokens_now) FROM (
 	) w
 	LEFT JOIN {{schema}}.docket_limit_places p ON p.name = w.name AND p.key = w.key AND p.holder = w.locked_by
 	UNION ALL
-	SELECT b.name, b.key, 0, b.tokens, least(l.burst::float8,
-		b.tokens + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms)
+	SELECT b.name, b.key, 0, greatest(0, b.tokens), greatest(0, least(l.burst::float8,
+		b.tokens + l.rate * extract(epoch FROM clock_timestamp() - b.refilled_at) * 1000 / l.period_ms))
 	FROM {{schema}}.docket_limit_buckets b JOIN {{schema}}.docket_limits l ON l.name = b.name
 ) u
 GROUP BY 1, 2
@@ -240,8 +241,9 @@ type LimitUsage struct {
 	// worker process may hold more of a tenant's jobs than the places it
 	// holds, and runs at most that many of them at once.
 	Running int
-	// Tokens is what the key's rate bucket held when a claim last looked;
-	// -1 without a bucket (no rate, or no claim yet).
+	// Tokens is what the key's rate bucket held when a claim last looked,
+	// 0 while it owes tokens that claims took ahead of them; -1 without a
+	// bucket (no rate, or no claim yet).
 	Tokens float64
 	// TokensNow is what the bucket holds now: Tokens refilled at the
 	// limit's rate since, up to its burst; the starts a claim may make at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // The function's rows are named docket_jobs for claimSignal and claimInputs.
 var sqlClaimLimited = pgsql.SQL(`SELECT ` + jobColumns + `, ready_seq, ` + claimSignal + `, ` + claimInputs + `
 FROM {{schema}}.docket_claim_limited($1, $2::text[], $3::text[], $4, $5, $6,
-	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[], $11) AS docket_jobs`)
+	$7::text[], $8::smallint[], $9::bigint[], $10::bigint[], $11, $12) AS docket_jobs`)
 
 // jobsPerPlace is how many of a tenant's jobs a worker may hold per place
 // of a per-tenant concurrency limit it holds (migration 027): enough that
@@ -31,7 +32,7 @@ const jobsPerPlace = 4
 
 const (
 	sqlLimitWait = `SELECT current_setting('docket.limit_wait_ms', true), current_setting('docket.limit_seen', true),
-	current_setting('docket.limit_places', true)`
+	current_setting('docket.limit_places', true), current_setting('docket.limit_ahead', true)`
 
 	// sqlLimitedClaimSettings is sqlClaimSettings without the generic
 	// plan: the statements inside docket_claim_limited take the limit's
@@ -59,6 +60,10 @@ type LimitedClaimParams struct {
 	// PerTenant says the limit applies per tenant: its claim walks each
 	// tenant's jobs, not the claim index from this Queue's cursors.
 	PerTenant bool
+	// Ahead lets a rate limit without a concurrency cap grant the tokens
+	// that fall due within it (migration 029): the jobs claimed for them
+	// must not start before LimitedClaim.Due says. Whole milliseconds.
+	Ahead time.Duration
 }
 
 // LimitedClaim is what a limited claim took and, when the limit's budget
@@ -80,6 +85,51 @@ type LimitedClaim struct {
 	// PlacesSeq orders the claims that returned Places: a later claim's
 	// places replace an earlier one's, whatever order they arrive in.
 	PlacesSeq int64
+	// Due, when the claim took jobs ahead of their tokens, is for each of
+	// Jobs how long after the claim returned its token is due: the job
+	// must not start before. Zero for a job whose token was in hand; nil
+	// when every job's was.
+	Due []time.Duration
+}
+
+// limitAhead is how docket_claim_limited reports when the jobs a rate
+// limit granted are due (migration 029): a token's time, and per key the
+// tokens its bucket held and how long before the claim ended it held
+// them.
+type limitAhead struct {
+	TokenMS float64               `json:"token_ms"`
+	Keys    map[string][2]float64 `json:"keys"`
+}
+
+// due spreads the tokens a claim took ahead over its jobs, in the order
+// it returned them: the j-th job of a key (from 1) is due (j - tokens)
+// tokens' time after the key's bucket held tokens, age before the claim
+// ended. The jobs of a key are alike to its bucket, so which of them gets
+// which token does not matter.
+func (a limitAhead) due(jobs []*core.Job, perTenant bool) []time.Duration {
+	out := make([]time.Duration, len(jobs))
+	early := false
+	nth := map[string]float64{}
+	for i, j := range jobs {
+		key := ""
+		if perTenant {
+			key = j.Tenant
+		}
+		k, ok := a.Keys[key]
+		if !ok {
+			continue
+		}
+		nth[key]++
+		if ms := (nth[key]-k[0])*a.TokenMS - k[1]; ms > 0 {
+			// Rounded up: a job is never started early by the rounding.
+			out[i] = time.Duration(math.Ceil(ms * float64(time.Millisecond)))
+			early = true
+		}
+	}
+	if !early {
+		return nil
+	}
+	return out
 }
 
 // limitPlaces is how docket_claim_limited reports the places it gave.
@@ -115,7 +165,7 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 	batch := &pgx.Batch{}
 	batch.Queue(sqlLimitedClaimSettings)
 	batch.Queue(sqlClaimLimited.For(q.schema), p.Limit, p.Queues, p.Kinds, p.Max, p.Worker, p.Lease.Milliseconds(),
-		plan.queues, plan.priorities, plan.after, plan.upto, jobsPerPlace)
+		plan.queues, plan.priorities, plan.after, plan.upto, jobsPerPlace, p.Ahead.Milliseconds())
 	batch.Queue(sqlLimitWait)
 	res := b.SendBatch(ctx, batch)
 	var out LimitedClaim
@@ -128,15 +178,28 @@ func (q *Queue) ClaimLimited(ctx context.Context, db DB, p LimitedClaimParams) (
 			rows.Close()
 		}
 	}
-	var wait, seen, places string
+	var wait, seen, places, ahead string
 	if err == nil {
-		err = res.QueryRow().Scan(&wait, &seen, &places)
+		err = res.QueryRow().Scan(&wait, &seen, &places, &ahead)
 	}
 	if cerr := res.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return LimitedClaim{}, q.wrapErr(err) // a failed commit took nothing either
+	}
+	if ahead != "" {
+		var a limitAhead
+		if perr := json.Unmarshal([]byte(ahead), &a); perr != nil {
+			// The jobs are the worker's, and none may start before its
+			// token: hold them all the longest any could wait.
+			out.Due = make([]time.Duration, len(out.Jobs))
+			for i := range out.Due {
+				out.Due[i] = p.Ahead
+			}
+			return out, fmt.Errorf("docket: limited claim left ahead %q: %w", ahead, perr)
+		}
+		out.Due = a.due(out.Jobs, p.PerTenant)
 	}
 	if wait != "" {
 		ms, perr := strconv.ParseInt(wait, 10, 64)

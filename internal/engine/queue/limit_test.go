@@ -1,7 +1,11 @@
 package queue_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,5 +277,209 @@ func TestClaimLimitedBesideEarlierWorkers(t *testing.T) {
 	}
 	if n := earlierClaim(uuid.New()); n != 0 {
 		t.Fatalf("an earlier worker's claim took %d jobs while another held the tenant's places", n)
+	}
+}
+
+// A rate limit's claim may take the tokens due within Ahead (migration
+// 029) and says when each is due: at 1,000/s with a burst of 10 and 50 ms
+// ahead, the first claim takes the burst and about 50 more, the first 10
+// due now and the others in order, none later than 50 ms after the claim
+// returned (sooner by the claim's own time). The bucket is left owing
+// them, so the next claim takes only what accrued meanwhile, and the
+// claim asks again when a token beyond the horizon accrues.
+func TestClaimLimitedRateAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const rate, burst, ahead = 1000, 10, 50 * time.Millisecond
+	b.setLimit(t, admin.Limit{Name: "noop_ahead", Kind: "noop", Rate: rate, Per: time.Second, Burst: burst})
+	b.EnqueueN(t, 500, enqueue.Opts{})
+	w := uuid.New()
+	claim := func() queue.LimitedClaim {
+		t.Helper()
+		res, err := b.Q.ClaimLimited(b.Ctx, b.Pool, queue.LimitedClaimParams{
+			Limit: "noop_ahead", Worker: w, Queues: []string{"default"}, Kinds: []string{"noop"}, Max: 500,
+			Lease: time.Minute, Ahead: ahead,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	began := time.Now()
+	first := claim()
+	if len(first.Jobs) < burst+50 || len(first.Jobs) > burst+60 || len(first.Due) != len(first.Jobs) {
+		t.Fatalf("first claim took %d jobs with %d due times: want the burst of %d and about 50 ahead, each with its time",
+			len(first.Jobs), len(first.Due), burst)
+	}
+	for i, d := range first.Due {
+		switch {
+		case i < burst && d != 0:
+			t.Fatalf("job %d of the burst is due in %s, want now", i, d)
+		case d > ahead:
+			t.Fatalf("job %d is due in %s, beyond the %s asked for", i, d, ahead)
+		case i > 0 && d < first.Due[i-1]:
+			t.Fatalf("job %d is due in %s, before job %d (%s)", i, d, i-1, first.Due[i-1])
+		}
+	}
+	if last := first.Due[len(first.Due)-1]; last <= 0 {
+		t.Fatalf("the last job is due in %s, want ahead", last)
+	}
+	if !first.Held || first.Wait <= 0 || first.Wait > 2*time.Millisecond {
+		t.Fatalf("held %v, wait %s: want held, and the next token beyond the horizon in 1-2ms", first.Held, first.Wait)
+	}
+	next := claim()
+	// No more than the burst, the tokens that accrued over both claims,
+	// and those within the horizon after them (and a fraction of one).
+	if most := burst + 1 + int(rate*(time.Since(began)+ahead).Seconds()); len(first.Jobs)+len(next.Jobs) > most {
+		t.Fatalf("two claims within %s took %d jobs, the bucket allows %d", time.Since(began), len(first.Jobs)+len(next.Jobs), most)
+	}
+	for i, d := range next.Due {
+		if d > ahead {
+			t.Fatalf("the second claim's job %d is due in %s, beyond the %s asked for", i, d, ahead)
+		}
+	}
+}
+
+// claimAhead runs the claim of migration 029 for limit on the queue's jobs
+// of priority 0, taking up to max tokens' worth ahead_ms ahead, and
+// returns when each job it took spends its token by the database's clock:
+// when the claim read the bucket, or when its token is due, for a job
+// taken ahead.
+func (b *bundle) claimAhead(t *testing.T, limit string, worker uuid.UUID, max, aheadMS int) []time.Time {
+	t.Helper()
+	tx, err := b.Pool.Begin(b.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(b.Ctx) }()
+	var n int
+	if err := tx.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_claim_limited")+
+		`($1, '{default}', '{noop}', $2, $3, 60000, '{default}', '{0}', '{0}', '{9223372036854775807}', 4, $4)`,
+		limit, max, worker, aheadMS).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		return nil
+	}
+	// The bucket is dated at the instant the claim counted its tokens up
+	// to (its "at").
+	var report string
+	var at time.Time
+	if err := tx.QueryRow(b.Ctx, `SELECT current_setting('docket.limit_ahead', true), (SELECT refilled_at FROM `+
+		b.Table("docket_limit_buckets")+` WHERE name = $1)`, limit).Scan(&report, &at); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(b.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		TokenMS float64               `json:"token_ms"`
+		Keys    map[string][2]float64 `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(report), &a); err != nil || len(a.Keys) != 1 {
+		t.Fatalf("a claim of %d jobs reported %q (%v)", n, report, err)
+	}
+	k := a.Keys[""]
+	spent := make([]time.Time, n)
+	for j := range spent {
+		spent[j] = at.Add(time.Duration(math.Max(0, float64(j+1)-k[0]) * a.TokenMS * float64(time.Millisecond)))
+	}
+	return spent
+}
+
+// Claims that take tokens ahead spend no more of them over any stretch of
+// time than the bucket allows, two workers claiming at once, when each job
+// taken ahead spends its token when it is due (a worker starts it no
+// earlier); spent when claimed, the tokens would exceed the bucket by
+// about what was taken ahead.
+func TestClaimLimitedRateAheadKeepsTheBucket(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const rate, burst, aheadMS = 400, 5, 40
+	b.setLimit(t, admin.Limit{Name: "noop_window", Kind: "noop", Rate: rate, Per: time.Second, Burst: burst})
+	b.EnqueueN(t, 2*rate, enqueue.Opts{})
+	var mu sync.Mutex
+	var spent, claimed []time.Time
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := uuid.New()
+			for end := time.Now().Add(time.Second); time.Now().Before(end) && !t.Failed(); {
+				s := b.claimAhead(t, "noop_window", w, 100, aheadMS)
+				mu.Lock()
+				spent = append(spent, s...)
+				for range s {
+					claimed = append(claimed, s[0])
+				}
+				mu.Unlock()
+				time.Sleep(3 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	// The most by which a stretch of spends exceeds the bucket's tokens
+	// and burst (and one for its fraction of a token).
+	excess := func(ts []time.Time) (most int, over time.Duration) {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for i := range ts {
+			for j := i + 1; j < len(ts); j++ {
+				if e := j - i + 1 - burst - 1 - int(rate*ts[j].Sub(ts[i]).Seconds()); e > most {
+					most, over = e, ts[j].Sub(ts[i])
+				}
+			}
+		}
+		return most, over
+	}
+	if len(spent) < rate/2 {
+		t.Fatalf("two workers claiming for a second took %d jobs at %d/s", len(spent), rate)
+	}
+	if n, over := excess(spent); n > 0 {
+		t.Fatalf("%d tokens more than the bucket holds were spent within %s", n, over)
+	}
+	if n, _ := excess(claimed); n < rate*aheadMS/1000/2 {
+		t.Fatalf("spent when claimed, the tokens would exceed the bucket by %d, want about %d: did the claims take any ahead?",
+			n, rate*aheadMS/1000)
+	}
+}
+
+// A bucket that claims ahead left owing tokens grants nothing to the
+// claims of earlier versions, which take nothing ahead, until the debt is
+// repaid: 026's claim (workers from before 027) and 027's, which
+// migration 029 calls with ahead_ms 0. Before 029 guarded it, 026's
+// claim read the debt as a negative budget and paid it off.
+func TestClaimLimitedAheadBesideEarlierWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.setLimit(t, admin.Limit{Name: "noop_debt", Kind: "noop", Rate: 100, Per: time.Second, Burst: 1})
+	b.EnqueueN(t, 50, enqueue.Opts{})
+	if s := b.claimAhead(t, "noop_debt", uuid.New(), 50, 500); len(s) < 40 {
+		t.Fatalf("a claim 500 ms ahead at 100/s took %d jobs, want about 50", len(s))
+	}
+	tokens := func() float64 {
+		t.Helper()
+		var v float64
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT tokens FROM `+b.Table("docket_limit_buckets")+
+			` WHERE name = 'noop_debt'`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if debt := tokens(); debt > -40 {
+		t.Fatalf("the bucket holds %.1f tokens after the claim ahead, want a debt of about 50", debt)
+	}
+	b.EnqueueN(t, 50, enqueue.Opts{})
+	for _, call := range []string{
+		`('noop_debt', '{default}', '{noop}', 50, $1, 60000, '{default}', '{0}', '{0}', '{9223372036854775807}')`,
+		`('noop_debt', '{default}', '{noop}', 50, $1, 60000, '{default}', '{0}', '{0}', '{9223372036854775807}', 4)`,
+	} {
+		var n int
+		if err := b.Pool.QueryRow(b.Ctx, `SELECT count(*) FROM `+b.Table("docket_claim_limited")+call, uuid.New()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if debt := tokens(); n != 0 || debt > -30 {
+			t.Fatalf("an earlier worker's claim took %d jobs and left %.1f tokens, want none taken and the debt", n, debt)
+		}
 	}
 }

@@ -59,6 +59,9 @@ type pool struct {
 	// limitTimes says when to ask again for the jobs of limits that held
 	// some back or had none ready, and wakes the claim loop then.
 	limitTimes *limitTimes
+	// ahead holds the jobs of rate limits claimed before their tokens
+	// were due, until they are.
+	ahead *ahead
 
 	// rewake claims once more rewakeAfter debounce windows after the last
 	// notification (see notified).
@@ -80,6 +83,7 @@ func newPool(w *Worker, cfg PoolConfig) *pool {
 		limitWake: make(chan struct{}, 1),
 	}
 	p.limitTimes = newLimitTimes(p.wakeLimits)
+	p.ahead = newAhead()
 	p.rewake = time.AfterFunc(time.Hour, p.rewakeDue)
 	p.rewake.Stop()
 	return p
@@ -201,6 +205,7 @@ func (p *pool) claimLoop() {
 			<-limResults
 		}
 		w.places.flush(p)
+		p.ahead.flush()
 		p.releaseQueued()
 		close(p.jobs) // the slots release what is left and exit
 	}()
@@ -439,7 +444,7 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 	sent, err := w.claimOn(ctx, func(db queue.DB) (err error) {
 		res, err = w.q.ClaimLimited(ctx, db, queue.LimitedClaimParams{
 			Limit: lc.name, Worker: w.id, Queues: queues, Kinds: lc.kinds, Max: most, Lease: w.lease,
-			PerTenant: lc.perTenant,
+			PerTenant: lc.perTenant, Ahead: limitRateAhead,
 		})
 		return err
 	})
@@ -496,11 +501,14 @@ func (p *pool) claimed(start, sent time.Time, jobs []*core.Job, err error, limit
 	}
 	p.limitedBusy.Add(int64(len(tasks)))
 	var placed []*task
-	for _, t := range tasks {
-		if granted.Places != nil && t.job.Tenant != "" {
+	for i, t := range tasks {
+		switch {
+		case granted.Places != nil && t.job.Tenant != "":
 			t.placed = true
 			placed = append(placed, t)
-		} else {
+		case granted.Due != nil && granted.Due[i] > 0:
+			p.ahead.hold(t, granted.Due[i])
+		default:
 			p.toSlot(t)
 		}
 	}
