@@ -476,7 +476,8 @@ func (w *Worker) claimOn(ctx context.Context, claim func(db queue.DB) error) (ti
 		return time.Now(), err
 	}
 	defer conn.Release()
-	return time.Now(), claim(conn)
+	// The claim's sweeps still run beside it, on the pool.
+	return time.Now(), claim(queue.PoolConn{Conn: conn, Pool: w.db})
 }
 
 // claimed records a claim that started at start (its wait for a
