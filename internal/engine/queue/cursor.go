@@ -310,22 +310,11 @@ func (cs *cursors) swept(sw sweep, found map[cursorKey][]int64, now time.Time, t
 	cs.sweepDue[sw.key] = now.Add(max(minSweepInterval, sweepSpacing*took))
 }
 
-// PoolConn is a connection acquired from Pool for a claim. The claim runs
-// on the connection; what may run beside it, the sweeps behind the
-// cursors, runs on Pool, as with a claim on the pool itself.
-type PoolConn struct {
-	*pgxpool.Conn
-	Pool *pgxpool.Pool
-}
-
-// runSweeps looks behind the cursors for the sweeps due. With a pool (or a
-// PoolConn's) it does so in the background, so the claim is never held
-// up; on a connection or transaction, which cannot serve two statements at
-// once, it does so before the claim.
+// runSweeps looks behind the cursors for the sweeps due. With a pool it does
+// so in the background, so the claim is never held up; on a connection or
+// transaction, which cannot serve two statements at once, it does so before
+// the claim.
 func (q *Queue) runSweeps(ctx context.Context, db DB, sweeps []sweep) {
-	if pc, ok := db.(PoolConn); ok {
-		db = pc.Pool
-	}
 	for _, sw := range sweeps {
 		if pool, ok := db.(*pgxpool.Pool); ok {
 			go func() {

@@ -476,8 +476,7 @@ func (w *Worker) claimOn(ctx context.Context, claim func(db queue.DB) error) (ti
 		return time.Now(), err
 	}
 	defer conn.Release()
-	// The claim's sweeps still run beside it, on the pool.
-	return time.Now(), claim(queue.PoolConn{Conn: conn, Pool: w.db})
+	return time.Now(), claim(conn)
 }
 
 // claimed records a claim that started at start (its wait for a
