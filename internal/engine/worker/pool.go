@@ -470,6 +470,12 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 // behind handlers that write through the pool may take much of a lease on
 // a slow network and leave the heartbeat too little of it to renew them
 // in. The database counts the lease from its statement, later still.
+//
+// On a connection, a claim's due sweeps behind the cursors run on it
+// before the claim (Queue.runSweeps), not beside it on the pool. Drains
+// of 100,000 no-op jobs measured so were no slower than with the claims
+// on the pool (two sittings, alternating; one with the sweeps moved back
+// beside the claims read a fifth slower, the other equal).
 func (w *Worker) claimOn(ctx context.Context, claim func(db queue.DB) error) (time.Time, error) {
 	conn, err := w.db.Acquire(ctx)
 	if err != nil {
