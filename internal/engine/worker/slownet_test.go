@@ -161,15 +161,7 @@ func TestKeptConnReplacedAfterReset(t *testing.T) {
 	t.Cleanup(db.Close)
 	var started atomic.Int64
 	reg := handlers.NewRegistry()
-	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
-		started.Add(1)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(3 * time.Second):
-			return nil
-		}
-	}, handlers.KindOpts{})
+	handlers.MustRegister(reg, sleeper(&started, 3*time.Second), handlers.KindOpts{})
 	on := *e
 	on.pool = db
 	w := on.worker(reg, Config{Lease: time.Second, Pools: []PoolConfig{{Queues: []string{"default"}, Concurrency: jobs}}})
@@ -209,15 +201,7 @@ func TestClaimWaitKeepsLease(t *testing.T) {
 	defer e.logJobsOnFailure()
 	var started atomic.Int64
 	reg := handlers.NewRegistry()
-	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
-		started.Add(1)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(2 * time.Second):
-			return nil
-		}
-	}, handlers.KindOpts{})
+	handlers.MustRegister(reg, sleeper(&started, 2*time.Second), handlers.KindOpts{})
 	e.worker(reg, Config{Lease: 3 * time.Second, HeartbeatInterval: 1800 * time.Millisecond})
 	time.Sleep(300 * time.Millisecond) // the worker's first statements are done
 	var held []*pgxpool.Conn
@@ -249,5 +233,19 @@ func TestClaimWaitKeepsLease(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM {{schema}}.docket_jobs_done WHERE attempts = 1`); n != 1 {
 		t.Error("the job took more than one attempt")
+	}
+}
+
+// sleeper is a handler that counts its starts in started and runs for d,
+// or until its run is cancelled.
+func sleeper(started *atomic.Int64, d time.Duration) func(context.Context, *handlers.Job[testArgs]) error {
+	return func(ctx context.Context, j *handlers.Job[testArgs]) error {
+		started.Add(1)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(d):
+			return nil
+		}
 	}
 }
