@@ -9,6 +9,7 @@ import (
 
 	"github.com/docketq/docket/handlers"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/testkit/faultproxy"
 	"github.com/docketq/docket/internal/testkit/pgtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -30,18 +31,8 @@ func TestSlowNetworkSpendsNoAttempts(t *testing.T) {
 	for range jobs {
 		e.enqueue(testArgs{}, enqueue.Opts{})
 	}
-	px, proxied := viaProxy(t)
+	px, db := proxiedPool(t, 6)
 	px.Delay(100*time.Millisecond, 50*time.Millisecond)
-	cfg, err := pgxpool.ParseConfig(proxied)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 6
-	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
 	runs := newCounter()
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, func(ctx context.Context, j *handlers.Job[testArgs]) error {
@@ -148,17 +139,7 @@ func TestKeptConnReplacedAfterReset(t *testing.T) {
 	for range jobs {
 		e.enqueue(testArgs{}, enqueue.Opts{})
 	}
-	px, proxied := viaProxy(t)
-	cfg, err := pgxpool.ParseConfig(proxied)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 6
-	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	px, db := proxiedPool(t, 6)
 	var started atomic.Int64
 	reg := handlers.NewRegistry()
 	handlers.MustRegister(reg, sleeper(&started, 3*time.Second), handlers.KindOpts{})
@@ -248,4 +229,22 @@ func sleeper(started *atomic.Int64, d time.Duration) func(context.Context, *hand
 			return nil
 		}
 	}
+}
+
+// proxiedPool is a pool of maxConns connections to the test database
+// through a fault proxy, closed when the test ends.
+func proxiedPool(t *testing.T, maxConns int32) (*faultproxy.Proxy, *pgxpool.Pool) {
+	t.Helper()
+	px, proxied := viaProxy(t)
+	cfg, err := pgxpool.ParseConfig(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	db, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return px, db
 }
