@@ -325,7 +325,7 @@ func (p *pool) claimLoop() {
 			}
 			lost = 0
 			p.prefetch.claimed(r.took)
-			backlog = r.n == r.limit || (p.cfg.TenantCap > 0 && r.n > 0)
+			backlog = p.cameBackFull(r.n, r.limit)
 			if backlog {
 				launch = claimsInFlight - inFlight
 			} else {
@@ -386,7 +386,7 @@ func (p *pool) claim(limit int) (int, error) {
 	// than that another claim took its candidates first (two in flight,
 	// or another worker's), and changes nothing.
 	if len(jobs) > 0 {
-		p.backlogged.Store(len(jobs) == limit || p.cfg.TenantCap > 0)
+		p.backlogged.Store(p.cameBackFull(len(jobs), limit))
 	}
 	// A capped claim runs one statement per queue and may fail after some
 	// succeeded: what it took is ours either way.
@@ -462,6 +462,13 @@ func (p *pool) claimLimited(lc limitedClaim, most int) (int, error) {
 		p.limitTimes.free(lc.name)
 	}
 	return len(res.Jobs), err
+}
+
+// cameBackFull says whether an ordinary claim that took n of limit jobs
+// leaves other ready jobs waiting for the pool's slots: it took all it
+// asked for, or, tenant-capped, any (its cap may have left the rest).
+func (p *pool) cameBackFull(n, limit int) bool {
+	return n == limit || (p.cfg.TenantCap > 0 && n > 0)
 }
 
 // claimOn runs claim on a connection acquired for it and returns when it
