@@ -7,6 +7,7 @@ import (
 
 	"github.com/docketq/docket/admin"
 	"github.com/docketq/docket/internal/engine/enqueue"
+	"github.com/docketq/docket/internal/engine/partition"
 	"github.com/docketq/docket/internal/engine/queue"
 	"github.com/docketq/docket/internal/testkit/jobtest"
 	"github.com/google/uuid"
@@ -111,6 +112,11 @@ func TestOverviewQueueColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two of the four finished 30 minutes ago: in the hour, not the minute.
+	// Half an hour ago may be yesterday (UTC), whose history partition a
+	// fresh schema does not have.
+	if err := partition.Of(b.Schema).Ensure(b.Ctx, b.Pool, time.Now().Add(-30*time.Minute), 0); err != nil {
+		t.Fatal(err)
+	}
 	b.exec(t, "UPDATE "+b.Table("docket_jobs_done")+" SET finished_at = now() - interval '30 minutes' WHERE id = ANY($1)",
 		[]int64{done[0].ID, done[1].ID})
 	old := b.deadN(t, 5, enqueue.Opts{Queue: "bounce"}, "550 no such user")
