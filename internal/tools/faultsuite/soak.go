@@ -670,7 +670,57 @@ func (s *soak) checkSchedules(ctx context.Context, res *SoakResult, registered, 
 	if n != want || distinct != want || res.DuplicateTicks != 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("%d schedules over %d periods (%s to %s) want %d runs, one each; %d recorded for %d distinct fires; %d fires recorded twice over the soak",
 			s.cfg.Schedules, res.Periods, first.Format(time.TimeOnly), last.Format(time.TimeOnly), want, n, distinct, res.DuplicateTicks))
+		res.Violations = append(res.Violations, s.missingTicks(ctx, first, last)...)
 	}
+}
+
+// missingTicks describes up to five fires of the checked periods that no
+// run recorded, each with the run of the fire before it: when it was due,
+// claimed and finished, and in how many attempts.
+func (s *soak) missingTicks(ctx context.Context, first, last time.Time) []string {
+	q := `WITH want AS (
+	SELECT format('tick-%s', lpad(i::text, 4, '0')) AS name, f AS fire
+	FROM generate_series(0, $3 - 1) i, generate_series($1::timestamptz, $2::timestamptz, $4::interval) f)
+SELECT w.name, w.fire, p.fire, d.run_at, d.started_at, d.finished_at, d.attempts
+FROM want w
+LEFT JOIN LATERAL (SELECT t.fire, t.job_id FROM ` + s.schema + `.ticks t
+	WHERE t.name = w.name AND t.fire < w.fire ORDER BY t.fire DESC LIMIT 1) p ON true
+LEFT JOIN ` + s.schema + `.docket_jobs_done d ON d.id = p.job_id
+WHERE NOT EXISTS (SELECT 1 FROM ` + s.schema + `.ticks t WHERE t.name = w.name AND t.fire = w.fire)
+ORDER BY w.fire, w.name LIMIT 5`
+	rows, err := s.db.Query(ctx, q, first, last, s.cfg.Schedules, s.cfg.ScheduleEvery.String())
+	if err != nil {
+		return []string{fmt.Sprintf("listing the missing schedule runs: %v", err)}
+	}
+	defer rows.Close()
+	var out []string
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format("15:04:05.000")
+	}
+	for rows.Next() {
+		var name string
+		var fire time.Time
+		var prev, due, started, finished *time.Time
+		var attempts *int
+		if err := rows.Scan(&name, &fire, &prev, &due, &started, &finished, &attempts); err != nil {
+			return append(out, fmt.Sprintf("listing the missing schedule runs: %v", err))
+		}
+		line := fmt.Sprintf("no run of %s recorded fire %s", name, at(&fire))
+		if prev != nil {
+			line += fmt.Sprintf("; the run of fire %s was due %s, started %s, finished %s", at(prev), at(due), at(started), at(finished))
+			if attempts != nil {
+				line += fmt.Sprintf(" (attempt %d)", *attempts)
+			}
+		}
+		out = append(out, line)
+	}
+	if err := rows.Err(); err != nil {
+		out = append(out, fmt.Sprintf("listing the missing schedule runs: %v", err))
+	}
+	return out
 }
 
 // cleanup kills what a failed soak left running and closes the proxies.

@@ -50,11 +50,12 @@ func IsWorker() bool { return os.Getenv(envWorker) != "" }
 // WorkerSpec.Schedules = n keeps, named tick-0000 and on. They fire every
 // minute, or every `every` when it is a whole number of seconds that
 // divides a minute, and are spread over five sixths of that period by name,
-// so that n schedules do not all run in the same second. Late runs still
-// run (RunOnce), so that a fault never costs a run, and they run at the
-// highest priority: a run that waits behind a backlog for longer than the
-// misfire grace (a minute) would skip the periods it missed, and a soak
-// may offer more jobs than a loaded machine drains.
+// so that n schedules do not all run in the same second. Every missed fire
+// time runs (CatchUp), so that the soak can check one run per fire: under
+// RunOnce, a run that a fault delays past its successor's time covers that
+// fire too (a worker lost with the run costs a lease, 5 s, and a period of
+// the short soak is 10 s). They run at the highest priority, so that a
+// backlog does not make them late.
 func schedules(n int, every time.Duration) []schedule.Schedule {
 	spec := "* * * * *"
 	if every > 0 && every < time.Minute {
@@ -65,7 +66,7 @@ func schedules(n int, every time.Duration) []schedule.Schedule {
 	out := make([]schedule.Schedule, n)
 	for i := range out {
 		out[i] = schedule.Schedule{Name: fmt.Sprintf("tick-%04d", i), Spec: spec,
-			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.RunOnce, Priority: docket.MaxPriority}
+			Args: Tick{}, Window: every * 5 / 6, Misfire: schedule.CatchUp, Priority: docket.MaxPriority}
 	}
 	return out
 }
