@@ -675,8 +675,9 @@ func (s *soak) checkSchedules(ctx context.Context, res *SoakResult, registered, 
 }
 
 // missingTicks describes up to five fires of the checked periods that no
-// run recorded, each with the run of the fire before it: when it was due,
-// claimed and finished, and in how many attempts.
+// run recorded, each with the run of the fire before it: when it was to
+// run (its job's run_at), when its last attempt started and finished, and
+// that attempt's number.
 func (s *soak) missingTicks(ctx context.Context, first, last time.Time) []string {
 	q := `WITH want AS (
 	SELECT format('tick-%s', lpad(i::text, 4, '0')) AS name, f AS fire
@@ -710,7 +711,7 @@ ORDER BY w.fire, w.name LIMIT 5`
 		}
 		line := fmt.Sprintf("no run of %s recorded fire %s", name, at(&fire))
 		if prev != nil {
-			line += fmt.Sprintf("; the run of fire %s was due %s, started %s, finished %s", at(prev), at(due), at(started), at(finished))
+			line += fmt.Sprintf("; the run of fire %s was to run at %s, started %s, finished %s", at(prev), at(due), at(started), at(finished))
 			if attempts != nil {
 				line += fmt.Sprintf(" (attempt %d)", *attempts)
 			}
