@@ -75,6 +75,7 @@ func relayRun(fs *flag.FlagSet) action {
 	batch := fs.Int("batch", 0, "events per publish round (default 500)")
 	lease := fs.Duration("lease", 0, "partition lease: a dead relay's events are taken over after it (default 15s)")
 	attempts := fs.Int("max-attempts", 0, "permanent refusals before an event is dead-lettered (default 3)")
+	refusalBackoff := fs.Duration("refusal-backoff", 0, "wait before a refused event's next attempt, four times longer after each further refusal, at most 1m (default 2s)")
 	skip := fs.Bool("skip-dead", false, "let a dead event's later events of its key pass instead of holding them back")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at host:port/metrics (default: none)")
 	// The default is read when starting, not shown in help: it may hold a password.
@@ -88,6 +89,9 @@ func relayRun(fs *flag.FlagSet) action {
 		}
 		if *lease != 0 && *lease < 300*time.Millisecond {
 			return fmt.Errorf("%w: --lease %s under 300ms", errUsage, *lease)
+		}
+		if *refusalBackoff < 0 {
+			return fmt.Errorf("%w: --refusal-backoff %s: want 0 (the default, 2s) or more", errUsage, *refusalBackoff)
 		}
 		if *amqpURL != "" && *kafka != "" {
 			return fmt.Errorf("%w: --amqp-url and --kafka-brokers: give one broker", errUsage)
@@ -158,7 +162,7 @@ func relayRun(fs *flag.FlagSet) action {
 			}
 			r, err := relay.New(pool, relay.Config{
 				ID: relayID, Schema: client.Schema(), Publisher: pub, BatchSize: *batch, LeaseTTL: *lease,
-				MaxAttempts: *attempts, SkipDead: *skip, Logger: log,
+				MaxAttempts: *attempts, RefusalBackoff: *refusalBackoff, SkipDead: *skip, Logger: log,
 				// LISTEN needs a session of its own, which a transaction
 				// pooler does not keep: through --listen-url, else poll.
 				ListenURL: *listenURL, DisableNotify: db.pgbouncer && *listenURL == "",

@@ -101,8 +101,8 @@ func TestRelayRunBadAMQPURL(t *testing.T) {
 }
 
 // relay run --kafka-brokers takes host:port seeds; a seed without a port,
-// two brokers at once or --exchange without RabbitMQ are usage errors
-// before anything connects.
+// two brokers at once, --exchange without RabbitMQ or a negative
+// --refusal-backoff are usage errors before anything connects.
 func TestRelayRunBrokerFlags(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -112,6 +112,7 @@ func TestRelayRunBrokerFlags(t *testing.T) {
 		{[]string{"--kafka-brokers", "127.0.0.1:9092,nohost"}, `--kafka-brokers "nohost": address nohost: missing port`},
 		{[]string{"--kafka-brokers", "127.0.0.1:9092", "--amqp-url", "amqp://guest:guest@127.0.0.1:5672/"}, "give one broker"},
 		{[]string{"--exchange", "events"}, "--exchange needs --amqp-url"},
+		{[]string{"--refusal-backoff", "-1s"}, "--refusal-backoff -1s: want 0 (the default, 2s) or more"},
 	} {
 		all := append([]string{"relay", "run", "--database-url", "postgres://127.0.0.1:1/nowhere", "--schema", "s"}, c.args...)
 		code, _, errOut := runDocket(t, all...)

@@ -56,6 +56,9 @@ func (b *bundle) start(t *testing.T, cfg relay.Config) *relay.Relay {
 	if cfg.MinBackoff == 0 {
 		cfg.MinBackoff, cfg.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
 	}
+	if cfg.RefusalBackoff == 0 {
+		cfg.RefusalBackoff = 20 * time.Millisecond
+	}
 	r, err := relay.New(b.pool, cfg)
 	if err != nil {
 		t.Fatal(err)

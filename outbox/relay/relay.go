@@ -77,6 +77,14 @@ type Config struct {
 	// gets before it becomes a dead letter. Transient failures (broker
 	// down) are retried forever and never counted. Zero means 3.
 	MaxAttempts int
+	// RefusalBackoff is how long an event refused permanently waits, with
+	// the later events of its key, before its next attempt; the wait grows
+	// four times with each further refusal, up to a minute. A broker may
+	// refuse for a while and then accept (a RabbitMQ node recovering its
+	// bindings after a restart), so an event becomes a dead letter only
+	// after refusals spread over time: with the defaults, the third
+	// refusal, at least 10 seconds after the first. Zero means 2s.
+	RefusalBackoff time.Duration
 	// SkipDead makes a dead letter let the later events of its key pass.
 	// False (the default) holds them back until the dead letter is
 	// replayed or purged, which keeps the key's order.
@@ -135,9 +143,10 @@ type Relay struct {
 	fresh        bool      // no lease maintenance yet in this hold
 	publishAfter time.Time // no round before it: a previous holder may still publish
 
-	owned    []int16 // partitions held, maintained by the Run loop
-	unmarked []int64 // events acknowledged, not marked published yet
-	ahead    []row   // events fetched ahead by the last round, to publish next
+	owned    []int16        // partitions held, maintained by the Run loop
+	unmarked []int64        // events acknowledged, not marked published yet
+	holds    map[int64]hold // refused events waiting for their next attempt (see retry.go)
+	ahead    []row          // events fetched ahead by the last round, to publish next
 	fl       floorState
 	// floorReset says that events may have become pending below the floor:
 	// a dead letter was replayed or purged (see floor.go).
@@ -177,6 +186,9 @@ func New(db DB, cfg Config) (*Relay, error) {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
+	}
+	if cfg.RefusalBackoff <= 0 {
+		cfg.RefusalBackoff = 2 * time.Second
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 100 * time.Millisecond
