@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/kafkarelay"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -150,18 +152,32 @@ func relayProcesses(t *testing.T, b relayTarget, total int) {
 		st, err := client.EventStatus(ctx, pool)
 		if err == nil && st.Pending == 0 {
 			if st.Dead != 0 {
-				t.Fatalf("%d dead events\nrelay 1 log:\n%s", st.Dead, logs[1].String())
+				t.Fatalf("%d dead events%s\nrelay 1 log:\n%s", st.Dead, deadErrors(ctx, client, pool), logs[1].String())
 			}
 			break
 		}
 		if time.Since(start) > 3*time.Minute {
-			t.Fatalf("still pending after 3 minutes: %+v %v\nrelay 1 log:\n%s", st, err, logs[1].String())
+			t.Fatalf("still pending after 3 minutes: %+v %v%s\nrelay 1 log:\n%s", st, err, deadErrors(ctx, client, pool), logs[1].String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("%d committed, %d rolled back; drained %s after the producers ended", len(committed), len(rolledBack), time.Since(start).Round(time.Millisecond))
 
 	checkDelivered(t, b.read(t, len(committed)), committed)
+}
+
+// deadErrors lists the last errors of up to three dead events, for a
+// failure message: why the broker refused them.
+func deadErrors(ctx context.Context, client *outbox.Client, pool *pgxpool.Pool) string {
+	dead, err := client.ListDeadEvents(ctx, pool, "", 3)
+	if err != nil {
+		return fmt.Sprintf("\n(dead events not listed: %v)", err)
+	}
+	var b strings.Builder
+	for _, d := range dead {
+		fmt.Fprintf(&b, "\ndead event %d (key %s, %d attempts): %s", d.ID, d.Key, d.Attempts, d.LastError)
+	}
+	return b.String()
 }
 
 // checkDelivered checks what a broker holds, in the order a consumer reads
