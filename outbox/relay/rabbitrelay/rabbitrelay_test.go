@@ -14,6 +14,7 @@ import (
 	"github.com/docketq/docket/outbox"
 	"github.com/docketq/docket/outbox/relay"
 	"github.com/docketq/docket/outbox/relay/rabbitrelay"
+	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
@@ -31,10 +32,11 @@ func brokerURL(t *testing.T) string {
 	return srv.URL
 }
 
-// topology declares a topic exchange bound to a queue for every routing
-// key, both deleted when the test ends, and returns their names and the
-// queue's deliveries.
-func topology(t *testing.T, url string) (exchange string, deliveries <-chan amqp.Delivery) {
+// topology declares a topic exchange and a queue, both deleted when the
+// test ends, binds the queue to the exchange for every routing key
+// "orders.#" unless unbound, and returns the exchange's name, the queue's
+// deliveries and a function that binds it.
+func topology(t *testing.T, url string, unbound bool) (exchange string, deliveries <-chan amqp.Delivery, bind func()) {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
@@ -53,14 +55,39 @@ func topology(t *testing.T, url string) (exchange string, deliveries <-chan amqp
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.QueueBind(q.Name, "orders.#", exchange, false, nil); err != nil {
-		t.Fatal(err)
+	bind = func() {
+		if err := ch.QueueBind(q.Name, "orders.#", exchange, false, nil); err != nil {
+			t.Error(err)
+		}
+	}
+	if !unbound {
+		bind()
 	}
 	deliveries, err = ch.Consume(q.Name, "", true, true, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exchange, deliveries
+	return exchange, deliveries, bind
+}
+
+// outboxSchema migrates a schema of the test's own and returns its pool,
+// name and outbox client.
+func outboxSchema(t *testing.T) (*pgxpool.Pool, string, *outbox.Client) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t)
+	m, err := migrate.New(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Up(t.Context(), pool); err != nil {
+		t.Fatal(err)
+	}
+	client, err := outbox.New(outbox.Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, schema, client
 }
 
 // Messages arrive persistent, with the event id as message_id, their
@@ -69,7 +96,7 @@ func topology(t *testing.T, url string) (exchange string, deliveries <-chan amqp
 // transient failure.
 func TestPublish(t *testing.T) {
 	url := brokerURL(t)
-	exchange, deliveries := topology(t, url)
+	exchange, deliveries, _ := topology(t, url, false)
 	p, err := rabbitrelay.New(rabbitrelay.Config{URL: url, Exchange: exchange, RoutingKeys: map[string]string{"legacy": "orders.legacy"}})
 	if err != nil {
 		t.Fatal(err)
@@ -138,21 +165,9 @@ func TestPublish(t *testing.T) {
 // those of a rolled-back transaction never.
 func TestRelayToRabbitMQ(t *testing.T) {
 	url := brokerURL(t)
-	exchange, deliveries := topology(t, url)
+	exchange, deliveries, _ := topology(t, url, false)
 	ctx := t.Context()
-	pool := pgtest.Pool(t)
-	schema := pgtest.Schema(t)
-	m, err := migrate.New(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	client, err := outbox.New(outbox.Config{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, schema, client := outboxSchema(t)
 	const keys, perKey = 3, 30
 	committed := map[string]bool{}
 	for round := range perKey {
@@ -214,5 +229,72 @@ func TestRelayToRabbitMQ(t *testing.T) {
 	}
 	if len(lastSeq) != keys {
 		t.Errorf("events of %d keys delivered, want %d", len(lastSeq), keys)
+	}
+}
+
+// A queue that is unbound for a while (a node restarted under load
+// returns messages as unroutable until it has recovered its bindings)
+// does not make dead letters of the events it refuses: each waits out
+// RefusalBackoff before its next attempt and is delivered, its key in
+// order, once the queue is bound again.
+func TestUnroutableForAWhile(t *testing.T) {
+	url := brokerURL(t)
+	exchange, deliveries, bind := topology(t, url, true)
+	ctx := t.Context()
+	pool, schema, client := outboxSchema(t)
+	const keys, perKey = 3, 4
+	var want []string
+	for i := range keys * perKey {
+		p, err := client.Publish(ctx, pool, outbox.Message{Topic: "orders.placed", Key: fmt.Sprintf("order-%d", i%keys), Payload: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprint(p.ID))
+	}
+	p, err := rabbitrelay.New(rabbitrelay.Config{URL: url, Exchange: exchange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, MaxAttempts: 3, RefusalBackoff: 300 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop(context.Background())
+	for deadline := time.Now().Add(10 * time.Second); r.Stats().Refused < keys; {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: the keys' first events were not refused as unroutable", r.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Unroutable for longer than the relay's rounds take (without the
+	// waits, three rounds dead-lettered every key's head within 200 ms),
+	// shorter than the first wait.
+	time.Sleep(150 * time.Millisecond)
+	bind()
+	lastSeq := map[string]int{}
+	seen := map[string]bool{}
+	for len(seen) < len(want) {
+		select {
+		case d := <-deliveries:
+			seen[d.MessageId] = true
+			key, _ := d.Headers[relay.HeaderKey].(string)
+			seq, err := strconv.Atoi(fmt.Sprint(d.Headers[relay.HeaderSeq]))
+			if err != nil || seq != lastSeq[key]+1 {
+				t.Errorf("key %s: seq %v after %d", key, d.Headers[relay.HeaderSeq], lastSeq[key])
+			}
+			lastSeq[key] = seq
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%d of %d events delivered; stats %+v", len(seen), len(want), r.Stats())
+		}
+	}
+	if st := r.Stats(); st.DeadLettered != 0 || st.Refused < keys {
+		t.Fatalf("stats %+v: want the first events refused, none dead", st)
+	}
+	if st, err := client.EventStatus(ctx, pool); err != nil || st.Dead != 0 {
+		t.Fatalf("event status %+v (%v): want no dead events", st, err)
 	}
 }
