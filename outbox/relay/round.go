@@ -102,7 +102,7 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 	}
 	var done []int64
 	var refusedIDs []int64
-	var refusedKeys, refusedErrs []string
+	var refusedErrs []string
 	var transient error
 	head := make([]int, len(groups))
 	active := make([]int, len(groups))
@@ -133,7 +133,6 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 				}
 			case IsPermanent(err):
 				refusedIDs = append(refusedIDs, rw.id)
-				refusedKeys = append(refusedKeys, rw.msg.Key)
 				refusedErrs = append(refusedErrs, truncate(err.Error()))
 			default:
 				if transient == nil {
@@ -166,7 +165,7 @@ func (r *Relay) round(ctx context.Context) (int, error) {
 		}
 	}
 	if len(refusedIDs) > 0 {
-		if err := r.refuse(ctx, refusedIDs, refusedKeys, refusedErrs); err != nil {
+		if err := r.refuse(ctx, refusedIDs, refusedErrs); err != nil {
 			return len(rows), err
 		}
 	}
@@ -321,31 +320,27 @@ func scanEvents(dbRows pgx.Rows) ([]row, error) {
 	return out, dbRows.Err()
 }
 
-// refuse counts a permanent refusal against each event (of keys keys),
-// dead-letters those out of attempts and holds the others back until their
-// next attempt is due.
-func (r *Relay) refuse(ctx context.Context, ids []int64, keys, errs []string) error {
+// refuse counts a permanent refusal against each event, dead-letters those
+// out of attempts and holds the others back until their next attempt is
+// due.
+func (r *Relay) refuse(ctx context.Context, ids []int64, errs []string) error {
 	rows, err := r.db.Query(ctx, sqlRefuse.For(r.cfg.Schema), ids, errs, r.cfg.MaxAttempts, !r.cfg.SkipDead)
 	if err != nil {
 		return fmt.Errorf("docket: record %d refused messages: %w", len(ids), err)
 	}
 	defer rows.Close()
 	r.refused.Add(uint64(len(ids)))
-	keyOf := make(map[int64]string, len(ids))
-	for i, id := range ids {
-		keyOf[id] = keys[i]
-	}
 	now := time.Now()
 	for rows.Next() {
 		var id int64
-		var topic string
+		var topic, key string
 		var attempts int
 		var dead bool
-		if err := rows.Scan(&id, &topic, &attempts, &dead); err != nil {
+		if err := rows.Scan(&id, &topic, &key, &attempts, &dead); err != nil {
 			return err
 		}
 		if !dead {
-			r.holdBack(id, keyOf[id], attempts, now)
+			r.holdBack(id, key, attempts, now)
 			continue
 		}
 		r.dead.Add(1)
@@ -406,11 +401,13 @@ WHERE id = ANY($1::bigint[]) AND published_at IS NULL AND dead_at IS NULL
 
 	// sqlRefuse counts a refusal against events $1 with errors $2; those
 	// reaching $3 attempts become dead letters, blocking their key when $4.
+	// It returns each event's id, topic, key ('' for none), attempts and
+	// whether it is dead now.
 	sqlRefuse = pgsql.SQL(`UPDATE {{schema}}.docket_events e
 SET attempts = e.attempts + 1, last_error = f.err,
 	dead_at = CASE WHEN e.attempts + 1 >= $3 THEN now() END,
 	blocks_key = e.attempts + 1 >= $3 AND e.key IS NOT NULL AND $4
 FROM unnest($1::bigint[], $2::text[]) AS f(id, err)
 WHERE e.id = f.id AND e.published_at IS NULL AND e.dead_at IS NULL
-RETURNING e.id, e.topic, e.attempts, e.dead_at IS NOT NULL`)
+RETURNING e.id, e.topic, COALESCE(e.key, ''), e.attempts, e.dead_at IS NOT NULL`)
 )
