@@ -104,3 +104,24 @@ func TestRefusedEventWaitsForItsNextAttempt(t *testing.T) {
 		t.Fatalf("dead letters %+v (%v), want only the gone event, after 3 attempts", dead, err)
 	}
 }
+
+// TestRefusalHoldDefaults: with the defaults a refused event waits 2 s,
+// then 8 s, so its third refusal (MaxAttempts) comes at least 10 s after
+// the first; the wait stops growing at a minute.
+func TestRefusalHoldDefaults(t *testing.T) {
+	r, err := relay.New(nil, relay.Config{Publisher: &sink{}, DisableNotify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := relay.MaxAttempts(r); n != 3 {
+		t.Fatalf("default MaxAttempts %d, want 3", n)
+	}
+	for attempts, want := range map[int]time.Duration{1: 2 * time.Second, 2: 8 * time.Second, 3: 32 * time.Second, 4: time.Minute, 9: time.Minute} {
+		if got := relay.RefusalHold(r, attempts); got != want {
+			t.Errorf("hold after refusal %d: %s, want %s", attempts, got, want)
+		}
+	}
+	if sum := relay.RefusalHold(r, 1) + relay.RefusalHold(r, 2); sum < 10*time.Second {
+		t.Errorf("the third refusal can come %s after the first, want at least 10s", sum)
+	}
+}
