@@ -90,6 +90,26 @@ func outboxSchema(t *testing.T) (*pgxpool.Pool, string, *outbox.Client) {
 	return pool, schema, client
 }
 
+// startRelay runs a relay of cfg, publishing to exchange at url, until the
+// test ends.
+func startRelay(t *testing.T, pool *pgxpool.Pool, url, exchange string, cfg relay.Config) *relay.Relay {
+	t.Helper()
+	p, err := rabbitrelay.New(rabbitrelay.Config{URL: url, Exchange: exchange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Publisher, cfg.Logger = p, slog.New(slog.DiscardHandler)
+	r, err := relay.New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(context.Background()) })
+	return r
+}
+
 // Messages arrive persistent, with the event id as message_id, their
 // headers and body, in publish order; a message no queue takes is refused
 // for good; a missing exchange too; a broker that cannot be reached is a
@@ -196,18 +216,7 @@ func TestRelayToRabbitMQ(t *testing.T) {
 			committed[id] = true
 		}
 	}
-	p, err := rabbitrelay.New(rabbitrelay.Config{URL: url, Exchange: exchange})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop(context.Background())
+	startRelay(t, pool, url, exchange, relay.Config{Schema: schema})
 	lastSeq := map[string]int{}
 	seen := map[string]bool{}
 	for len(seen) < len(committed) {
@@ -251,19 +260,7 @@ func TestUnroutableForAWhile(t *testing.T) {
 		}
 		want = append(want, fmt.Sprint(p.ID))
 	}
-	p, err := rabbitrelay.New(rabbitrelay.Config{URL: url, Exchange: exchange})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := relay.New(pool, relay.Config{Schema: schema, Publisher: p, MaxAttempts: 3, RefusalBackoff: 300 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop(context.Background())
+	r := startRelay(t, pool, url, exchange, relay.Config{Schema: schema, MaxAttempts: 3, RefusalBackoff: 300 * time.Millisecond})
 	for deadline := time.Now().Add(10 * time.Second); r.Stats().Refused < keys; {
 		if time.Now().After(deadline) {
 			t.Fatalf("stats %+v: the keys' first events were not refused as unroutable", r.Stats())
